@@ -1,0 +1,77 @@
+"""Replacing a file so that it is always either the old or the new version.
+
+The new bytes go to a temporary file in the same directory, are flushed and
+fsynced, then renamed over the target, and the directory is fsynced so the
+rename itself survives a crash. Temporary files are named after the writing
+process; those left by a process that died mid-write are removed by the next
+successful write to the same directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["atomic_write"]
+
+_TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{16}\.tmp$")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    directory = path.parent
+    temp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o666  # the process umask narrows it, as for any new file
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temp.chmod(mode)  # keep an existing file's mode (umask may have narrowed it)
+        temp.replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    _fsync_directory(directory)
+    _remove_stale_temps(directory)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temps(directory: Path) -> None:
+    for candidate in directory.iterdir():
+        match = _TEMP.match(candidate.name)
+        if match is None:
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or _alive(pid):
+            continue  # possibly being written right now
+        with contextlib.suppress(OSError):
+            candidate.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, it is just not ours
+    return True

@@ -1,0 +1,378 @@
+"""The wire codec: one private cattrs converter, and the entry shapes around it.
+
+"Write new, read both": every record is written in its current form, and read
+in its current form and every legacy one JP has written:
+
+- ``inquiry_response`` written tagged (``{"outcome": ...}``); the legacy flat
+  ``{"id", "answer"}`` reads as ``Answered``; a ``cancelled`` without a reason
+  reads as reason ``user``; a reason this build does not know is kept verbatim.
+- a tool-facing ``answer_type`` written tagged (``{"type": "secret"}``); the
+  legacy externally tagged form (``"Boolean"``, ``{"Select": {...}}``) read too.
+- select options written as ``{value, description?}``; bare strings read too.
+
+Storage (base64) decoding and the entry envelope (``event_id``, ``timestamp``,
+``type``, ``metadata``) are handled here as well, so the rest of the code only
+ever sees decoded records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.preconf.orjson import make_converter
+from cattrs.v import format_exception
+
+from machines import (
+    Answered,
+    AnswerKind,
+    AnswerType,
+    AnyCancellationReason,
+    CancellationReason,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    ChatResponseKind,
+    Event,
+    InquiryQuestion,
+    InquiryRequest,
+    InquiryResponse,
+    InquirySource,
+    Question,
+    RecordError,
+    Redacted,
+    SelectOption,
+    SourceKind,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+    UnknownCancellationReason,
+    parse_cancellation_reason,
+)
+
+__all__ = [
+    "EVENT_KINDS",
+    "WireError",
+    "structure_event",
+    "structure_question",
+    "unstructure_event",
+    "unstructure_question",
+]
+
+
+class WireError(ValueError):
+    """A value read from the wire does not have the shape of its record."""
+
+
+def _expect(kind: type, what: str) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _: Any) -> Any:
+        # cattrs would coerce 5 into "5"; a stored value of the wrong type is a
+        # broken file, not something to repair silently.
+        if type(value) is not kind:
+            raise WireError(f"expected {what}, got {_json_type(value)}")
+        return value
+
+    return structure
+
+
+def _json_type(value: object) -> str:
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    names |= {dict: "an object", list: "an array", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise WireError(f"{where} must be an object, got {_json_type(value)}")
+    return value
+
+
+# ---------------------------------------------------------------- answer types
+
+
+def _structure_option(value: Any, _: Any) -> SelectOption:
+    if type(value) is str:
+        return SelectOption(value=value)
+    data = _object(value, "a select option")
+    if "value" not in data:
+        raise WireError("a select option has no 'value'")
+    return SelectOption(value=data["value"], description=data.get("description"))
+
+
+def _unstructure_option(option: SelectOption) -> dict[str, Any]:
+    if option.description is None:
+        return {"value": option.value}
+    return {"value": option.value, "description": option.description}
+
+
+_LEGACY_KINDS: Final = {
+    "Boolean": "boolean",
+    "Select": "select",
+    "Text": "text",
+    "Secret": "secret",
+}
+
+
+def _structure_answer_type(value: Any, _: Any) -> AnswerType:
+    if type(value) is str:
+        # Legacy externally tagged unit variant: "Boolean", "Text", "Secret".
+        tag = _LEGACY_KINDS.get(value)
+        if tag is None or tag == "select":
+            raise WireError(f"unknown answer type {value!r}")
+        return AnswerType(kind=AnswerKind(tag))
+    data = _object(value, "answer_type")
+    if "type" in data:
+        tag = data["type"]
+        try:
+            kind = AnswerKind(tag)
+        except ValueError:
+            raise WireError(f"unknown answer type {tag!r}") from None
+        options: tuple[SelectOption, ...] = ()
+        if kind is AnswerKind.SELECT:
+            raw = data.get("options")
+            if type(raw) is not list:
+                raise WireError("a select answer type needs an 'options' array")
+            options = tuple(_structure_option(option, SelectOption) for option in raw)
+        return AnswerType(kind=kind, options=options)
+    if len(data) == 1 and "Select" in data:
+        # Legacy externally tagged struct variant: {"Select": {"options": [...]}}.
+        body = _object(data["Select"], "answer_type.Select")
+        raw = body.get("options")
+        if type(raw) is not list:
+            raise WireError("a select answer type needs an 'options' array")
+        return AnswerType.select(_structure_option(option, SelectOption) for option in raw)
+    raise WireError("answer_type has no 'type'")
+
+
+def _unstructure_answer_type(answer_type: AnswerType, *, options_as_objects: bool) -> Any:
+    if answer_type.kind is not AnswerKind.SELECT:
+        return {"type": answer_type.kind.value}
+    if options_as_objects or any(o.description is not None for o in answer_type.options):
+        options: list[Any] = [_unstructure_option(o) for o in answer_type.options]
+    else:
+        options = [o.value for o in answer_type.options]
+    return {"type": "select", "options": options}
+
+
+# --------------------------------------------------------------------- sources
+
+
+def _structure_source(value: Any, _: Any) -> InquirySource:
+    data = _object(value, "source")
+    tag = data.get("source")
+    try:
+        kind = SourceKind(tag)
+    except ValueError:
+        raise WireError(f"unknown inquiry source {tag!r}") from None
+    return InquirySource(kind=kind, name=data.get("name"))
+
+
+def _unstructure_source(source: InquirySource) -> dict[str, Any]:
+    if source.name is None:
+        return {"source": source.kind.value}
+    return {"source": source.kind.value, "name": source.name}
+
+
+# ------------------------------------------------------------------- responses
+
+
+def _structure_reason(value: Any, _: Any) -> AnyCancellationReason:
+    if type(value) is not str or not value:
+        raise WireError(f"reason must be a non-empty string, got {_json_type(value)}")
+    return parse_cancellation_reason(value)
+
+
+def _structure_response(value: Any, _: Any) -> InquiryResponse:
+    data = _object(value, "inquiry_response")
+    outcome = data.get("outcome")
+    if outcome is None:
+        # Pre-082 writers only ever recorded answers, as a flat {id, answer}.
+        if "answer" not in data:
+            raise WireError("inquiry_response has neither an 'outcome' nor an 'answer'")
+        return Answered(id=data.get("id"), answer=data["answer"])  # type: ignore[arg-type]
+    if outcome == "answered":
+        if "answer" not in data:
+            raise WireError("an answered inquiry_response has no 'answer'")
+        return Answered(id=data.get("id"), answer=data["answer"])  # type: ignore[arg-type]
+    if outcome == "cancelled":
+        # A missing reason is the conservative `user`: every other reason needs
+        # the engine itself to have written it.
+        reason = _structure_reason(data.get("reason", "user"), None)
+        return Cancelled(id=data.get("id"), reason=reason)  # type: ignore[arg-type]
+    if outcome == "redacted":
+        return Redacted(id=data.get("id"))  # type: ignore[arg-type]
+    raise WireError(f"unknown inquiry_response outcome {outcome!r}")
+
+
+def _unstructure_response(response: InquiryResponse) -> dict[str, Any]:
+    if isinstance(response, Answered):
+        return {"outcome": "answered", "id": response.id, "answer": response.answer}
+    if isinstance(response, Cancelled):
+        return {"outcome": "cancelled", "id": response.id, "reason": response.reason.as_str()}
+    return {"outcome": "redacted", "id": response.id}
+
+
+# ------------------------------------------------------------------- converter
+
+
+def _passthrough(value: Any, _: Any) -> Any:
+    return value
+
+
+def _is_json_mapping(kind: Any) -> bool:
+    # Mapping[str, JsonValue] fields (arguments, schema) are checked by the
+    # records' validators; copying them item by item would only cost time.
+    return getattr(kind, "__origin__", None) is Mapping
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = make_converter()
+    # Simple types first: strict, never coercing.
+    converter.register_structure_hook(str, _expect(str, "a string"))
+    converter.register_structure_hook(bool, _expect(bool, "a boolean"))
+    converter.register_structure_hook(int, _expect(int, "an integer"))
+    converter.register_structure_hook_func(_is_json_mapping, _passthrough)
+    converter.register_structure_hook(SelectOption, _structure_option)
+    converter.register_unstructure_hook(SelectOption, _unstructure_option)
+    converter.register_structure_hook(AnswerType, _structure_answer_type)
+    converter.register_unstructure_hook(
+        AnswerType, lambda value: _unstructure_answer_type(value, options_as_objects=True)
+    )
+    converter.register_structure_hook(InquirySource, _structure_source)
+    converter.register_unstructure_hook(InquirySource, _unstructure_source)
+    converter.register_structure_hook(CancellationReason, _structure_reason)
+    converter.register_structure_hook(UnknownCancellationReason, _structure_reason)
+    for response in (Answered, Cancelled, Redacted):
+        converter.register_structure_hook(response, _structure_response)
+        converter.register_unstructure_hook(response, _unstructure_response)
+
+    converter.register_structure_hook(
+        InquiryQuestion, make_dict_structure_fn(InquiryQuestion, converter)
+    )
+    converter.register_unstructure_hook(
+        InquiryQuestion,
+        make_dict_unstructure_fn(InquiryQuestion, converter, _cattrs_omit_if_default=True),
+    )
+    converter.register_structure_hook(
+        InquiryRequest, make_dict_structure_fn(InquiryRequest, converter)
+    )
+    converter.register_unstructure_hook(
+        InquiryRequest, make_dict_unstructure_fn(InquiryRequest, converter)
+    )
+    converter.register_structure_hook(ChatRequest, make_dict_structure_fn(ChatRequest, converter))
+    converter.register_unstructure_hook(
+        ChatRequest, make_dict_unstructure_fn(ChatRequest, converter, _cattrs_omit_if_default=True)
+    )
+    for plain in (ToolCallRequest, ToolCallResponse):
+        converter.register_structure_hook(plain, make_dict_structure_fn(plain, converter))
+        converter.register_unstructure_hook(plain, make_dict_unstructure_fn(plain, converter))
+    # The tool-facing question calls its preamble `pre_amble` on the wire.
+    converter.register_structure_hook(
+        Question,
+        make_dict_structure_fn(Question, converter, context=override(rename="pre_amble")),
+    )
+    return converter
+
+
+_CONVERTER: Final = _make_converter()
+
+
+def _describe(error: BaseException, kind: type | None) -> str:
+    if isinstance(error, WireError | RecordError):
+        return str(error)
+    return format_exception(error, kind)
+
+
+def _structure(value: Any, kind: type[Any]) -> Any:
+    try:
+        return _CONVERTER.structure(value, kind)
+    except cattrs.BaseValidationError as error:
+        messages = cattrs.transform_error(error, path="$", format_exception=_describe)
+        raise WireError("; ".join(messages)) from None
+    except RecordError as error:
+        raise WireError(str(error)) from None
+
+
+# ------------------------------------------------------------------ questions
+
+
+def structure_question(value: Any) -> Question:
+    """Read a tool-facing question (tagged or legacy answer type)."""
+    data = _object(value, "question")
+    # The wire writes absent values as null; a null default means no default.
+    return _structure(data, Question)  # type: ignore[no-any-return]
+
+
+def unstructure_question(question: Question) -> dict[str, Any]:
+    """Write a tool-facing question in the current (tagged) form."""
+    return {
+        "id": question.id,
+        "text": question.text,
+        "pre_amble": question.context,
+        "answer_type": _unstructure_answer_type(question.answer_type, options_as_objects=False),
+        "default": question.default,
+    }
+
+
+# --------------------------------------------------------------------- events
+
+#: The wire ``type`` tag of each conversation event kind.
+EVENT_KINDS: Final[Mapping[type[Any], str]] = {
+    TurnStart: "turn_start",
+    ChatRequest: "chat_request",
+    ChatResponse: "chat_response",
+    ToolCallRequest: "tool_call_request",
+    ToolCallResponse: "tool_call_response",
+    InquiryRequest: "inquiry_request",
+    Answered: "inquiry_response",
+    Cancelled: "inquiry_response",
+    Redacted: "inquiry_response",
+}
+
+
+def _structure_chat_response(data: dict[str, Any]) -> ChatResponse:
+    present = [kind for kind in ChatResponseKind if kind.value in data]
+    if len(present) != 1:
+        raise WireError("a chat_response needs exactly one of 'message', 'reasoning', 'data'")
+    kind = present[0]
+    return ChatResponse(kind=kind, content=data[kind.value])
+
+
+_EVENT_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
+    "turn_start": lambda _: TurnStart(),
+    "chat_request": lambda data: _structure(data, ChatRequest),
+    "chat_response": _structure_chat_response,
+    "tool_call_request": lambda data: _structure(data, ToolCallRequest),
+    "tool_call_response": lambda data: _structure(data, ToolCallResponse),
+    "inquiry_request": lambda data: _structure(data, InquiryRequest),
+    "inquiry_response": lambda data: _structure_response(data, None),
+}
+
+
+def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
+    """Read the payload of a conversation event of wire type ``kind``.
+
+    ``data`` is the decoded entry (storage fields already decoded); keys that
+    belong to the envelope or to a newer writer are ignored. Returns ``None``
+    when ``kind`` is not a conversation event.
+    """
+    reader = _EVENT_READERS.get(kind)
+    if reader is None:
+        return None
+    try:
+        return reader(data)
+    except RecordError as error:
+        raise WireError(str(error)) from None
+
+
+def unstructure_event(event: Event) -> dict[str, Any]:
+    """Write the payload keys of ``event``, in their on-disk order."""
+    if isinstance(event, TurnStart):
+        return {}
+    if isinstance(event, ChatResponse):
+        return {event.kind.value: event.content}
+    if isinstance(event, Answered | Cancelled | Redacted):
+        return _unstructure_response(event)
+    return _CONVERTER.unstructure(event)  # type: ignore[no-any-return]

@@ -1,0 +1,126 @@
+"""Stream entries: conversation events and the global entries around them.
+
+An entry loaded from disk remembers the exact object it was read from (with its
+``event_id`` moved to the front), and is written back as that object. This is
+what makes a load and save of a real conversation change nothing but the added
+``event_id`` lines, including fields and nesting written by a newer writer
+that this build does not model. An entry built in this process, or changed
+(entries are immutable, so a change is a new entry), is written from its
+record instead, in the current form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+import attrs
+
+from coordinator._codec import EVENT_KINDS
+from coordinator._timestamps import Timestamp
+from machines import Event, RecordError
+from machines._json import JsonValue
+from machines._validate import json_value, non_empty_string, of_type, optional_of_type
+
+__all__ = [
+    "Compaction",
+    "ConfigDelta",
+    "EventEntry",
+    "GlobalEntry",
+    "StreamEntry",
+    "UnknownEntry",
+]
+
+
+def _object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not dict:
+        raise RecordError(
+            f"{type(instance).__name__}.{attribute.name} must be an object, "
+            f"not {type(value).__name__}"
+        )
+    json_value(instance, attribute, value)
+
+
+@attrs.frozen(kw_only=True)
+class EventEntry:
+    """A conversation event in the stream: what happened, when, under which id."""
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=attrs.validators.instance_of(Timestamp))
+    payload: Event
+    metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=_object)
+    # The loaded form, set only by the codec on load; not part of equality or repr.
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """The wire ``type`` tag."""
+        return EVENT_KINDS[type(self.payload)]
+
+
+@attrs.frozen(kw_only=True)
+class ConfigDelta:
+    """A change to the conversation's configuration (global: belongs to no turn).
+
+    In the oldest files the first ``config_delta`` has its keys flattened into
+    the entry, with no ``delta`` key; ``flattened`` records that it was read so.
+    """
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=attrs.validators.instance_of(Timestamp))
+    delta: Mapping[str, JsonValue] = attrs.field(validator=_object)
+    flattened: bool = False
+    # The loaded form, set only by the codec on load; not part of equality or repr.
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    kind = "config_delta"
+
+
+@attrs.frozen(kw_only=True)
+class Compaction:
+    """A summary standing in for turns ``from_turn`` to ``to_turn`` (global)."""
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=attrs.validators.instance_of(Timestamp))
+    from_turn: int = attrs.field(validator=of_type(int))
+    to_turn: int = attrs.field(validator=of_type(int))
+    summary: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    reasoning: JsonValue = attrs.field(default=None, validator=json_value)
+    tool_calls: JsonValue = attrs.field(default=None, validator=json_value)
+    # The loaded form, set only by the codec on load; not part of equality or repr.
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    kind = "compaction"
+
+
+@attrs.frozen
+class UnknownEntry:
+    """An entry of a kind this build does not know: kept, never decoded.
+
+    It is written back exactly as it was read. Its ``event_id``, if it has a
+    usable one, is honoured when other entries' ids are made unique.
+    """
+
+    raw: Mapping[str, Any] = attrs.field(repr=False)
+
+    @property
+    def kind(self) -> str:
+        """The entry's ``type`` tag."""
+        return str(self.raw["type"])
+
+    @property
+    def event_id(self) -> str | None:
+        """The entry's id, when it carries a non-empty string one."""
+        value = self.raw.get("event_id")
+        return value if type(value) is str and value else None
+
+    def __repr__(self) -> str:
+        """Name the kind, not the contents (they are not ours to show)."""
+        return f"UnknownEntry(kind={self.kind!r}, event_id={self.event_id!r})"
+
+
+#: An entry that belongs to no turn.
+GlobalEntry: TypeAlias = ConfigDelta | Compaction | UnknownEntry
+
+#: Anything the stream holds.
+StreamEntry: TypeAlias = EventEntry | GlobalEntry

@@ -1,0 +1,76 @@
+"""The base64 storage fields.
+
+To keep conversation text out of grep and editor search, JP stores some fields
+base64-encoded: every string leaf of ``metadata`` (all kinds), every string
+leaf of ``tool_call_request.arguments``, and ``tool_call_response.content``.
+
+Decoding is lenient, as JP's is: a value that is not base64 of UTF-8 text is
+kept as it is. We are stricter in one way, for fidelity: only *canonical*
+base64 (the exact text our encoder would produce) counts as encoded. A
+non-canonical string cannot have come from an encoder, so it must be a plain
+value, and reading it as plain means it is written back unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+__all__ = ["decode_field", "decode_leaves", "encode_field", "encode_leaves"]
+
+_B64_INDEX = {
+    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+}
+
+
+def _padding_bits_clear(text: str) -> bool:
+    """Whether the bits a padded base64 string leaves unused are zero (canonical)."""
+    if text.endswith("=="):
+        return _B64_INDEX[text[-3]] & 0x0F == 0
+    if text.endswith("="):
+        return _B64_INDEX[text[-2]] & 0x03 == 0
+    return True
+
+
+def decode_field(text: str) -> str:
+    """Decode one stored string, or return it unchanged if it is not encoded."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return text
+    if not _padding_bits_clear(text):
+        return text
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return text
+
+
+def encode_field(text: str) -> str:
+    """Encode one string for storage."""
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def decode_leaves(value: Any) -> Any:
+    """Decode every string leaf of ``value``; other leaves stay as they are."""
+    kind = type(value)
+    if kind is str:
+        return decode_field(value)
+    if kind is dict:
+        return {key: decode_leaves(child) for key, child in value.items()}
+    if kind is list:
+        return [decode_leaves(child) for child in value]
+    return value
+
+
+def encode_leaves(value: Any) -> Any:
+    """Encode every string leaf of ``value``; other leaves stay as they are."""
+    kind = type(value)
+    if kind is str:
+        return encode_field(value)
+    if kind is dict:
+        return {key: encode_leaves(child) for key, child in value.items()}
+    if kind is list:
+        return [encode_leaves(child) for child in value]
+    return value

@@ -1,0 +1,289 @@
+"""What a tool asks, and who is asking.
+
+Two shapes of one question exist. The tool-facing :class:`Question` is what a
+tool emits when it needs input (it carries the tool's question id and its
+preamble). The recorded :class:`InquiryQuestion` is what the stream keeps in an
+``inquiry_request``. Both share one :class:`AnswerType`; only their wire forms
+differ (the codec in ``coordinator`` owns those).
+
+Secret-ness is a property of the answer type, declared by the tool author:
+a secret is free text that is never echoed, never remembered and never
+persisted. Configuration has no say in it.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from machines._errors import RecordError
+from machines._json import JsonValue
+from machines._secret import SecretValue
+from machines._validate import (
+    json_value,
+    non_empty_string,
+    optional_of_type,
+    string,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = [
+    "AnswerKind",
+    "AnswerType",
+    "InquiryQuestion",
+    "InquirySource",
+    "Question",
+    "SelectOption",
+    "SourceKind",
+]
+
+
+class AnswerKind(enum.Enum):
+    """The four kinds of answer a question can expect; values are wire tags."""
+
+    BOOLEAN = "boolean"
+    SELECT = "select"
+    TEXT = "text"
+    SECRET = "secret"  # noqa: S105 - a wire tag, not a password
+
+
+@attrs.frozen(kw_only=True)
+class SelectOption:
+    """One choice of a select question."""
+
+    value: str = attrs.field(validator=string)
+    description: str | None = attrs.field(default=None, validator=optional_of_type(str))
+
+
+def _options(value: Iterable[str | SelectOption]) -> tuple[SelectOption, ...]:
+    if isinstance(value, str):
+        # A bare string is iterable; refuse it rather than splitting it into letters.
+        raise RecordError("AnswerType.options must be a sequence of options, not a string")
+    options = []
+    for option in value:
+        if isinstance(option, SelectOption):
+            options.append(option)
+        elif type(option) is str:
+            options.append(SelectOption(value=option))
+        else:
+            raise RecordError(
+                "AnswerType.options must hold strings or SelectOption, "
+                f"not {type(option).__name__}"
+            )
+    return tuple(options)
+
+
+@attrs.frozen(kw_only=True)
+class AnswerType:
+    """What form of answer a question expects.
+
+    ``options`` is set for :attr:`AnswerKind.SELECT` only.
+    """
+
+    kind: AnswerKind = attrs.field(validator=attrs.validators.instance_of(AnswerKind))
+    options: tuple[SelectOption, ...] = attrs.field(default=(), converter=_options)
+
+    def __attrs_post_init__(self) -> None:
+        """Options belong to selects and nothing else."""
+        if self.options and self.kind is not AnswerKind.SELECT:
+            raise RecordError(f"a {self.kind.value} answer type has no options")
+
+    @classmethod
+    def boolean(cls) -> AnswerType:
+        """Yes or no."""
+        return cls(kind=AnswerKind.BOOLEAN)
+
+    @classmethod
+    def select(cls, options: Iterable[str | SelectOption]) -> AnswerType:
+        """One of ``options``."""
+        return cls(kind=AnswerKind.SELECT, options=options)
+
+    @classmethod
+    def text(cls) -> AnswerType:
+        """Free-form text."""
+        return cls(kind=AnswerKind.TEXT)
+
+    @classmethod
+    def secret(cls) -> AnswerType:
+        """Free-form text that is never echoed, remembered or persisted."""
+        return cls(kind=AnswerKind.SECRET)
+
+    @property
+    def is_secret(self) -> bool:
+        """Whether answers to this question must never be persisted."""
+        return self.kind is AnswerKind.SECRET
+
+    @property
+    def option_values(self) -> tuple[str, ...]:
+        """The values a select answer may take, in order."""
+        return tuple(option.value for option in self.options)
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is a valid answer of this type."""
+        if self.kind is AnswerKind.BOOLEAN:
+            return type(value) is bool
+        if self.kind is AnswerKind.SELECT:
+            return type(value) is str and value in self.option_values
+        if self.kind is AnswerKind.TEXT:
+            return type(value) is str
+        return type(value) is str or isinstance(value, SecretValue)
+
+    def expected(self) -> str:
+        """Say in words what an answer must be, for error messages."""
+        if self.kind is AnswerKind.BOOLEAN:
+            return "a boolean (true or false)"
+        if self.kind is AnswerKind.SELECT:
+            return "one of " + ", ".join(repr(value) for value in self.option_values)
+        if self.kind is AnswerKind.TEXT:
+            return "a string"
+        return "a string (secret)"
+
+
+@attrs.frozen(kw_only=True)
+class Question:
+    """The question a tool emits when it needs input.
+
+    ``id`` is the tool's own question id: answers come back keyed by it.
+    ``context`` is the tool's preamble (a diff, say), shown above the question.
+    ``default`` is the answer Enter takes at a prompt; ``None`` means none.
+    """
+
+    id: str = attrs.field(validator=non_empty_string)
+    text: str = attrs.field(validator=string)
+    answer_type: AnswerType = attrs.field(validator=attrs.validators.instance_of(AnswerType))
+    context: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    default: JsonValue = attrs.field(default=None, validator=json_value)
+
+    def __attrs_post_init__(self) -> None:
+        """A question must be answerable, and its default must be an answer."""
+        if self.answer_type.kind is AnswerKind.SELECT and not self.answer_type.options:
+            raise RecordError(f"select question {self.id!r} has no options")
+        if self.default is not None and not self.answer_type.accepts(self.default):
+            raise RecordError(
+                f"the default of question {self.id!r} must be {self.answer_type.expected()}, "
+                f"not {type(self.default).__name__}"
+            )
+
+    @classmethod
+    def boolean(
+        cls, id: str, text: str, *, default: bool | None = None, context: str | None = None
+    ) -> Question:
+        """A yes/no question."""
+        return cls(
+            id=id, text=text, answer_type=AnswerType.boolean(), default=default, context=context
+        )
+
+    @classmethod
+    def select(
+        cls,
+        id: str,
+        text: str,
+        options: Iterable[str | SelectOption],
+        *,
+        default: str | None = None,
+        context: str | None = None,
+    ) -> Question:
+        """A choice among ``options``."""
+        return cls(
+            id=id,
+            text=text,
+            answer_type=AnswerType.select(options),
+            default=default,
+            context=context,
+        )
+
+    @classmethod
+    def text_input(
+        cls, id: str, text: str, *, default: str | None = None, context: str | None = None
+    ) -> Question:
+        """A free-text question."""
+        return cls(
+            id=id, text=text, answer_type=AnswerType.text(), default=default, context=context
+        )
+
+    @classmethod
+    def secret(cls, id: str, text: str, *, context: str | None = None) -> Question:
+        """A question whose answer is never echoed, remembered or persisted."""
+        return cls(id=id, text=text, answer_type=AnswerType.secret(), context=context)
+
+
+@attrs.frozen(kw_only=True)
+class InquiryQuestion:
+    """The question as recorded in an ``inquiry_request``.
+
+    Lenient where the tool-facing question is strict, because it is read back
+    from files other writers made: a recorded default need not fit.
+    """
+
+    text: str = attrs.field(validator=string)
+    answer_type: AnswerType = attrs.field(validator=attrs.validators.instance_of(AnswerType))
+    default: JsonValue = attrs.field(default=None, validator=json_value)
+    id: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    context: str | None = attrs.field(default=None, validator=optional_of_type(str))
+
+    @classmethod
+    def from_question(cls, question: Question) -> InquiryQuestion:
+        """Record what the tool asked, answer type included (``secret`` too)."""
+        return cls(
+            text=question.text,
+            answer_type=question.answer_type,
+            default=question.default,
+            id=question.id,
+            context=question.context,
+        )
+
+
+class SourceKind(enum.Enum):
+    """Who asked; values are the wire tags of ``source``."""
+
+    TOOL = "tool"
+    ASSISTANT = "assistant"
+    USER = "user"
+    OTHER = "other"
+
+
+_NAMED = frozenset({SourceKind.TOOL, SourceKind.OTHER})
+
+
+def _source_name(instance: InquirySource, attribute: attrs.Attribute[Any], value: object) -> None:
+    if instance.kind in _NAMED:
+        non_empty_string(instance, attribute, value)
+    elif value is not None:
+        raise RecordError(f"a {instance.kind.value} inquiry source has no name")
+
+
+@attrs.frozen(kw_only=True)
+class InquirySource:
+    """The recorded provenance of a question.
+
+    Decided in code where a tool's result crosses the executor boundary, never
+    by configuration: a tool is ``tool`` with its name unless it is a built-in
+    that declares otherwise (``ask_user`` is ``assistant``).
+    """
+
+    kind: SourceKind = attrs.field(validator=attrs.validators.instance_of(SourceKind))
+    name: str | None = attrs.field(default=None, validator=_source_name)
+
+    @classmethod
+    def tool(cls, name: str) -> InquirySource:
+        """Asked by the tool ``name``."""
+        return cls(kind=SourceKind.TOOL, name=name)
+
+    @classmethod
+    def assistant(cls) -> InquirySource:
+        """Asked by the assistant itself (``ask_user``)."""
+        return cls(kind=SourceKind.ASSISTANT)
+
+    @classmethod
+    def user(cls) -> InquirySource:
+        """Asked on the user's behalf."""
+        return cls(kind=SourceKind.USER)
+
+    @classmethod
+    def other(cls, name: str) -> InquirySource:
+        """Asked by something else, named ``name``."""
+        return cls(kind=SourceKind.OTHER, name=name)

@@ -1,0 +1,111 @@
+"""Validators that make invalid records impossible to construct.
+
+Each raises :class:`RecordError` naming the record, the field and what was
+expected. They describe the *type* of a bad value, never the value itself, so a
+secret handed to the wrong field cannot leak through the message.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from machines._errors import RecordError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import attrs
+
+__all__ = [
+    "check_json",
+    "is_json",
+    "json_value",
+    "non_empty_string",
+    "of_type",
+    "optional_of_type",
+    "string",
+]
+
+
+def _fail(instance: object, attribute: attrs.Attribute[Any], expected: str, value: object) -> None:
+    raise RecordError(
+        f"{type(instance).__name__}.{attribute.name} must be {expected}, "
+        f"not {type(value).__name__}"
+    )
+
+
+def string(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a ``str``."""
+    if type(value) is not str:
+        _fail(instance, attribute, "a string", value)
+
+
+def non_empty_string(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a non-empty ``str``."""
+    if type(value) is not str:
+        _fail(instance, attribute, "a non-empty string", value)
+    elif not value:
+        raise RecordError(f"{type(instance).__name__}.{attribute.name} must not be empty")
+
+
+def of_type(*types: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """Require an instance of one of ``types`` (``bool`` is not an ``int`` here)."""
+    expected = " or ".join(t.__name__ for t in types)
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) not in types and not (
+            isinstance(value, types) and not isinstance(value, bool)
+        ):
+            _fail(instance, attribute, expected, value)
+
+    return validate
+
+
+def optional_of_type(*types: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """Like :func:`of_type`, but ``None`` is allowed."""
+    inner = of_type(*types)
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None:
+            inner(instance, attribute, value)
+
+    return validate
+
+
+def is_json(value: object) -> bool:
+    """Whether ``value`` is a JSON value that round-trips exactly.
+
+    Strict where JSON is: string keys only, finite floats only (``orjson``
+    would silently write NaN as ``null``), and no other types.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or kind is int or item is None:
+            continue
+        if kind is float:
+            if not math.isfinite(item):  # type: ignore[arg-type]
+                return False
+        elif kind is dict:
+            for key, child in item.items():  # type: ignore[attr-defined]
+                if type(key) is not str:
+                    return False
+                stack.append(child)
+        elif kind is list:
+            stack.extend(item)  # type: ignore[arg-type]
+        else:
+            return False
+    return True
+
+
+def check_json(where: str, value: object) -> None:
+    """Raise :class:`RecordError` unless ``value`` is a JSON value."""
+    if not is_json(value):
+        raise RecordError(f"{where} must be a JSON value (str, number, bool, null, list, dict)")
+
+
+def json_value(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a JSON value (see :func:`is_json`)."""
+    check_json(f"{type(instance).__name__}.{attribute.name}", value)
