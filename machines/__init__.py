@@ -4,6 +4,20 @@ Nothing here does I/O, reads a clock or draws randomness: what varies is handed
 in. ``coordinator`` imports this package; this package never imports it.
 """
 
+from typing import Any
+
+from machines._diagrams import render_dot, render_markdown_table, render_mermaid
+from machines._effects import (
+    AskAssistant,
+    CompleteTool,
+    Effect,
+    QueuePermissionPrompt,
+    QueueQuestion,
+    RunTool,
+    ShowPermissionPrompt,
+    ShowQuestion,
+    ToolAnswer,
+)
 from machines._errors import IllegalTransitionError, InvalidAnswerError, MachineError, RecordError
 from machines._events import (
     ChatRequest,
@@ -14,6 +28,15 @@ from machines._events import (
     ToolCallResponse,
     TurnStart,
     is_provider_visible,
+)
+from machines._inquiry_machine import (
+    INQUIRY_MACHINE,
+    INQUIRY_ROWS,
+    Inquiry,
+    InquiryFacts,
+    InquiryState,
+    StaticAnswer,
+    Target,
 )
 from machines._inquiry_records import (
     Answered,
@@ -37,36 +60,86 @@ from machines._questions import (
     SourceKind,
 )
 from machines._secret import SecretValue
+from machines._table import Fired, Guard, Row, Step, TableMachine
+from machines._tool_call_machine import (
+    DEFAULT_MAX_ATTEMPTS,
+    TOOL_CALL_MACHINE,
+    TOOL_CALL_ROWS,
+    RunMode,
+    ToolCall,
+    ToolCallState,
+)
+from machines._turn_state import CachedAnswer, PermissionDecision, TurnState
+
+#: Every machine, for diagrams, tables and tests.
+MACHINES: tuple[TableMachine[Any, Any], ...] = (
+    INQUIRY_MACHINE,
+    TOOL_CALL_MACHINE,
+)
 
 __all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "INQUIRY_MACHINE",
+    "INQUIRY_ROWS",
+    "MACHINES",
+    "TOOL_CALL_MACHINE",
+    "TOOL_CALL_ROWS",
     "AnswerKind",
     "AnswerType",
     "Answered",
     "AnyCancellationReason",
+    "AskAssistant",
+    "CachedAnswer",
     "CancellationReason",
     "Cancelled",
     "ChatRequest",
     "ChatResponse",
     "ChatResponseKind",
+    "CompleteTool",
+    "Effect",
     "Event",
+    "Fired",
+    "Guard",
     "IllegalTransitionError",
+    "Inquiry",
+    "InquiryFacts",
     "InquiryQuestion",
     "InquiryRequest",
     "InquiryResponse",
     "InquirySource",
+    "InquiryState",
     "InvalidAnswerError",
     "JsonValue",
     "MachineError",
+    "PermissionDecision",
     "Question",
+    "QueuePermissionPrompt",
+    "QueueQuestion",
     "RecordError",
     "Redacted",
+    "Row",
+    "RunMode",
+    "RunTool",
     "SecretValue",
     "SelectOption",
+    "ShowPermissionPrompt",
+    "ShowQuestion",
     "SourceKind",
+    "StaticAnswer",
+    "Step",
+    "TableMachine",
+    "Target",
+    "ToolAnswer",
+    "ToolCall",
     "ToolCallRequest",
     "ToolCallResponse",
+    "ToolCallState",
     "TurnStart",
+    "TurnState",
     "UnknownCancellationReason",
     "is_provider_visible",
     "parse_cancellation_reason",
+    "render_dot",
+    "render_markdown_table",
+    "render_mermaid",
 ]

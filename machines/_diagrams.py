@@ -1,0 +1,98 @@
+"""Diagrams and tables of a machine, rendered from the table the machine runs.
+
+The output is deterministic: rows in table order, states in enum order, no
+styling that depends on a model's current state. ``coordinator`` writes these
+to ``diagrams/`` and into the README; a test fails when a file is stale.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from machines._table import Row, TableMachine
+
+__all__ = ["render_dot", "render_markdown_table", "render_mermaid"]
+
+
+def _label(row: Row[Any, Any]) -> str:
+    trigger = f"{row.trigger} (auto)" if row.auto else row.trigger
+    parts = [trigger]
+    if row.guard is not None:
+        parts.append(f"[{row.guard.name}]")
+    produced = [kind.__name__ for kind in (*row.emits, *row.effects)]
+    if row.delegates:
+        produced.append(f"→ {row.delegates}")
+    if produced:
+        parts.append("/ " + ", ".join(produced))
+    return " ".join(parts)
+
+
+def render_mermaid(machine: TableMachine[Any, Any]) -> str:
+    """A Mermaid ``stateDiagram-v2`` of ``machine``."""
+    lines = [
+        "---",
+        f"title: {machine.name} machine",
+        "---",
+        "stateDiagram-v2",
+        "    direction LR",
+        f"    [*] --> {machine.start.value}",
+    ]
+    lines.extend(
+        f"    {row.source.value} --> {row.target.value}: {_label(row)}" for row in machine.rows
+    )
+    lines.extend(
+        f"    {state.value} --> [*]" for state in machine.states if state in machine.terminal
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_dot(machine: TableMachine[Any, Any]) -> str:
+    """A Graphviz DOT digraph of ``machine``."""
+    lines = [
+        f"digraph {machine.name} {{",
+        "    rankdir=LR;",
+        '    node [shape=box, style=rounded, fontname="Helvetica"];',
+        '    edge [fontname="Helvetica", fontsize=10];',
+        '    __start__ [shape=point, label=""];',
+    ]
+    for state in machine.states:
+        final = ", peripheries=2" if state in machine.terminal else ""
+        lines.append(f"    {_quote(state.value)} [label={_quote(state.value)}{final}];")
+    lines.append(f"    __start__ -> {_quote(machine.start.value)};")
+    lines.extend(
+        f"    {_quote(row.source.value)} -> {_quote(row.target.value)} "
+        f"[label={_quote(_label(row))}];"
+        for row in machine.rows
+    )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def render_markdown_table(machine: TableMachine[Any, Any]) -> str:
+    """The transition table of ``machine`` as Markdown, one line per row."""
+    lines = [
+        "| # | Trigger | From | To | When | Emits | Effects |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for number, row in enumerate(machine.rows, start=1):
+        trigger = _code(row.trigger) + (" (auto)" if row.auto else "")
+        target = _code(row.dest.value) if row.dest is not None else "(stays)"
+        when = row.guard.description if row.guard is not None else "always"
+        emits = ", ".join(_code(kind.__name__) for kind in row.emits) or "—"
+        effects = [_code(kind.__name__) for kind in row.effects]
+        if row.delegates:
+            effects.append(f"→ {_code(row.delegates)}")
+        lines.append(
+            f"| {number} | {trigger} | {_code(row.source.value)} | {target} | {when} "
+            f"| {emits} | {', '.join(effects) or '—'} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,505 @@
+"""The inquiry machine: one per question a tool asks.
+
+Theory of operation (RFD 082, "Recording lifecycle"): the question is recorded
+*before* anything decides where its answer comes from; then, in this order, an
+answer remembered this turn (never for a secret), a static answer from
+configuration, and otherwise routing — to the person at the terminal when the
+question targets the user and a terminal is there, to the model otherwise.
+Every question ends in exactly one of ``answered``, ``redacted`` (a secret the
+tool received but the stream does not hold) or ``cancelled`` (with the reason).
+
+Rules:
+
+1. Everything that affects this machine is in this file: its states, its
+   guards, its actions, and :data:`INQUIRY_ROWS`, the table that declares them.
+2. Entering ``requested`` allocates the inquiry id from the turn state and
+   emits the ``InquiryRequest``; each transition into a final state emits
+   exactly one response. No other code creates these records.
+3. Guards decide from facts handed in (:class:`InquiryFacts`, the trigger's
+   payload); the machine looks nothing up.
+4. A secret is never cached (read or write), never recorded, never routed to
+   the model: ``assistant_routing_denied`` when it targets the assistant,
+   ``no_prompt_backend`` when no terminal is there. The answer the tool gets
+   travels as a :class:`SecretValue`.
+5. A static answer that does not fit the question is not applied:
+   ``invalid_static_answer``, and the tool is told which question, what was
+   configured and what was expected.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from machines._effects import AskAssistant, QueueQuestion, ShowQuestion
+from machines._errors import InvalidAnswerError
+from machines._inquiry_records import (
+    Answered,
+    CancellationReason,
+    Cancelled,
+    InquiryRequest,
+    Redacted,
+)
+from machines._json import JsonValue
+from machines._questions import InquiryQuestion, InquirySource, Question
+from machines._secret import SecretValue
+from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
+from machines._turn_state import CachedAnswer, TurnState
+from machines._validate import is_json
+from machines._wording import (
+    backend_failed,
+    invalid_static_answer,
+    secret_for_assistant,
+    secret_without_terminal,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from machines._effects import ToolAnswer
+    from machines._inquiry_records import InquiryResponse
+
+__all__ = [
+    "INQUIRY_MACHINE",
+    "INQUIRY_ROWS",
+    "Inquiry",
+    "InquiryFacts",
+    "InquiryState",
+    "StaticAnswer",
+    "Target",
+]
+
+
+class InquiryState(enum.Enum):
+    """Where a question is in its life."""
+
+    NEW = "new"
+    REQUESTED = "requested"
+    CACHED = "cached"
+    STATIC = "static"
+    ROUTED = "routed"
+    ANSWERED = "answered"
+    REDACTED = "redacted"
+    CANCELLED = "cancelled"
+
+
+class Target(enum.Enum):
+    """Who a question is configured to be answered by."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@attrs.frozen(repr=False)
+class StaticAnswer:
+    """An answer configured for a question; it may not fit, and may be meant as a secret."""
+
+    value: JsonValue
+
+    def __repr__(self) -> str:
+        """Never show the value: it may be a secret's static answer."""
+        return "StaticAnswer(<configured>)"
+
+
+@attrs.frozen(kw_only=True)
+class InquiryFacts:
+    """What the driver knows when a question arrives, handed to the guards.
+
+    ``cached_answer`` is what the turn cache holds for the question (the
+    driver asks :meth:`TurnState.remembered_tool_answer`, which never returns
+    one for a secret).
+    """
+
+    terminal: bool
+    target: Target = Target.USER
+    static_answer: StaticAnswer | None = None
+    cached_answer: CachedAnswer | None = None
+
+
+class Inquiry:
+    """One question on its way to an answer (the machine's model).
+
+    Create it with :meth:`ask`; then feed it what happens with
+    :meth:`terminal_ready`, :meth:`answer`, :meth:`cancel` or :meth:`fail`.
+    Each returns the :class:`Step`: records for the stream, effects for the
+    driver. ``delivered`` is what the tool receives once the question is
+    answered or redacted; ``failure`` is the tool-level error once it is
+    cancelled for any reason but the user's.
+    """
+
+    __slots__ = (
+        "buffer",
+        "delivered",
+        "facts",
+        "failure",
+        "id",
+        "question",
+        "response",
+        "source",
+        "state",
+        "tool_call_id",
+        "tool_name",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        *,
+        turn: TurnState,
+        tool_call_id: str,
+        tool_name: str,
+        question: Question,
+        source: InquirySource,
+        facts: InquiryFacts,
+        buffer: StepBuffer | None = None,
+    ) -> None:
+        """A question not yet recorded (state ``new``)."""
+        self.state = InquiryState.NEW
+        self.buffer = buffer or StepBuffer()
+        self.turn = turn
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.question = question
+        self.source = source
+        self.facts = facts
+        self.id: str | None = None
+        self.delivered: ToolAnswer | None = None
+        self.response: InquiryResponse | None = None
+        self.failure: str | None = None
+
+    @classmethod
+    def ask(
+        cls,
+        *,
+        turn: TurnState,
+        tool_call_id: str,
+        tool_name: str,
+        question: Question,
+        source: InquirySource,
+        facts: InquiryFacts,
+    ) -> tuple[Inquiry, Step]:
+        """Record the question and resolve it as far as it can go without waiting."""
+        inquiry = cls(
+            turn=turn,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            question=question,
+            source=source,
+            facts=facts,
+        )
+        inquiry.fire("ask")
+        return inquiry, inquiry.buffer.take()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the question has its response."""
+        return self.state in INQUIRY_MACHINE.terminal
+
+    def terminal_ready(self, cached_answer: CachedAnswer | None) -> Step:
+        """The terminal is free for this question; ``cached_answer`` is the turn cache's."""
+        self.fire("terminal_ready", cached=cached_answer)
+        return self.buffer.take()
+
+    def answer(self, value: ToolAnswer, *, remember: bool = False) -> Step:
+        """The person or the model answered ``value``; ``remember`` it for the turn."""
+        self.fire("answer", **self.checked_answer(value, remember=remember))
+        return self.buffer.take()
+
+    def cancel(self) -> Step:
+        """The user cancelled (Ctrl-C, end of input, or an interrupt)."""
+        self.fire("cancel")
+        return self.buffer.take()
+
+    def fail(self, error: str) -> Step:
+        """The backend failed to answer; ``error`` says how (never a secret)."""
+        self.fire("fail", error=error)
+        return self.buffer.take()
+
+    def fire(self, trigger: str, **payload: Any) -> None:
+        """Fire ``trigger`` (and automatic rows); a failure leaves no half step behind."""
+        try:
+            INQUIRY_MACHINE.fire(self, trigger, **payload)
+        except BaseException:
+            self.buffer.discard()
+            raise
+
+    def checked_answer(self, value: ToolAnswer, *, remember: bool) -> dict[str, Any]:
+        """The payload of an ``answer`` trigger, or :class:`InvalidAnswerError`.
+
+        Checked before the machine is touched, so a bad answer changes nothing.
+        """
+        answer_type = self.question.answer_type
+        if not answer_type.accepts(value) or not (
+            isinstance(value, SecretValue) or is_json(value)
+        ):
+            raise InvalidAnswerError(
+                f"the answer to question {self.question.id!r} of tool {self.tool_name!r} "
+                f"must be {answer_type.expected()}, not {type(value).__name__}"
+            )
+        if answer_type.is_secret and not isinstance(value, SecretValue):
+            value = SecretValue(value)  # type: ignore[arg-type] # accepts() checked it is a str
+        return {"value": value, "remember": remember}
+
+
+# ------------------------------------------------------------------ guards
+
+
+def _secret(inquiry: Inquiry) -> bool:
+    return inquiry.question.answer_type.is_secret
+
+
+def _g(name: str, description: str, test: Any) -> Guard[Inquiry]:
+    return Guard(name, description, test)
+
+
+HAS_CACHED = _g(
+    "cached",
+    "the turn cache holds an answer (never for a secret)",
+    lambda m, _: m.facts.cached_answer is not None and not _secret(m),
+)
+HAS_STATIC = _g(
+    "static",
+    "configuration holds a static answer",
+    lambda m, _: m.facts.static_answer is not None,
+)
+SECRET_FOR_ASSISTANT = _g(
+    "secret_for_assistant",
+    "a secret targeted at the assistant",
+    lambda m, _: _secret(m) and m.facts.target is Target.ASSISTANT,
+)
+SECRET_WITHOUT_TERMINAL = _g(
+    "secret_without_terminal",
+    "a secret and no terminal",
+    lambda m, _: _secret(m) and not m.facts.terminal,
+)
+TO_USER = _g(
+    "to_user",
+    "targeted at the user and a terminal is there",
+    lambda m, _: m.facts.target is Target.USER and m.facts.terminal,
+)
+TO_ASSISTANT = _g(
+    "to_assistant",
+    "targeted at the assistant, or no terminal (never a secret)",
+    lambda m, _: not _secret(m) and (m.facts.target is Target.ASSISTANT or not m.facts.terminal),
+)
+STATIC_INVALID = _g(
+    "invalid",
+    "the static answer does not fit the question",
+    lambda m, _: not _static_fits(m),
+)
+STATIC_SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
+STATIC_PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
+REMEMBERED_MEANWHILE = _g(
+    "cached",
+    "the turn cache gained an answer while the question waited (never for a secret)",
+    lambda m, p: _routed_to_user(m) and p["cached"] is not None and not _secret(m),
+)
+STILL_OPEN = _g(
+    "uncached",
+    "routed to the user and nothing remembered meanwhile",
+    lambda m, p: _routed_to_user(m) and (p["cached"] is None or _secret(m)),
+)
+ANSWER_SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
+ANSWER_PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
+
+
+def _static_fits(inquiry: Inquiry) -> bool:
+    static = inquiry.facts.static_answer
+    return static is not None and inquiry.question.answer_type.accepts(static.value)
+
+
+def _routed_to_user(inquiry: Inquiry) -> bool:
+    return TO_USER.test(inquiry, {})
+
+
+# ----------------------------------------------------------------- actions
+
+
+def _record_request(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    m.id = m.turn.allocate_inquiry_id(m.tool_call_id, m.question.id)
+    question = InquiryQuestion.from_question(m.question)
+    out.record(InquiryRequest(id=m.id, source=m.source, question=question))
+
+
+def _id(m: Inquiry) -> str:
+    if m.id is None:  # pragma: no cover - every row after `ask` has one
+        raise AssertionError("an inquiry past `new` has an id")
+    return m.id
+
+
+def _close(m: Inquiry, out: Out, response: InquiryResponse) -> None:
+    m.response = response
+    out.record(response)
+
+
+def _cancelled(m: Inquiry, out: Out, reason: CancellationReason, failure: str | None) -> None:
+    m.failure = failure
+    _close(m, out, Cancelled(id=_id(m), reason=reason))
+
+
+def _deny_secret_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    failure = secret_for_assistant(m.tool_name, m.question)
+    _cancelled(m, out, CancellationReason.ASSISTANT_ROUTING_DENIED, failure)
+
+
+def _deny_secret_without_terminal(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    failure = secret_without_terminal(m.tool_name, m.question)
+    _cancelled(m, out, CancellationReason.NO_PROMPT_BACKEND, failure)
+
+
+def _take_cached(m: Inquiry, _: Mapping[str, Any], __: Out) -> None:
+    cached = m.facts.cached_answer
+    if cached is None:  # pragma: no cover - the guard checked
+        raise AssertionError("cached row without a cached answer")
+    m.delivered = cached.value
+
+
+def _take_cached_meanwhile(m: Inquiry, payload: Mapping[str, Any], __: Out) -> None:
+    cached: CachedAnswer = payload["cached"]
+    m.delivered = cached.value
+
+
+def _queue_for_user(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    out.effect(
+        QueueQuestion(
+            tool_call_id=m.tool_call_id,
+            inquiry_id=_id(m),
+            tool_name=m.tool_name,
+            question=m.question,
+        )
+    )
+
+
+def _show_to_user(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    out.effect(
+        ShowQuestion(
+            tool_call_id=m.tool_call_id,
+            inquiry_id=_id(m),
+            tool_name=m.tool_name,
+            source=m.source,
+            question=m.question,
+        )
+    )
+
+
+def _ask_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    out.effect(
+        AskAssistant(
+            tool_call_id=m.tool_call_id,
+            inquiry_id=_id(m),
+            tool_name=m.tool_name,
+            question=m.question,
+        )
+    )
+
+
+def _in_the_clear(value: ToolAnswer | None) -> JsonValue:
+    if isinstance(value, SecretValue):  # pragma: no cover - rows for secrets redact
+        raise TypeError("a secret is never recorded as an answer")
+    return value
+
+
+def _static(m: Inquiry) -> JsonValue:
+    static = m.facts.static_answer
+    if static is None:  # pragma: no cover - the guard checked
+        raise AssertionError("static row without a static answer")
+    return static.value
+
+
+def _answer_from_cache(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    _close(m, out, Answered(id=_id(m), answer=_in_the_clear(m.delivered)))
+
+
+def _reject_static(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    failure = invalid_static_answer(m.tool_name, m.question, _static(m))
+    _cancelled(m, out, CancellationReason.INVALID_STATIC_ANSWER, failure)
+
+
+def _apply_static_secret(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    value = _static(m)
+    if not isinstance(value, str):  # pragma: no cover - the guard checked it fits
+        raise TypeError("a fitting secret answer is a string")
+    m.delivered = SecretValue(value)
+    _close(m, out, Redacted(id=_id(m)))
+
+
+def _apply_static(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    value = _static(m)
+    m.delivered = value
+    _close(m, out, Answered(id=_id(m), answer=value))
+
+
+def _take_secret_answer(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    m.delivered = payload["value"]
+    _close(m, out, Redacted(id=_id(m)))
+
+
+def _take_answer(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    value: JsonValue = payload["value"]
+    m.delivered = value
+    if payload["remember"]:
+        m.turn.remember_tool_answer(m.tool_name, m.question, value)
+    _close(m, out, Answered(id=_id(m), answer=value))
+
+
+def _cancel_by_user(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    _cancelled(m, out, CancellationReason.USER, None)
+
+
+def _backend_failed(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    failure = backend_failed(m.tool_name, m.question, payload["error"])
+    _cancelled(m, out, CancellationReason.BACKEND_ERROR, failure)
+
+
+# ------------------------------------------------------------------- table
+
+_S = InquiryState
+
+#: The inquiry machine, row by row, in the order rows are tried.
+INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
+    Row(trigger="ask", source=_S.NEW, dest=_S.REQUESTED,
+        action=_record_request, emits=(InquiryRequest,)),
+    # Resolution, in RFD 082's order: cache, static answer, routing guards, routing.
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CACHED, guard=HAS_CACHED,
+        action=_take_cached, auto=True),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.STATIC, guard=HAS_STATIC, auto=True),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_FOR_ASSISTANT,
+        action=_deny_secret_for_assistant, emits=(Cancelled,), auto=True),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_WITHOUT_TERMINAL,
+        action=_deny_secret_without_terminal, emits=(Cancelled,), auto=True),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_USER,
+        action=_queue_for_user, effects=(QueueQuestion,), auto=True),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_ASSISTANT,
+        action=_ask_assistant, effects=(AskAssistant,), auto=True),
+    Row(trigger="use_cached", source=_S.CACHED, dest=_S.ANSWERED,
+        action=_answer_from_cache, emits=(Answered,), auto=True),
+    Row(trigger="use_static", source=_S.STATIC, dest=_S.CANCELLED, guard=STATIC_INVALID,
+        action=_reject_static, emits=(Cancelled,), auto=True),
+    Row(trigger="use_static", source=_S.STATIC, dest=_S.REDACTED, guard=STATIC_SECRET,
+        action=_apply_static_secret, emits=(Redacted,), auto=True),
+    Row(trigger="use_static", source=_S.STATIC, dest=_S.ANSWERED, guard=STATIC_PLAIN,
+        action=_apply_static, emits=(Answered,), auto=True),
+    # A question waiting for the terminal is checked against the cache again.
+    Row(trigger="terminal_ready", source=_S.ROUTED, dest=_S.CACHED, guard=REMEMBERED_MEANWHILE,
+        action=_take_cached_meanwhile),
+    Row(trigger="terminal_ready", source=_S.ROUTED, dest=None, guard=STILL_OPEN,
+        action=_show_to_user, effects=(ShowQuestion,)),
+    Row(trigger="answer", source=_S.ROUTED, dest=_S.REDACTED, guard=ANSWER_SECRET,
+        action=_take_secret_answer, emits=(Redacted,)),
+    Row(trigger="answer", source=_S.ROUTED, dest=_S.ANSWERED, guard=ANSWER_PLAIN,
+        action=_take_answer, emits=(Answered,)),
+    Row(trigger="cancel", source=_S.ROUTED, dest=_S.CANCELLED,
+        action=_cancel_by_user, emits=(Cancelled,)),
+    Row(trigger="fail", source=_S.ROUTED, dest=_S.CANCELLED,
+        action=_backend_failed, emits=(Cancelled,)),
+)  # fmt: skip
+
+INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(
+    name="inquiry",
+    states=InquiryState,
+    start=InquiryState.NEW,
+    rows=INQUIRY_ROWS,
+    rules=__doc__ or "",
+)

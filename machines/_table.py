@@ -1,0 +1,315 @@
+"""Machines declared as tables, executed by the ``transitions`` library.
+
+Theory of operation: a machine is a states enum and an ordered tuple of
+:class:`Row` (trigger, source, destination, guard, action, and what the row
+emits). ``transitions`` executes the table; diagrams, the README's tables and
+the tests read the same tuple, so changing a row changes all of them.
+
+Rules, held by :class:`TableMachine`:
+
+1. A trigger is looked up *before* anything changes. A (state, trigger) pair
+   with no row raises :class:`IllegalTransitionError`; so does a trigger whose
+   rows' guards all fail. Either way state and records are untouched.
+2. Rows sharing (trigger, source) are tried in table order; the first whose
+   guard holds fires. Guards are pure functions of the model and the
+   trigger's payload: facts handed in, never looked up.
+3. A row's action runs after its guard holds and before the state changes,
+   and only buffers records and effects; an action that raises leaves the
+   state as it was. A row emits exactly the record and effect types it
+   declares, checked as it fires.
+4. *Automatic* rows (``auto=True``) fire by themselves right after their
+   source state is entered, if a guard holds; they model steps nobody waits
+   for (a cached answer is applied as soon as it is found).
+
+One ``transitions.Machine`` is built per table, once; models are plain objects
+with a ``state`` attribute driven through it, so a question costs no machine
+construction.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import attrs
+from transitions import Machine
+
+from machines._errors import IllegalTransitionError, MachineError
+
+if TYPE_CHECKING:
+    from transitions.core import EventData
+
+__all__ = [
+    "Fired",
+    "Guard",
+    "Model",
+    "Out",
+    "Row",
+    "Step",
+    "StepBuffer",
+    "TableMachine",
+]
+
+S = TypeVar("S", bound=enum.Enum)
+M = TypeVar("M", bound="Model")
+
+
+@attrs.frozen
+class Fired:
+    """One row that fired: which, and what it emitted."""
+
+    machine: str
+    row: str
+    records: tuple[object, ...]
+    effects: tuple[object, ...]
+
+
+@attrs.frozen
+class Step:
+    """What a machine step recorded, and what the driver must do next.
+
+    ``records`` go to the stream in this order; ``effects`` are carried out by
+    the driver; ``fired`` says which rows produced them.
+    """
+
+    records: tuple[object, ...]
+    effects: tuple[object, ...]
+    fired: tuple[Fired, ...]
+
+
+class StepBuffer:
+    """Collects what fires during one step (shared by a machine and the ones it drives)."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._fired: list[Fired] = []
+
+    def add(self, fired: Fired) -> None:
+        """Note a row that fired."""
+        self._fired.append(fired)
+
+    def take(self) -> Step:
+        """Return the step so far and start a new one."""
+        fired, self._fired = tuple(self._fired), []
+        records = tuple(record for entry in fired for record in entry.records)
+        effects = tuple(effect for entry in fired for effect in entry.effects)
+        return Step(records, effects, fired)
+
+    def discard(self) -> None:
+        """Drop what the current step buffered (it failed; nothing of it counts)."""
+        self._fired = []
+
+    def __len__(self) -> int:
+        """How many rows fired in the current step."""
+        return len(self._fired)
+
+
+class Model(Protocol):
+    """What a table machine drives: a state and a buffer for what fires."""
+
+    state: Any
+    buffer: StepBuffer
+
+
+class Out:
+    """What a row's action emits: records and effects, in order."""
+
+    __slots__ = ("effects", "records")
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self.records: list[object] = []
+        self.effects: list[object] = []
+
+    def record(self, record: object) -> None:
+        """Emit a stream record."""
+        self.records.append(record)
+
+    def effect(self, effect: object) -> None:
+        """Ask the driver to do something."""
+        self.effects.append(effect)
+
+
+@attrs.frozen
+class Guard(Generic[M]):
+    """A named condition on the model and the trigger's payload."""
+
+    name: str
+    description: str
+    test: Callable[[M, Mapping[str, Any]], bool] = attrs.field(repr=False)
+
+
+Action = Callable[[M, Mapping[str, Any], Out], None]
+
+
+@attrs.frozen(kw_only=True)
+class Row(Generic[S, M]):
+    """One transition: on ``trigger`` in ``source``, if ``guard``, go to ``dest``.
+
+    ``dest`` is ``None`` for an internal transition (the state stays).
+    ``emits`` and ``effects`` are the record and effect types the row emits,
+    in order; ``delegates`` names the other machine's trigger its action fires
+    (what that machine emits is declared by its own rows).
+    """
+
+    trigger: str
+    source: S
+    dest: S | None
+    guard: Guard[M] | None = None
+    action: Action[M] | None = attrs.field(default=None, repr=False)
+    emits: tuple[type, ...] = ()
+    effects: tuple[type, ...] = ()
+    delegates: str | None = None
+    auto: bool = False
+
+    @property
+    def target(self) -> S:
+        """The state the model is in after the row fires."""
+        return self.dest if self.dest is not None else self.source
+
+    @property
+    def id(self) -> str:
+        """A stable name for the row: ``trigger:source->target[guard]``."""
+        guard = f"[{self.guard.name}]" if self.guard else ""
+        return f"{self.trigger}:{self.source.value}->{self.target.value}{guard}"
+
+
+class TableMachine(Generic[S, M]):
+    """Executes one machine's table for any number of models."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        states: type[S],
+        start: S,
+        rows: Sequence[Row[S, M]],
+        rules: str,
+    ) -> None:
+        """Check the table and build the one ``transitions.Machine`` that runs it."""
+        self.name = name
+        self.states = states
+        self.start = start
+        self.rows: tuple[Row[S, M], ...] = tuple(rows)
+        self.rules = rules
+        self._index: dict[tuple[S, str], tuple[Row[S, M], ...]] = {}
+        for row in self.rows:
+            key = (row.source, row.trigger)
+            self._index[key] = (*self._index.get(key, ()), row)
+        self._check()
+        self._auto: dict[S, str] = {row.source: row.trigger for row in self.rows if row.auto}
+        self.triggers: tuple[str, ...] = tuple(dict.fromkeys(row.trigger for row in self.rows))
+        self.terminal: frozenset[S] = frozenset(
+            state for state in states if not any(row.source is state for row in self.rows)
+        )
+        self._machine = Machine(
+            model=None,
+            states=list(states),
+            initial=start,
+            transitions=[self._transition(row) for row in self.rows],
+            auto_transitions=False,
+            send_event=True,
+            ignore_invalid_triggers=False,
+        )
+
+    def _check(self) -> None:
+        ids = [row.id for row in self.rows]
+        duplicates = {row_id for row_id in ids if ids.count(row_id) > 1}
+        if duplicates:
+            raise MachineError(f"{self.name}: rows declared twice: {sorted(duplicates)}")
+        for (source, trigger), rows in self._index.items():
+            if any(row.guard is None for row in rows[:-1]):
+                raise MachineError(
+                    f"{self.name}: {trigger} in {source.value}: an unguarded row hides the rest"
+                )
+            if len({row.auto for row in rows}) > 1:
+                raise MachineError(f"{self.name}: {trigger} in {source.value}: mixed auto rows")
+        autos: dict[S, set[str]] = {}
+        for row in self.rows:
+            if row.auto:
+                autos.setdefault(row.source, set()).add(row.trigger)
+        for state, triggers in autos.items():
+            if len(triggers) > 1:
+                raise MachineError(f"{self.name}: several automatic triggers in {state.value}")
+
+    def _transition(self, row: Row[S, M]) -> dict[str, Any]:
+        def before(event: EventData) -> None:
+            model: M = event.model  # type: ignore[assignment] # transitions is untyped here
+            self._apply(row, model, event.kwargs)
+
+        transition: dict[str, Any] = {
+            "trigger": row.trigger,
+            "source": row.source,
+            "dest": row.dest,
+            "before": [before],
+        }
+        if row.guard is not None:
+            test = row.guard.test
+            transition["conditions"] = [lambda event: test(event.model, event.kwargs)]
+        return transition
+
+    def _apply(self, row: Row[S, M], model: M, payload: Mapping[str, Any]) -> None:
+        out = Out()
+        # The row is noted before its action runs, so what a delegated machine
+        # fires inside the action follows it in the step, in order.
+        index = len(model.buffer)
+        model.buffer.add(Fired(self.name, row.id, (), ()))
+        if row.action is not None:
+            row.action(model, payload, out)
+        emitted = tuple(type(record) for record in out.records)
+        effects = tuple(type(effect) for effect in out.effects)
+        if emitted != row.emits or effects != row.effects:
+            raise MachineError(
+                f"{self.name} row {row.id} declares {_names(row.emits)} / {_names(row.effects)} "
+                f"but emitted {_names(emitted)} / {_names(effects)}"
+            )
+        model.buffer._fired[index] = Fired(  # noqa: SLF001 - the buffer is this module's
+            self.name, row.id, tuple(out.records), tuple(out.effects)
+        )
+
+    def rows_for(self, state: S, trigger: str) -> tuple[Row[S, M], ...]:
+        """The rows that may fire on ``trigger`` in ``state``, in priority order."""
+        return self._index.get((state, trigger), ())
+
+    def fire(self, model: M, trigger: str, *, chain: bool = True, **payload: Any) -> None:
+        """Fire ``trigger`` on ``model``; then, unless ``chain`` is false, automatic rows.
+
+        Raises :class:`IllegalTransitionError` (nothing changed) when no row
+        allows the trigger in the model's state.
+        """
+        state = model.state
+        if not self._index.get((state, trigger)):
+            raise IllegalTransitionError(machine=self.name, trigger=trigger, state=state.value)
+        if not self._machine.events[trigger].trigger(model, **payload):
+            raise IllegalTransitionError(
+                machine=self.name,
+                trigger=trigger,
+                state=state.value,
+                detail="no row's guard holds for these facts",
+            )
+        if chain:
+            self.run_automatic(model)
+
+    def run_automatic(self, model: M) -> None:
+        """Fire automatic rows for as long as one applies."""
+        while (trigger := self._auto.get(model.state)) is not None:
+            if not self._machine.events[trigger].trigger(model):
+                return
+
+    def paths(self) -> Iterator[tuple[Row[S, M], ...]]:
+        """Every simple path of rows from the start state to a terminal state."""
+
+        def walk(state: S, seen: frozenset[S], path: tuple[Row[S, M], ...]) -> Iterator[Any]:
+            if state in self.terminal:
+                yield path
+                return
+            for row in self.rows:
+                if row.source is state and row.target not in seen:
+                    yield from walk(row.target, seen | {row.target}, (*path, row))
+
+        yield from walk(self.start, frozenset({self.start}), ())
+
+
+def _names(types: tuple[type, ...]) -> str:
+    return "(" + ", ".join(kind.__name__ for kind in types) + ")"

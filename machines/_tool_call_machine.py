@@ -1,0 +1,528 @@
+"""The tool-call machine: one per tool call the model makes.
+
+Theory of operation: a tool call first needs permission (run mode ``ask``
+prompts ``y``/``Y``/``n``/``N``/``r``/``e``; ``Y`` and ``N`` are remembered
+for the turn; ``unattended`` runs; ``skip`` never runs; ``ask`` with no
+terminal runs, as JP does). Then it runs; each time the tool stops with a
+question it waits for that question's inquiry, and runs again with every
+answer so far; it ends succeeded, failed, skipped or cancelled, and that end
+is the one ``ToolCallResponse`` it emits.
+
+Rules:
+
+1. Everything that affects this machine is in this file; the questions it
+   waits for are :class:`~machines._inquiry_machine.Inquiry` machines it drives
+   (rows that say ``delegates``), which record their own requests and
+   responses.
+2. Answers are keyed by the bare question id, latest wins, and are exactly
+   what the next run of the tool receives. Nothing is pre-seeded: a tool sees
+   a static answer only after it asked (RFD 082 "Pre-seed removal").
+3. A tool that asks the same question more than ``max_attempts`` times
+   fails with a tool-level error instead of looping; its last question was
+   already answered, so nothing is left open.
+4. Permission decisions are remembered only in
+   ``TurnState.remembered_permission_decisions``; question answers only in
+   ``remembered_tool_answers``. Neither caller touches the other's map.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from machines._effects import CompleteTool, QueuePermissionPrompt, RunTool, ShowPermissionPrompt
+from machines._errors import IllegalTransitionError
+from machines._events import ToolCallRequest, ToolCallResponse
+from machines._inquiry_machine import INQUIRY_MACHINE, Inquiry, InquiryFacts, InquiryState
+from machines._inquiry_records import CancellationReason, Cancelled
+from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
+from machines._validate import check_json
+from machines._wording import (
+    INPUT_CANCELLED,
+    INTERRUPTED,
+    SKIPPED_BY_CONFIGURATION,
+    SKIPPED_BY_USER,
+    SKIPPED_REMEMBERED,
+    attempts_exhausted,
+    skipped_with_reason,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from machines._effects import ToolAnswer
+    from machines._json import JsonValue
+    from machines._questions import InquirySource, Question
+    from machines._turn_state import CachedAnswer, PermissionDecision, TurnState
+
+__all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "TOOL_CALL_MACHINE",
+    "TOOL_CALL_ROWS",
+    "RunMode",
+    "ToolCall",
+    "ToolCallState",
+]
+
+#: How many times a tool may ask the same question in one tool call.
+DEFAULT_MAX_ATTEMPTS = 8
+
+
+class ToolCallState(enum.Enum):
+    """Where a tool call is in its life."""
+
+    NEW = "new"
+    AWAITING_PERMISSION = "awaiting_permission"
+    RUNNING = "running"
+    AWAITING_INPUT = "awaiting_input"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+class RunMode(enum.Enum):
+    """How a tool is allowed to run."""
+
+    ASK = "ask"
+    UNATTENDED = "unattended"
+    SKIP = "skip"
+
+
+class ToolCall:
+    """One tool call on its way to a response (the machine's model).
+
+    Start it with :meth:`begin`, then feed it what happens. Every method
+    returns the :class:`Step`. ``response`` is set once the call is over.
+    """
+
+    __slots__ = (
+        "answers",
+        "arguments",
+        "asked",
+        "buffer",
+        "inquiries",
+        "inquiry",
+        "max_attempts",
+        "request",
+        "response",
+        "run_mode",
+        "state",
+        "terminal",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        *,
+        turn: TurnState,
+        request: ToolCallRequest,
+        run_mode: RunMode,
+        terminal: bool,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        """A tool call not yet begun (state ``new``)."""
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        self.state = ToolCallState.NEW
+        self.buffer = StepBuffer()
+        self.turn = turn
+        self.request = request
+        self.arguments: Mapping[str, JsonValue] = request.arguments
+        self.run_mode = run_mode
+        self.terminal = terminal
+        self.max_attempts = max_attempts
+        self.answers: dict[str, ToolAnswer] = {}
+        self.asked: Counter[str] = Counter()
+        self.inquiry: Inquiry | None = None
+        self.inquiries: list[Inquiry] = []
+        self.response: ToolCallResponse | None = None
+
+    @classmethod
+    def begin(
+        cls,
+        *,
+        turn: TurnState,
+        request: ToolCallRequest,
+        run_mode: RunMode,
+        terminal: bool,
+        remembered_permission: PermissionDecision | None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> tuple[ToolCall, Step]:
+        """Decide permission as far as possible without asking anyone."""
+        call = cls(
+            turn=turn,
+            request=request,
+            run_mode=run_mode,
+            terminal=terminal,
+            max_attempts=max_attempts,
+        )
+        return call, call._fire("begin", remembered=remembered_permission)
+
+    @property
+    def id(self) -> str:
+        """The tool-call id."""
+        return self.request.id
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.request.name
+
+    @property
+    def closed(self) -> bool:
+        """Whether the call has its response."""
+        return self.state in TOOL_CALL_MACHINE.terminal
+
+    def _fire(self, trigger: str, **payload: Any) -> Step:
+        try:
+            TOOL_CALL_MACHINE.fire(self, trigger, **payload)
+        except BaseException:
+            self.buffer.discard()
+            raise
+        return self.buffer.take()
+
+    def terminal_ready(
+        self,
+        *,
+        remembered_permission: PermissionDecision | None = None,
+        cached_answer: CachedAnswer | None = None,
+    ) -> Step:
+        """The terminal is free for this call's queued prompt.
+
+        Give the turn's remembered permission for a permission prompt, and the
+        turn cache's answer for a question; each is checked again now.
+        """
+        return self._fire("terminal_ready", remembered=remembered_permission, cached=cached_answer)
+
+    def permit(
+        self, *, remember: bool = False, arguments: Mapping[str, Any] | None = None
+    ) -> Step:
+        """Run the tool (``y``; ``Y`` remembers; ``e`` gives edited ``arguments``)."""
+        if arguments is not None:
+            check_json("edited arguments", dict(arguments))
+        return self._fire("permit", remember=remember, arguments=arguments)
+
+    def deny(self, *, remember: bool = False, reason: str | None = None) -> Step:
+        """Skip the tool (``n``; ``N`` remembers; ``r`` gives a ``reason``)."""
+        return self._fire("deny", remember=remember, reason=reason)
+
+    def completed(self, content: str, *, is_error: bool) -> Step:
+        """The tool finished with ``content`` (an error when ``is_error``)."""
+        return self._fire("completed", content=content, is_error=is_error)
+
+    def needs_input(
+        self,
+        question: Question,
+        *,
+        source: InquirySource,
+        accumulated_answers: Mapping[str, ToolAnswer],
+        facts: InquiryFacts,
+    ) -> Step:
+        """The tool stopped with ``question``; ``source`` was resolved by the executor."""
+        return self._fire(
+            "needs_input",
+            question=question,
+            source=source,
+            accumulated=dict(accumulated_answers),
+            facts=facts,
+        )
+
+    def answer(self, inquiry_id: str, value: ToolAnswer, *, remember: bool = False) -> Step:
+        """The open question ``inquiry_id`` was answered ``value``."""
+        inquiry = self._open_inquiry(inquiry_id, "answer")
+        return self._fire("answer", **inquiry.checked_answer(value, remember=remember))
+
+    def cancel_input(self, inquiry_id: str) -> Step:
+        """The user cancelled the open question ``inquiry_id``."""
+        self._open_inquiry(inquiry_id, "cancel_input")
+        return self._fire("cancel_input")
+
+    def fail_input(self, inquiry_id: str, error: str) -> Step:
+        """The backend failed to answer the open question ``inquiry_id``."""
+        self._open_inquiry(inquiry_id, "fail_input")
+        return self._fire("fail_input", error=error)
+
+    def interrupt(self) -> Step:
+        """The turn is being cancelled: close whatever is open."""
+        return self._fire("interrupt")
+
+    def _open_inquiry(self, inquiry_id: str, trigger: str) -> Inquiry:
+        inquiry = self.inquiry
+        if self.state is not ToolCallState.AWAITING_INPUT or inquiry is None:
+            raise IllegalTransitionError(
+                machine="tool_call", trigger=trigger, state=self.state.value
+            )
+        if inquiry.id != inquiry_id:
+            raise IllegalTransitionError(
+                machine="tool_call",
+                trigger=trigger,
+                state=self.state.value,
+                detail=f"inquiry {inquiry_id!r} is not the open one ({inquiry.id!r})",
+            )
+        return inquiry
+
+
+# ------------------------------------------------------------------ guards
+
+
+def _g(name: str, description: str, test: Any) -> Guard[ToolCall]:
+    return Guard(name, description, test)
+
+
+def _asking(m: ToolCall) -> bool:
+    return m.run_mode is RunMode.ASK
+
+
+UNATTENDED = _g("unattended", "run mode unattended", lambda m, _: m.run_mode is RunMode.UNATTENDED)
+SKIP_MODE = _g("skip", "run mode skip", lambda m, _: m.run_mode is RunMode.SKIP)
+REMEMBERED_YES = _g(
+    "remembered_y",
+    "a Y was remembered this turn",
+    lambda m, p: _asking(m) and p["remembered"] == "y",
+)
+REMEMBERED_NO = _g(
+    "remembered_n",
+    "an N was remembered this turn",
+    lambda m, p: _asking(m) and p["remembered"] == "n",
+)
+NO_TERMINAL = _g(
+    "no_terminal", "run mode ask and no terminal", lambda m, _: _asking(m) and not m.terminal
+)
+ASK = _g("ask", "run mode ask and a terminal", lambda m, _: _asking(m) and m.terminal)
+STILL_Y = _g("remembered_y", "a Y was remembered meanwhile", lambda _, p: p["remembered"] == "y")
+STILL_N = _g("remembered_n", "an N was remembered meanwhile", lambda _, p: p["remembered"] == "n")
+UNDECIDED = _g("undecided", "nothing remembered", lambda _, p: p["remembered"] not in ("y", "n"))
+SUCCEEDED = _g("ok", "the tool succeeded", lambda _, p: not p["is_error"])
+ERRORED = _g("error", "the tool reported an error", lambda _, p: p["is_error"])
+EXHAUSTED = _g(
+    "exhausted",
+    "the question was already asked max_attempts times",
+    lambda m, p: m.asked[p["question"].id] >= m.max_attempts,
+)
+ASKS = _g(
+    "asks",
+    "the question may be asked again",
+    lambda m, p: m.asked[p["question"].id] < m.max_attempts,
+)
+INQUIRY_ANSWERED = _g(
+    "answered",
+    "the question was answered (or redacted)",
+    lambda m, _: _inquiry_state(m) in (InquiryState.ANSWERED, InquiryState.REDACTED),
+)
+INQUIRY_CANCELLED_BY_USER = _g(
+    "cancelled_by_user",
+    "the question was cancelled by the user",
+    lambda m, _: _cancel_reason(m) is CancellationReason.USER,
+)
+INQUIRY_FAILED = _g(
+    "failed",
+    "the question was cancelled for any other reason",
+    lambda m, _: _cancel_reason(m) not in (None, CancellationReason.USER),
+)
+
+
+def _inquiry_state(m: ToolCall) -> InquiryState | None:
+    return m.inquiry.state if m.inquiry is not None else None
+
+
+def _cancel_reason(m: ToolCall) -> object:
+    inquiry = m.inquiry
+    if inquiry is None or not isinstance(inquiry.response, Cancelled):
+        return None
+    return inquiry.response.reason
+
+
+# ----------------------------------------------------------------- actions
+
+
+def _run(m: ToolCall, out: Out) -> None:
+    out.effect(
+        RunTool(
+            tool_call_id=m.id,
+            tool_name=m.name,
+            arguments=m.arguments,
+            answers=dict(m.answers),
+        )
+    )
+
+
+def _finish(m: ToolCall, out: Out, content: str, *, is_error: bool) -> None:
+    response = ToolCallResponse(id=m.id, content=content, is_error=is_error)
+    m.response = response
+    out.record(response)
+    out.effect(CompleteTool(response=response))
+
+
+def _run_now(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _run(m, out)
+
+
+def _skip_by_configuration(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, SKIPPED_BY_CONFIGURATION, is_error=False)
+
+
+def _skip_remembered(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, SKIPPED_REMEMBERED, is_error=False)
+
+
+def _queue_permission(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    out.effect(QueuePermissionPrompt(tool_call_id=m.id, tool_name=m.name))
+
+
+def _show_permission(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    out.effect(ShowPermissionPrompt(tool_call_id=m.id, tool_name=m.name, arguments=m.arguments))
+
+
+def _permitted(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    if payload["remember"]:
+        m.turn.remember_permission(m.name, "y")
+    if payload["arguments"] is not None:
+        m.arguments = dict(payload["arguments"])
+    _run(m, out)
+
+
+def _denied(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    if payload["remember"]:
+        m.turn.remember_permission(m.name, "n")
+    reason = payload["reason"]
+    _finish(m, out, skipped_with_reason(reason) if reason else SKIPPED_BY_USER, is_error=False)
+
+
+def _succeeded(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, payload["content"], is_error=False)
+
+
+def _errored(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, payload["content"], is_error=True)
+
+
+def _give_up(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    question: Question = payload["question"]
+    _finish(m, out, attempts_exhausted(m.name, question, m.asked[question.id]), is_error=True)
+
+
+def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
+    question: Question = payload["question"]
+    m.answers = dict(payload["accumulated"])
+    m.asked[question.id] += 1
+    inquiry = Inquiry(
+        turn=m.turn,
+        tool_call_id=m.id,
+        tool_name=m.name,
+        question=question,
+        source=payload["source"],
+        facts=payload["facts"],
+        buffer=m.buffer,
+    )
+    m.inquiry = inquiry
+    m.inquiries.append(inquiry)
+    INQUIRY_MACHINE.fire(inquiry, "ask")  # its requests and responses are its own rows
+
+
+def _forward(trigger: str) -> Any:
+    def forward(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
+        INQUIRY_MACHINE.fire(m.inquiry, trigger, **payload)  # type: ignore[arg-type]
+
+    return forward
+
+
+def _resume(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    inquiry = m.inquiry
+    if inquiry is None:  # pragma: no cover - the guard checked
+        raise AssertionError("resuming without an inquiry")
+    m.answers[inquiry.question.id] = inquiry.delivered
+    m.inquiry = None
+    _run(m, out)
+
+
+def _input_cancelled(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    m.inquiry = None
+    _finish(m, out, INPUT_CANCELLED, is_error=False)
+
+
+def _input_failed(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    inquiry = m.inquiry
+    failure = inquiry.failure if inquiry is not None else None
+    m.inquiry = None
+    _finish(m, out, failure or INTERRUPTED, is_error=True)
+
+
+def _interrupted(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, INTERRUPTED, is_error=True)
+
+
+# ------------------------------------------------------------------- table
+
+_S = ToolCallState
+
+#: The tool-call machine, row by row, in the order rows are tried.
+TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
+    # Permission.
+    Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=UNATTENDED,
+        action=_run_now, effects=(RunTool,)),
+    Row(trigger="begin", source=_S.NEW, dest=_S.SKIPPED, guard=SKIP_MODE,
+        action=_skip_by_configuration, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=REMEMBERED_YES,
+        action=_run_now, effects=(RunTool,)),
+    Row(trigger="begin", source=_S.NEW, dest=_S.SKIPPED, guard=REMEMBERED_NO,
+        action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=NO_TERMINAL,
+        action=_run_now, effects=(RunTool,)),
+    Row(trigger="begin", source=_S.NEW, dest=_S.AWAITING_PERMISSION, guard=ASK,
+        action=_queue_permission, effects=(QueuePermissionPrompt,)),
+    Row(trigger="interrupt", source=_S.NEW, dest=_S.CANCELLED,
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    # A queued permission prompt is checked against the turn's decisions again.
+    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.RUNNING, guard=STILL_Y,
+        action=_run_now, effects=(RunTool,)),
+    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.SKIPPED, guard=STILL_N,
+        action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=None, guard=UNDECIDED,
+        action=_show_permission, effects=(ShowPermissionPrompt,)),
+    Row(trigger="permit", source=_S.AWAITING_PERMISSION, dest=_S.RUNNING,
+        action=_permitted, effects=(RunTool,)),
+    Row(trigger="deny", source=_S.AWAITING_PERMISSION, dest=_S.SKIPPED,
+        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="interrupt", source=_S.AWAITING_PERMISSION, dest=_S.CANCELLED,
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    # Running.
+    Row(trigger="completed", source=_S.RUNNING, dest=_S.SUCCEEDED, guard=SUCCEEDED,
+        action=_succeeded, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="completed", source=_S.RUNNING, dest=_S.FAILED, guard=ERRORED,
+        action=_errored, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="needs_input", source=_S.RUNNING, dest=_S.FAILED, guard=EXHAUSTED,
+        action=_give_up, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="needs_input", source=_S.RUNNING, dest=_S.AWAITING_INPUT, guard=ASKS,
+        action=_open_question, delegates="inquiry.ask"),
+    Row(trigger="interrupt", source=_S.RUNNING, dest=_S.CANCELLED,
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    # Waiting for the question's inquiry; what happens to it is forwarded.
+    Row(trigger="terminal_ready", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("terminal_ready"), delegates="inquiry.terminal_ready"),
+    Row(trigger="answer", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("answer"), delegates="inquiry.answer"),
+    Row(trigger="cancel_input", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("cancel"), delegates="inquiry.cancel"),
+    Row(trigger="fail_input", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("fail"), delegates="inquiry.fail"),
+    Row(trigger="interrupt", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("cancel"), delegates="inquiry.cancel"),
+    Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.RUNNING,
+        guard=INQUIRY_ANSWERED, action=_resume, effects=(RunTool,), auto=True),
+    Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.CANCELLED,
+        guard=INQUIRY_CANCELLED_BY_USER, action=_input_cancelled,
+        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True),
+    Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.FAILED,
+        guard=INQUIRY_FAILED, action=_input_failed,
+        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True),
+)  # fmt: skip
+
+TOOL_CALL_MACHINE: TableMachine[ToolCallState, ToolCall] = TableMachine(
+    name="tool_call",
+    states=ToolCallState,
+    start=ToolCallState.NEW,
+    rows=TOOL_CALL_ROWS,
+    rules=__doc__ or "",
+)

@@ -1,0 +1,126 @@
+"""What one turn remembers, and nothing more.
+
+Theory of operation: a fresh :class:`TurnState` is built for every turn and
+dropped at its end. It holds three things, each owned by one caller:
+
+- the **attempt counter**, keyed ``(tool_call_id, question_id)``, which makes
+  inquiry ids ``<tool_call_id>.<question_id>.<attempt>`` unique within the
+  turn, even when a provider reuses a tool-call id across cycles. An id is
+  allocated once, when its request is recorded, and is never rebuilt later.
+- ``remembered_tool_answers``, keyed ``<tool_name>.<question_id>``: answers a
+  person asked to remember for the rest of the turn (``Y``/``N``).
+- ``remembered_permission_decisions``, keyed ``<tool_name>.__permission__``,
+  values ``"y"`` or ``"n"``: permission answers remembered the same way.
+
+Neither cache ever holds a cancellation, a redaction or a secret: secret
+questions are bypassed on read *and* refused on write. The cache keys are not
+inquiry ids (those identify one request in the stream; these identify a
+question across tool calls).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from machines._errors import MachineError
+from machines._json import JsonValue
+from machines._validate import is_json
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from machines._questions import Question
+
+__all__ = ["CachedAnswer", "PermissionDecision", "TurnState"]
+
+#: A remembered permission: run (``"y"``) or skip (``"n"``).
+PermissionDecision = Literal["y", "n"]
+
+_PERMISSION = "__permission__"
+
+
+@attrs.frozen
+class CachedAnswer:
+    """An answer found in the turn cache (``value`` may itself be ``false``)."""
+
+    value: JsonValue
+
+
+def _tool_answer_key(tool_name: str, question_id: str) -> str:
+    return f"{tool_name}.{question_id}"
+
+
+def _permission_key(tool_name: str) -> str:
+    return f"{tool_name}.{_PERMISSION}"
+
+
+@attrs.define
+class TurnState:
+    """The per-turn attempt counter and the two remember-for-the-turn caches."""
+
+    _attempts: dict[tuple[str, str], int] = attrs.field(factory=dict, init=False)
+    _tool_answers: dict[str, JsonValue] = attrs.field(factory=dict, init=False)
+    _permissions: dict[str, PermissionDecision] = attrs.field(factory=dict, init=False)
+
+    # ------------------------------------------------------------ inquiry ids
+
+    def allocate_inquiry_id(self, tool_call_id: str, question_id: str) -> str:
+        """Count one more recording of this question in this turn; return its id."""
+        key = (tool_call_id, question_id)
+        attempt = self._attempts.get(key, 0) + 1
+        self._attempts[key] = attempt
+        return f"{tool_call_id}.{question_id}.{attempt}"
+
+    def attempts(self, tool_call_id: str, question_id: str) -> int:
+        """How many times this question was recorded for this tool-call id this turn."""
+        return self._attempts.get((tool_call_id, question_id), 0)
+
+    # ------------------------------------------------------------ tool answers
+
+    @property
+    def remembered_tool_answers(self) -> Mapping[str, JsonValue]:
+        """Remembered answers, keyed ``<tool_name>.<question_id>`` (read-only)."""
+        return MappingProxyType(self._tool_answers)
+
+    def remembered_tool_answer(self, tool_name: str, question: Question) -> CachedAnswer | None:
+        """The remembered answer to ``question``; never one for a secret question."""
+        if question.answer_type.is_secret:
+            return None
+        key = _tool_answer_key(tool_name, question.id)
+        if key not in self._tool_answers:
+            return None
+        return CachedAnswer(self._tool_answers[key])
+
+    def remember_tool_answer(self, tool_name: str, question: Question, value: JsonValue) -> None:
+        """Remember ``value`` as the answer to ``question`` for the rest of the turn.
+
+        Refuses secret questions and anything that is not a plain JSON answer:
+        a secret must never outlive its way to the tool.
+        """
+        if question.answer_type.is_secret:
+            raise MachineError(
+                f"refusing to remember an answer to secret question {question.id!r}"
+            )
+        if not is_json(value):
+            raise MachineError(f"refusing to remember a non-JSON answer to {question.id!r}")
+        self._tool_answers[_tool_answer_key(tool_name, question.id)] = value
+
+    # ------------------------------------------------------------ permissions
+
+    @property
+    def remembered_permission_decisions(self) -> Mapping[str, PermissionDecision]:
+        """Remembered permissions, keyed ``<tool_name>.__permission__`` (read-only)."""
+        return MappingProxyType(self._permissions)
+
+    def remembered_permission(self, tool_name: str) -> PermissionDecision | None:
+        """The remembered decision to run (``"y"``) or skip (``"n"``) ``tool_name``."""
+        return self._permissions.get(_permission_key(tool_name))
+
+    def remember_permission(self, tool_name: str, decision: PermissionDecision) -> None:
+        """Remember a permission decision for the rest of the turn."""
+        if decision not in ("y", "n"):
+            raise MachineError(f"a permission decision is 'y' or 'n', not {decision!r}")
+        self._permissions[_permission_key(tool_name)] = decision

@@ -1,0 +1,99 @@
+"""What the model is told when a tool call does not simply run.
+
+JP's wordings are kept where JP has one (see ``wire-format.md``), so a
+conversation continued by either tool reads the same. A message may name the
+tool, the question and its text (all recorded anyway), never an answer to a
+secret question.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import orjson
+
+from machines._secret import SecretValue
+
+if TYPE_CHECKING:
+    from machines._json import JsonValue
+    from machines._questions import Question
+
+__all__ = [
+    "INPUT_CANCELLED",
+    "INTERRUPTED",
+    "SKIPPED_BY_CONFIGURATION",
+    "SKIPPED_BY_USER",
+    "SKIPPED_REMEMBERED",
+    "attempts_exhausted",
+    "backend_failed",
+    "invalid_static_answer",
+    "secret_for_assistant",
+    "secret_without_terminal",
+    "skipped_with_reason",
+]
+
+SKIPPED_BY_USER = "Tool skipped by user."
+SKIPPED_REMEMBERED = "Tool skipped by user (remembered)."
+INPUT_CANCELLED = "Tool input cancelled by user."
+INTERRUPTED = "Tool call was interrupted."
+#: JP has no wording for run mode ``skip``; this mirrors its "Result delivery
+#: skipped by configuration." rather than claiming the user decided.
+SKIPPED_BY_CONFIGURATION = "Tool skipped by configuration."
+
+
+def skipped_with_reason(reason: str) -> str:
+    """The user skipped the tool and said why."""
+    return f"Tool skipped by user: {reason}"
+
+
+def backend_failed(tool_name: str, question: Question, error: str) -> str:
+    """The model could not answer a question routed to it (JP's wording)."""
+    return (
+        f"The tool '{tool_name}' asked a follow-up question (\"{question.text}\") that was "
+        "routed to a secondary assistant for resolution, but the secondary assistant failed "
+        f"to provide a valid answer. Error: {error}. You may retry the tool call or end the turn."
+    )
+
+
+def secret_without_terminal(tool_name: str, question: Question) -> str:
+    """A secret question, and no person at a terminal to answer it."""
+    return (
+        f"The tool '{tool_name}' asked for a secret (\"{question.text}\"), which only a person "
+        "at an interactive terminal may answer, and no terminal is available. "
+        "Do not retry this tool call until one is."
+    )
+
+
+def secret_for_assistant(tool_name: str, question: Question) -> str:
+    """A secret question configured to be answered by the assistant."""
+    return (
+        f"The tool '{tool_name}' asked for a secret (\"{question.text}\"), and its question "
+        f"'{question.id}' is configured to be answered by the assistant, but secrets are never "
+        "routed to the assistant. The question's target must be 'user'."
+    )
+
+
+def _describe_configured(question: Question, value: JsonValue | SecretValue) -> str:
+    if question.answer_type.is_secret or isinstance(value, SecretValue):
+        # The configured value was meant as a secret: describe its type only.
+        return f"a value of type {type(value).__name__}"
+    return orjson.dumps(value).decode()
+
+
+def invalid_static_answer(
+    tool_name: str, question: Question, configured: JsonValue | SecretValue
+) -> str:
+    """A configured static answer that does not fit its question."""
+    return (
+        f"The static answer configured for question '{question.id}' of tool '{tool_name}' "
+        f"does not fit the question: configured {_describe_configured(question, configured)}, "
+        f"expected {question.answer_type.expected()}. It was not applied."
+    )
+
+
+def attempts_exhausted(tool_name: str, question: Question, attempts: int) -> str:
+    """A tool kept asking the same question."""
+    return (
+        f"The tool '{tool_name}' asked question '{question.id}' (\"{question.text}\") again "
+        f"after {attempts} answers; stopping here so it cannot loop forever."
+    )

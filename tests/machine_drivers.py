@@ -1,0 +1,295 @@
+"""Drive the machines through their tables, for the transition-table tests.
+
+For each machine this module knows how to build a fresh model under every
+combination of facts that matters to its guards (``variants``), and which
+payloads each trigger can carry in a given situation (``payloads``). With
+those, :func:`realize` searches for a run that takes a given path through the
+table: that is how every simple path generated from the table is run, without
+a hand-written script per path.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from machines import (
+    INQUIRY_MACHINE,
+    TOOL_CALL_MACHINE,
+    CachedAnswer,
+    Fired,
+    Inquiry,
+    InquiryFacts,
+    InquirySource,
+    Question,
+    Row,
+    RunMode,
+    SecretValue,
+    StaticAnswer,
+    TableMachine,
+    Target,
+    ToolCall,
+    ToolCallRequest,
+    TurnState,
+)
+
+QUESTIONS: dict[str, Question] = {
+    "boolean": Question.boolean("apply", "Apply the patch?", default=True),
+    "select": Question.select("branch", "Which branch?", ["main", "dev"]),
+    "text": Question.text_input("message", "Commit message?"),
+    "secret": Question.secret("passphrase", "SSH passphrase?"),
+}
+VALID: dict[str, Any] = {
+    "boolean": True,
+    "select": "dev",
+    "text": "fix: things",
+    "secret": "correct horse battery staple",
+}
+INVALID: dict[str, Any] = {"boolean": "yes", "select": "feature", "text": 42, "secret": 1234}
+
+
+@attrs.frozen(kw_only=True)
+class InquiryCase:
+    """The facts an inquiry can start from."""
+
+    answer_type: str = "boolean"
+    cached: bool = False
+    static: str = "none"  # none | valid | invalid
+    target: Target = Target.USER
+    terminal: bool = True
+
+    @property
+    def question(self) -> Question:
+        """The question of this case's answer type."""
+        return QUESTIONS[self.answer_type]
+
+    def facts(self) -> InquiryFacts:
+        """The facts the driver would hand in."""
+        static = {
+            "none": None,
+            "valid": StaticAnswer(VALID[self.answer_type]),
+            "invalid": StaticAnswer(INVALID[self.answer_type]),
+        }[self.static]
+        cached = CachedAnswer(VALID[self.answer_type]) if self.cached else None
+        return InquiryFacts(
+            terminal=self.terminal, target=self.target, static_answer=static, cached_answer=cached
+        )
+
+    def make(self, turn: TurnState | None = None) -> Inquiry:
+        """A new inquiry (state ``new``) for this case."""
+        return Inquiry(
+            turn=turn or TurnState(),
+            tool_call_id="call_1",
+            tool_name="fs_modify_file",
+            question=self.question,
+            source=InquirySource.tool("fs_modify_file"),
+            facts=self.facts(),
+        )
+
+
+def inquiry_cases() -> list[InquiryCase]:
+    """Every combination of facts the inquiry guards distinguish."""
+    return [
+        InquiryCase(answer_type=a, cached=c, static=s, target=t, terminal=term)
+        for a, c, s, t, term in itertools.product(
+            ("boolean", "secret"),
+            (False, True),
+            ("none", "valid", "invalid"),
+            tuple(Target),
+            (False, True),
+        )
+    ]
+
+
+def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
+    """The payloads ``trigger`` can carry for ``model``."""
+    kind = model.question.answer_type.kind.value
+    if trigger == "terminal_ready":
+        return [{"cached": None}, {"cached": CachedAnswer(VALID[kind])}]
+    if trigger == "answer":
+        return [model.checked_answer(VALID[kind], remember=False)]
+    if trigger == "fail":
+        return [{"error": "the provider returned 500"}]
+    return [{}]
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCase:
+    """The facts a tool call can start from."""
+
+    run_mode: RunMode = RunMode.ASK
+    terminal: bool = True
+    max_attempts: int = 8
+
+    def make(self, turn: TurnState | None = None) -> ToolCall:
+        """A new tool call (state ``new``) for this case."""
+        return ToolCall(
+            turn=turn or TurnState(),
+            request=ToolCallRequest(
+                id="call_1", name="fs_modify_file", arguments={"path": "README.md"}
+            ),
+            run_mode=self.run_mode,
+            terminal=self.terminal,
+            max_attempts=self.max_attempts,
+        )
+
+
+def tool_call_cases() -> list[ToolCallCase]:
+    """Every combination of facts the tool-call guards distinguish."""
+    return [
+        ToolCallCase(run_mode=mode, terminal=terminal, max_attempts=attempts)
+        for mode, terminal, attempts in itertools.product(tuple(RunMode), (False, True), (1, 8))
+    ]
+
+
+#: What a tool may ask, and with which facts; together they reach every way an
+#: inquiry can end straight away or wait.
+NEEDS_INPUT = (
+    ("boolean", InquiryCase(terminal=True)),
+    ("boolean", InquiryCase(static="valid")),
+    ("boolean", InquiryCase(static="invalid")),
+    ("boolean", InquiryCase(cached=True)),
+    ("boolean", InquiryCase(terminal=False)),
+    ("secret", InquiryCase(answer_type="secret", static="valid")),
+    ("secret", InquiryCase(answer_type="secret", terminal=False)),
+)
+
+
+_REMEMBERED = (None, "y", "n")
+
+#: Payloads that do not depend on the model.
+_TOOL_CALL_PAYLOADS: dict[str, list[dict[str, Any]]] = {
+    "begin": [{"remembered": r} for r in _REMEMBERED],
+    "terminal_ready": [{"remembered": r, "cached": None} for r in _REMEMBERED]
+    + [{"remembered": None, "cached": CachedAnswer(True)}],
+    "permit": [
+        {"remember": remember, "arguments": arguments}
+        for remember, arguments in itertools.product((False, True), (None, {"path": "x"}))
+    ],
+    "deny": [{"remember": False, "reason": None}, {"remember": True, "reason": "not now"}],
+    "completed": [{"content": "done", "is_error": False}, {"content": "boom", "is_error": True}],
+    "fail_input": [{"error": "the provider returned 500"}],
+}
+
+
+def tool_call_payloads(model: ToolCall, trigger: str) -> list[dict[str, Any]]:
+    """The payloads ``trigger`` can carry for ``model``."""
+    if trigger == "needs_input":
+        return [
+            {
+                "question": case.question,
+                "source": InquirySource.tool("fs_modify_file"),
+                "accumulated": dict(model.answers),
+                "facts": case.facts(),
+            }
+            for _, case in NEEDS_INPUT
+        ]
+    if trigger == "answer":
+        inquiry = model.inquiry
+        if inquiry is None:
+            return []
+        value = VALID[inquiry.question.answer_type.kind.value]
+        return [inquiry.checked_answer(value, remember=False)]
+    return _TOOL_CALL_PAYLOADS.get(trigger, [{}])
+
+
+@attrs.frozen
+class MachineDriver:
+    """What the generic tests need to drive one machine."""
+
+    machine: TableMachine[Any, Any]
+    cases: Callable[[], Sequence[Any]]
+    payloads: Callable[[Any, str], list[dict[str, Any]]]
+
+
+DRIVERS = {
+    "inquiry": MachineDriver(INQUIRY_MACHINE, inquiry_cases, inquiry_payloads),
+    "tool_call": MachineDriver(TOOL_CALL_MACHINE, tool_call_cases, tool_call_payloads),
+}
+
+
+@attrs.frozen
+class Run:
+    """A run that realized a path: the case it started from and what was fired."""
+
+    case: Any
+    triggers: tuple[tuple[str, Mapping[str, Any]], ...]
+    fired: tuple[Fired, ...]
+
+
+def _replay(
+    driver: MachineDriver, case: Any, triggers: Sequence[tuple[str, Mapping[str, Any]]]
+) -> tuple[Any, list[Fired]]:
+    model = case.make()
+    fired: list[Fired] = []
+    for trigger, payload in triggers:
+        driver.machine.fire(model, trigger, **payload)
+        fired.extend(model.buffer.take().fired)
+    return model, fired
+
+
+def _own_rows(driver: MachineDriver, fired: Sequence[Fired]) -> list[str]:
+    """The non-internal rows of this machine that fired, in order."""
+    internal = {row.id for row in driver.machine.rows if row.dest is None}
+    return [f.row for f in fired if f.machine == driver.machine.name and f.row not in internal]
+
+
+def realize(driver: MachineDriver, path: Sequence[Row[Any, Any]], spare: int = 2) -> Run | None:
+    """Find a case and a trigger sequence whose run takes exactly ``path``.
+
+    Internal rows (which a simple path cannot contain) may fire up to
+    ``spare`` times on the way, as a real run would (a forwarded answer, a
+    prompt shown).
+    """
+    wanted = [row.id for row in path]
+    budget = sum(1 for row in path if not row.auto) + spare
+    for case in driver.cases():
+        for run in _search(driver, case, wanted, budget, []):
+            return run
+    return None
+
+
+def _search(
+    driver: MachineDriver,
+    case: Any,
+    wanted: list[str],
+    budget: int,
+    prefix: list[tuple[str, Mapping[str, Any]]],
+) -> Iterator[Run]:
+    try:
+        model, fired = _replay(driver, case, prefix)
+    except Exception:  # noqa: BLE001 - an illegal step just ends this branch
+        return
+    taken = _own_rows(driver, fired)
+    if taken == wanted:
+        yield Run(case, tuple(prefix), tuple(fired))
+    if taken != wanted[: len(taken)] or taken == wanted or len(prefix) >= budget:
+        return
+    for trigger in driver.machine.triggers:
+        rows = driver.machine.rows_for(model.state, trigger)
+        if rows and not rows[0].auto:
+            for payload in driver.payloads(model, trigger):
+                yield from _search(driver, case, wanted, budget, [*prefix, (trigger, payload)])
+
+
+def secret_values() -> list[str]:
+    """Every secret answer these drivers ever give (to look for leaks)."""
+    return [VALID["secret"], str(INVALID["secret"])]
+
+
+__all__ = [
+    "DRIVERS",
+    "NEEDS_INPUT",
+    "QUESTIONS",
+    "VALID",
+    "InquiryCase",
+    "MachineDriver",
+    "Run",
+    "SecretValue",
+    "ToolCallCase",
+    "realize",
+    "secret_values",
+]

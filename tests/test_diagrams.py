@@ -1,0 +1,76 @@
+"""The generated diagrams and README tables follow the machines' tables."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator._diagram_files import stale_files, write_files
+from machines import (
+    INQUIRY_MACHINE,
+    MACHINES,
+    TableMachine,
+    render_dot,
+    render_markdown_table,
+    render_mermaid,
+)
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def test_committed_diagrams_and_readme_are_up_to_date() -> None:
+    """diagrams/ and the README's machine section match what the tables render."""
+    assert stale_files(PROJECT) == []
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.name)
+def test_every_row_and_state_is_drawn(machine: TableMachine[Any, Any]) -> None:
+    """Each row appears as an edge and each state as a node, in both formats and the table."""
+    mermaid = render_mermaid(machine)
+    dot = render_dot(machine)
+    table = render_markdown_table(machine)
+    for row in machine.rows:
+        assert f"{row.source.value} --> {row.target.value}: {row.trigger}" in mermaid
+        assert f'"{row.source.value}" -> "{row.target.value}" [label="{row.trigger}' in dot
+    assert table.count("\n") == len(machine.rows) + 2
+    for state in machine.states:
+        assert f'"{state.value}" [label=' in dot
+    for state in machine.terminal:
+        assert f"    {state.value} --> [*]" in mermaid
+        assert f'"{state.value}" [label="{state.value}", peripheries=2];' in dot
+
+
+def test_rendering_ignores_any_model_state() -> None:
+    """Rendering after driving models through the machine gives the same text."""
+    before = render_mermaid(INQUIRY_MACHINE), render_dot(INQUIRY_MACHINE)
+    from machine_drivers import InquiryCase  # noqa: PLC0415 - only needed here
+
+    model = InquiryCase().make()
+    INQUIRY_MACHINE.fire(model, "ask")
+    assert (render_mermaid(INQUIRY_MACHINE), render_dot(INQUIRY_MACHINE)) == before
+    assert "s_active" not in before[0]
+
+
+def test_a_stale_file_is_named_and_regenerated(tmp_path: Path) -> None:
+    """Editing a generated file by hand makes the check name it; regenerating fixes it."""
+    shutil.copytree(PROJECT / "diagrams", tmp_path / "diagrams")
+    shutil.copy(PROJECT / "README.md", tmp_path / "README.md")
+    edited = tmp_path / "diagrams" / "inquiry.mmd"
+    edited.write_text(edited.read_text().replace("routed", "sent"))
+    (tmp_path / "diagrams" / "tool_call.dot").unlink()
+    assert stale_files(tmp_path) == [edited, tmp_path / "diagrams" / "tool_call.dot"]
+    assert write_files(tmp_path) == [edited, tmp_path / "diagrams" / "tool_call.dot"]
+    assert stale_files(tmp_path) == []
+
+
+def test_the_readme_section_is_generated_from_the_inquiry_table(tmp_path: Path) -> None:
+    """The README holds the inquiry machine's Mermaid diagram and table between its markers."""
+    readme = (PROJECT / "README.md").read_text()
+    assert "```mermaid\n" + render_mermaid(INQUIRY_MACHINE) + "```" in readme
+    assert render_markdown_table(INQUIRY_MACHINE) in readme
+    (tmp_path / "README.md").write_text("# no markers\n")
+    with pytest.raises(ValueError, match="has no '<!-- BEGIN GENERATED"):
+        stale_files(tmp_path)

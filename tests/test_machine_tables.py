@@ -1,0 +1,355 @@
+"""Transition-table tests, parametrized over the machines' own tables.
+
+Every row reaches its destination and emits exactly what it declares; every
+(state, trigger) pair the table does not list raises and changes nothing;
+every simple path from the start to a final state, generated from the table,
+runs. A row added without a witness here fails the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+from machine_drivers import (
+    DRIVERS,
+    QUESTIONS,
+    VALID,
+    InquiryCase,
+    ToolCallCase,
+    realize,
+)
+
+from machines import (
+    INQUIRY_MACHINE,
+    MACHINES,
+    TOOL_CALL_MACHINE,
+    Answered,
+    CachedAnswer,
+    Cancelled,
+    IllegalTransitionError,
+    InquiryRequest,
+    InquirySource,
+    InquiryState,
+    Redacted,
+    RunMode,
+    Target,
+    ToolCallResponse,
+    ToolCallState,
+)
+
+
+@attrs.frozen
+class Witness:
+    """How to make one row fire: a case, the triggers that reach its source, its payload."""
+
+    case: Any
+    prelude: tuple[tuple[str, dict[str, Any]], ...]
+    payload: Callable[[Any], dict[str, Any]]
+
+
+def _fixed(payload: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
+    return lambda _: payload
+
+
+def _answer(model: Any) -> dict[str, Any]:
+    return dict(model.checked_answer(VALID[model.question.answer_type.kind.value], remember=False))
+
+
+#: The triggers that take a question to ``routed``.
+ASKED: tuple[tuple[str, dict[str, Any]], ...] = (("ask", {}), ("resolve", {}))
+
+
+ROUTED = InquiryCase(terminal=True, target=Target.USER)
+SECRET_ROUTED = InquiryCase(answer_type="secret", terminal=True, target=Target.USER)
+
+INQUIRY_WITNESSES: dict[str, Witness] = {
+    "ask:new->requested": Witness(InquiryCase(), (), _fixed({})),
+    "resolve:requested->cached[cached]": Witness(
+        InquiryCase(cached=True), (("ask", {}),), _fixed({})
+    ),
+    "resolve:requested->static[static]": Witness(
+        InquiryCase(static="valid"), (("ask", {}),), _fixed({})
+    ),
+    "resolve:requested->cancelled[secret_for_assistant]": Witness(
+        InquiryCase(answer_type="secret", target=Target.ASSISTANT), (("ask", {}),), _fixed({})
+    ),
+    "resolve:requested->cancelled[secret_without_terminal]": Witness(
+        InquiryCase(answer_type="secret", terminal=False), (("ask", {}),), _fixed({})
+    ),
+    "resolve:requested->routed[to_user]": Witness(ROUTED, (("ask", {}),), _fixed({})),
+    "resolve:requested->routed[to_assistant]": Witness(
+        InquiryCase(target=Target.ASSISTANT), (("ask", {}),), _fixed({})
+    ),
+    "use_cached:cached->answered": Witness(
+        InquiryCase(cached=True), (("ask", {}), ("resolve", {})), _fixed({})
+    ),
+    "use_static:static->cancelled[invalid]": Witness(
+        InquiryCase(static="invalid"), (("ask", {}), ("resolve", {})), _fixed({})
+    ),
+    "use_static:static->redacted[secret]": Witness(
+        InquiryCase(answer_type="secret", static="valid"),
+        (("ask", {}), ("resolve", {})),
+        _fixed({}),
+    ),
+    "use_static:static->answered[plain]": Witness(
+        InquiryCase(static="valid"), (("ask", {}), ("resolve", {})), _fixed({})
+    ),
+    "terminal_ready:routed->cached[cached]": Witness(
+        ROUTED, ASKED, _fixed({"cached": CachedAnswer(True)})
+    ),
+    "terminal_ready:routed->routed[uncached]": Witness(ROUTED, ASKED, _fixed({"cached": None})),
+    "answer:routed->redacted[secret]": Witness(SECRET_ROUTED, ASKED, _answer),
+    "answer:routed->answered[plain]": Witness(ROUTED, ASKED, _answer),
+    "cancel:routed->cancelled": Witness(ROUTED, ASKED, _fixed({})),
+    "fail:routed->cancelled": Witness(ROUTED, ASKED, _fixed({"error": "HTTP 500"})),
+}
+
+
+def _needs_input(case: InquiryCase) -> tuple[str, dict[str, Any]]:
+    return (
+        "needs_input",
+        {
+            "question": case.question,
+            "source": InquirySource.tool("fs_modify_file"),
+            "accumulated": {},
+            "facts": case.facts(),
+        },
+    )
+
+
+ASK = ToolCallCase(run_mode=RunMode.ASK, terminal=True)
+UNATTENDED = ToolCallCase(run_mode=RunMode.UNATTENDED)
+BEGUN = (("begin", {"remembered": None}),)
+AWAITING_INPUT = (*BEGUN, _needs_input(ROUTED))
+
+
+def _tool_answer(model: Any) -> dict[str, Any]:
+    return _answer(model.inquiry)
+
+
+TOOL_CALL_WITNESSES: dict[str, Witness] = {
+    "begin:new->running[unattended]": Witness(UNATTENDED, (), _fixed({"remembered": None})),
+    "begin:new->skipped[skip]": Witness(
+        ToolCallCase(run_mode=RunMode.SKIP), (), _fixed({"remembered": "y"})
+    ),
+    "begin:new->running[remembered_y]": Witness(ASK, (), _fixed({"remembered": "y"})),
+    "begin:new->skipped[remembered_n]": Witness(ASK, (), _fixed({"remembered": "n"})),
+    "begin:new->running[no_terminal]": Witness(
+        ToolCallCase(terminal=False), (), _fixed({"remembered": None})
+    ),
+    "begin:new->awaiting_permission[ask]": Witness(ASK, (), _fixed({"remembered": None})),
+    "interrupt:new->cancelled": Witness(ASK, (), _fixed({})),
+    "terminal_ready:awaiting_permission->running[remembered_y]": Witness(
+        ASK, BEGUN, _fixed({"remembered": "y", "cached": None})
+    ),
+    "terminal_ready:awaiting_permission->skipped[remembered_n]": Witness(
+        ASK, BEGUN, _fixed({"remembered": "n", "cached": None})
+    ),
+    "terminal_ready:awaiting_permission->awaiting_permission[undecided]": Witness(
+        ASK, BEGUN, _fixed({"remembered": None, "cached": None})
+    ),
+    "permit:awaiting_permission->running": Witness(
+        ASK, BEGUN, _fixed({"remember": True, "arguments": None})
+    ),
+    "deny:awaiting_permission->skipped": Witness(
+        ASK, BEGUN, _fixed({"remember": False, "reason": None})
+    ),
+    "interrupt:awaiting_permission->cancelled": Witness(ASK, BEGUN, _fixed({})),
+    "completed:running->succeeded[ok]": Witness(
+        UNATTENDED, BEGUN, _fixed({"content": "done", "is_error": False})
+    ),
+    "completed:running->failed[error]": Witness(
+        UNATTENDED, BEGUN, _fixed({"content": "boom", "is_error": True})
+    ),
+    "needs_input:running->failed[exhausted]": Witness(
+        ToolCallCase(run_mode=RunMode.UNATTENDED, max_attempts=1),
+        (*BEGUN, _needs_input(InquiryCase(static="valid")), ("inquiry_closed", {})),
+        lambda _: _needs_input(InquiryCase(static="valid"))[1],
+    ),
+    "needs_input:running->awaiting_input[asks]": Witness(
+        UNATTENDED, BEGUN, lambda _: _needs_input(ROUTED)[1]
+    ),
+    "interrupt:running->cancelled": Witness(UNATTENDED, BEGUN, _fixed({})),
+    "terminal_ready:awaiting_input->awaiting_input": Witness(
+        UNATTENDED, AWAITING_INPUT, _fixed({"remembered": None, "cached": None})
+    ),
+    "answer:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _tool_answer),
+    "cancel_input:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _fixed({})),
+    "fail_input:awaiting_input->awaiting_input": Witness(
+        UNATTENDED, AWAITING_INPUT, _fixed({"error": "HTTP 500"})
+    ),
+    "interrupt:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _fixed({})),
+    "inquiry_closed:awaiting_input->running[answered]": Witness(
+        UNATTENDED, (*BEGUN, _needs_input(InquiryCase(static="valid"))), _fixed({})
+    ),
+    "inquiry_closed:awaiting_input->cancelled[cancelled_by_user]": Witness(
+        UNATTENDED, (*AWAITING_INPUT, ("cancel_input", {})), _fixed({})
+    ),
+    "inquiry_closed:awaiting_input->failed[failed]": Witness(
+        UNATTENDED, (*BEGUN, _needs_input(InquiryCase(static="invalid"))), _fixed({})
+    ),
+}
+
+WITNESSES = {"inquiry": INQUIRY_WITNESSES, "tool_call": TOOL_CALL_WITNESSES}
+
+#: Simple paths the table admits but the guards rule out, and why.
+INFEASIBLE: dict[str, str] = {
+    "ask:new->requested > resolve:requested->routed[to_assistant] > "
+    "terminal_ready:routed->cached[cached] > use_cached:cached->answered": (
+        "a question routed to the assistant never waits for the terminal"
+    ),
+    "ask:new->requested > resolve:requested->routed[to_assistant] > "
+    "answer:routed->redacted[secret]": "a secret is never routed to the assistant",
+    **{
+        f"{prefix} > needs_input:running->failed[exhausted]": (
+            "exhausting the attempts means asking again, which passes through running twice"
+        )
+        for prefix in (
+            "begin:new->running[unattended]",
+            "begin:new->running[remembered_y]",
+            "begin:new->running[no_terminal]",
+            (
+                "begin:new->awaiting_permission[ask] > "
+                "terminal_ready:awaiting_permission->running[remembered_y]"
+            ),
+            "begin:new->awaiting_permission[ask] > permit:awaiting_permission->running",
+        )
+    },
+}
+
+ROWS = [pytest.param(machine.name, row, id=row.id) for machine in MACHINES for row in machine.rows]
+
+
+def _path_id(path: Any) -> str:
+    return " > ".join(row.id for row in path)
+
+
+PATHS = [
+    pytest.param(machine.name, path, id=f"{machine.name}:{_path_id(path)}")
+    for machine in MACHINES
+    for path in machine.paths()
+]
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.name)
+def test_every_row_has_a_witness(machine: Any) -> None:
+    """Each row of each table has a witness here, and no witness names a missing row."""
+    assert set(WITNESSES[machine.name]) == {row.id for row in machine.rows}
+
+
+def _prepare(name: str, witness: Witness) -> Any:
+    machine = DRIVERS[name].machine
+    model = witness.case.make()
+    for trigger, payload in witness.prelude:
+        machine.fire(model, trigger, chain=False, **payload)
+    model.buffer.take()
+    return model
+
+
+@pytest.mark.parametrize(("name", "row"), ROWS)
+def test_row_reaches_its_destination_and_emits_what_it_declares(name: str, row: Any) -> None:
+    """Firing a row's trigger in its source moves to its target and emits its declared types."""
+    machine = DRIVERS[name].machine
+    witness = WITNESSES[name][row.id]
+    model = _prepare(name, witness)
+    assert model.state is row.source
+    machine.fire(model, row.trigger, chain=False, **witness.payload(model))
+    step = model.buffer.take()
+    assert model.state is row.target
+    own = step.fired[0]
+    assert (own.machine, own.row) == (name, row.id)
+    assert tuple(type(record) for record in own.records) == row.emits
+    assert tuple(type(effect) for effect in own.effects) == row.effects
+    if row.delegates:
+        delegated_machine, delegated_trigger = row.delegates.split(".")
+        assert step.fired[1].machine == delegated_machine
+        assert step.fired[1].row.startswith(f"{delegated_trigger}:")
+    else:
+        assert len(step.fired) == 1
+
+
+ILLEGAL = [
+    pytest.param(machine.name, state, trigger, id=f"{machine.name}:{state.value}:{trigger}")
+    for machine in MACHINES
+    for state in machine.states
+    for trigger in machine.triggers
+    if not machine.rows_for(state, trigger)
+]
+
+
+@pytest.mark.parametrize(("name", "state", "trigger"), ILLEGAL)
+def test_trigger_not_in_table_raises_and_changes_nothing(
+    name: str, state: Any, trigger: str
+) -> None:
+    """A (state, trigger) pair with no row raises; state, records and turn state stay."""
+    driver = DRIVERS[name]
+    model = driver.cases()[0].make()
+    model.state = state
+    before = (dict(model.turn._attempts), dict(model.turn.remembered_tool_answers))
+    with pytest.raises(IllegalTransitionError, match=f"can't handle trigger '{trigger}'"):
+        driver.machine.fire(model, trigger)
+    assert model.state is state
+    assert len(model.buffer) == 0
+    assert (dict(model.turn._attempts), dict(model.turn.remembered_tool_answers)) == before
+
+
+def test_no_guard_holding_raises_and_changes_nothing() -> None:
+    """A trigger whose rows' guards all fail raises and leaves the machine where it was."""
+    model = InquiryCase(target=Target.ASSISTANT).make()
+    INQUIRY_MACHINE.fire(model, "ask")
+    model.buffer.take()
+    with pytest.raises(IllegalTransitionError, match="no row's guard holds"):
+        INQUIRY_MACHINE.fire(model, "terminal_ready", cached=None)
+    assert model.state is InquiryState.ROUTED
+    assert len(model.buffer) == 0
+
+
+@pytest.mark.parametrize(("name", "path"), PATHS)
+def test_every_simple_path_runs(name: str, path: Any) -> None:
+    """Each simple path from start to a final state runs, or is declared infeasible."""
+    path_id = _path_id(path)
+    run = realize(DRIVERS[name], path)
+    if path_id in INFEASIBLE:
+        assert run is None, f"declared infeasible but runs: {path_id}"
+        return
+    assert run is not None, f"no run takes this path: {path_id}"
+    records = [record for fired in run.fired for record in fired.records]
+    requests = [r for r in records if isinstance(r, InquiryRequest)]
+    responses = [r for r in records if isinstance(r, Answered | Cancelled | Redacted)]
+    # Whatever the path, each recorded question has exactly one response, same id.
+    assert [r.id for r in requests] == [r.id for r in responses]
+    machine = DRIVERS[name].machine
+    final = machine.rows[[row.id for row in machine.rows].index(path[-1].id)].target
+    assert final in machine.terminal
+    if name == "tool_call":
+        assert sum(isinstance(r, ToolCallResponse) for r in records) == 1
+
+
+def test_infeasible_paths_are_paths_of_the_tables() -> None:
+    """Every path declared infeasible is still a path of a table (no stale declarations)."""
+    all_paths = {_path_id(path) for machine in MACHINES for path in machine.paths()}
+    assert set(INFEASIBLE) <= all_paths
+
+
+def test_resolve_guards_are_exhaustive() -> None:
+    """Whatever the facts, a newly asked question resolves: no combination is left unrouted."""
+    for case in DRIVERS["inquiry"].cases():
+        model = case.make()
+        INQUIRY_MACHINE.fire(model, "ask")
+        assert model.state is not InquiryState.REQUESTED
+
+
+def test_final_states_are_exactly_the_outcomes() -> None:
+    """The final states are the three responses and the four ways a tool call ends."""
+    assert {s.value for s in INQUIRY_MACHINE.terminal} == {"answered", "redacted", "cancelled"}
+    assert {s.value for s in TOOL_CALL_MACHINE.terminal} == {
+        "succeeded",
+        "failed",
+        "skipped",
+        "cancelled",
+    }
+    assert ToolCallState.NEW not in TOOL_CALL_MACHINE.terminal
+    assert QUESTIONS["secret"].answer_type.is_secret

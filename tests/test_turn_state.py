@@ -1,0 +1,70 @@
+"""The turn state: inquiry ids, and the two remember-for-the-turn caches."""
+
+from __future__ import annotations
+
+import pytest
+
+from machines import MachineError, Question, SecretValue, TurnState
+
+APPLY = Question.boolean("apply", "Apply?")
+PASSPHRASE = Question.secret("passphrase", "Passphrase?")
+
+
+def test_inquiry_ids_count_attempts_per_tool_call_and_question() -> None:
+    """Ids are <tool_call_id>.<question_id>.<attempt>, the attempt counted per pair."""
+    turn = TurnState()
+    assert turn.allocate_inquiry_id("call_1", "apply") == "call_1.apply.1"
+    assert turn.allocate_inquiry_id("call_1", "apply") == "call_1.apply.2"
+    assert turn.allocate_inquiry_id("call_1", "other") == "call_1.other.1"
+    assert turn.allocate_inquiry_id("call_2", "apply") == "call_2.apply.1"
+    assert turn.attempts("call_1", "apply") == 2
+
+
+def test_a_new_turn_starts_counting_again() -> None:
+    """Counters live in the turn state, so a fresh one per turn restarts at 1."""
+    first = TurnState()
+    first.allocate_inquiry_id("call_1", "apply")
+    assert TurnState().allocate_inquiry_id("call_1", "apply") == "call_1.apply.1"
+
+
+def test_tool_answers_and_permissions_live_in_separate_maps() -> None:
+    """A permission decision never shows up as a tool answer, nor the other way round."""
+    turn = TurnState()
+    turn.remember_permission("fs_modify_file", "y")
+    turn.remember_tool_answer("fs_modify_file", APPLY, value=False)
+    assert dict(turn.remembered_permission_decisions) == {"fs_modify_file.__permission__": "y"}
+    assert dict(turn.remembered_tool_answers) == {"fs_modify_file.apply": False}
+    assert turn.remembered_permission("fs_modify_file") == "y"
+    cached = turn.remembered_tool_answer("fs_modify_file", APPLY)
+    assert cached is not None
+    assert cached.value is False
+
+
+def test_a_secret_is_never_written_to_the_cache() -> None:
+    """Remembering an answer to a secret question, or a SecretValue, is refused."""
+    turn = TurnState()
+    with pytest.raises(MachineError, match="secret question 'passphrase'"):
+        turn.remember_tool_answer("ssh", PASSPHRASE, "hunter2")
+    with pytest.raises(MachineError, match="non-JSON"):
+        turn.remember_tool_answer("ssh", APPLY, SecretValue("hunter2"))  # type: ignore[arg-type]
+    assert dict(turn.remembered_tool_answers) == {}
+
+
+def test_a_secret_question_never_reads_from_the_cache() -> None:
+    """An entry under a question id that is now secret is bypassed on read."""
+    turn = TurnState()
+    turn.remember_tool_answer("ssh", Question.text_input("passphrase", "Passphrase?"), "old")
+    assert turn.remembered_tool_answer("ssh", PASSPHRASE) is None
+
+
+def test_permission_decisions_are_y_or_n() -> None:
+    """Only 'y' and 'n' can be remembered as permission decisions."""
+    with pytest.raises(MachineError, match="'y' or 'n'"):
+        TurnState().remember_permission("fs", "Y")  # type: ignore[arg-type]
+
+
+def test_the_caches_are_read_only_views() -> None:
+    """The maps a turn state hands out cannot be written through."""
+    turn = TurnState()
+    with pytest.raises(TypeError):
+        turn.remembered_tool_answers["fs.apply"] = True  # type: ignore[index]
