@@ -1,4 +1,10 @@
-"""What ``inquiry check`` reports about a conversation."""
+"""What ``inquiry check`` reports about a conversation.
+
+Besides counts by kind, the summary pairs inquiries and tool calls turn by
+turn (:mod:`coordinator._pairing`): how many pairs, how many requests still
+wait for a response (their turn is blocked on them) and how many responses
+answer no request, per turn and in total.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,40 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from coordinator._entries import EventEntry
+from coordinator._pairing import pair_events
 from machines import Answered, Cancelled, InquiryRequest, Redacted
 
 if TYPE_CHECKING:
+    from coordinator._pairing import Pairing
     from coordinator._store import Conversation
 
-__all__ = ["summarize"]
+__all__ = ["pairing_summary", "summarize"]
+
+
+def pairing_summary(pairing: Pairing) -> dict[str, Any]:
+    """Totals and per-turn counts of one kind of pairing, with the ids left open.
+
+    Each turn lists ``pending`` (requests with no response) and ``orphaned``
+    (responses with no request) by id, in stream order.
+    """
+    return {
+        "totals": pairing.counts.as_dict(),
+        "turns": [
+            {
+                "turn": turn.turn,
+                **turn.counts.as_dict(),
+                "pending_ids": [located.id for located in turn.pending],
+                "orphaned_ids": [located.id for located in turn.orphaned],
+            }
+            for turn in pairing.turns
+        ],
+    }
 
 
 def summarize(conversation: Conversation) -> dict[str, Any]:
     """Counts a person (or a script, as JSON) can check a conversation against."""
     stream = conversation.stream
+    pairing = pair_events(stream)
     kinds: Counter[str] = Counter(entry.kind for entry in stream)
     outcomes: Counter[str] = Counter()
     requests = 0
@@ -42,6 +71,10 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         "inquiry_requests": requests,
         "inquiry_responses": sum(outcomes.values()),
         "inquiry_outcomes": {key: outcomes[key] for key in ("answered", "cancelled", "redacted")},
+        "pairing": {
+            "inquiries": pairing_summary(pairing.inquiries),
+            "tool_calls": pairing_summary(pairing.tool_calls),
+        },
         "ids_repaired": {
             "assigned": conversation.id_repairs.assigned,
             "regenerated": conversation.id_repairs.regenerated,

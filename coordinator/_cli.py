@@ -1,24 +1,43 @@
 """The ``inquiry`` command.
 
+- ``inquiry check PATH [--json]``: what a conversation holds, and how its
+  inquiries and tool calls pair up (totals; per turn with ``--json``).
+- ``inquiry sanitize PATH [--dry-run] [--json]``: repair the stream as
+  ``sanitize()`` does before a provider request, print what changed, and save
+  (atomically, and only when something changed) unless ``--dry-run``.
+- ``inquiry export PATH [--output FILE]``: the conversation as Markdown.
+
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when a check finds something to act on, 2 when an input cannot be
-read (nothing is written then).
+read or an output cannot be written (nothing is written then).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
+from coordinator._atomic import atomic_write
 from coordinator._check import summarize
 from coordinator._errors import CoordinatorError
-from coordinator._store import load_conversation
+from coordinator._export import export_markdown
+from coordinator._sanitize import (
+    INTERRUPTED_TOOL_CALL,
+    InsertionReason,
+    Removal,
+    SanitizeReport,
+    plan_sanitize,
+)
+from coordinator._store import load_conversation, save_conversation
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+
+    from coordinator._sanitize import Insertion
 
 __all__ = ["main"]
 
@@ -47,10 +66,93 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         f"  inquiries: {summary['inquiry_requests']} requests, "
         f"{summary['inquiry_responses']} responses ({outcomes})\n"
     )
+    pairing = summary["pairing"]
+    for label, key in (("inquiry pairs", "inquiries"), ("tool-call pairs", "tool_calls")):
+        totals = pairing[key]["totals"]
+        out.write(
+            f"  {label}: {totals['paired']} paired, {totals['pending']} pending "
+            f"(blocking), {totals['orphaned']} orphaned responses\n"
+        )
     repaired = summary["ids_repaired"]
     out.write(
         f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
     )
+    return EXIT_OK
+
+
+def _describe_removal(removal: Removal) -> str:
+    carried = f", id {removal.id!r}" if removal.id is not None else ""
+    return (
+        f"entry {removal.index} ({removal.kind}, event {removal.event_id}{carried}): "
+        f"{removal.reason.value.replace('_', ' ')}"
+    )
+
+
+def _describe_insertion(insertion: Insertion) -> str:
+    entry = insertion.entry
+    if insertion.reason is InsertionReason.INTERRUPTED_TOOL_CALL:
+        return (
+            f"a {entry.kind} {INTERRUPTED_TOOL_CALL!r} (event {entry.event_id}, "
+            f"id {insertion.id!r}) after entry {insertion.anchor}, its unanswered request"
+        )
+    return (
+        f"a {entry.kind} (event {entry.event_id}) before entry {insertion.anchor}, "
+        "the first chat_request"
+    )
+
+
+def _write_report(report: SanitizeReport, *, dry_run: bool, out: TextIO) -> None:
+    removing, inserting = ("would remove", "would insert") if dry_run else ("removed", "inserted")
+    out.writelines(f"  {removing} {_describe_removal(r)}\n" for r in report.removed)
+    out.writelines(f"  {inserting} {_describe_insertion(i)}\n" for i in report.inserted)
+
+
+def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
+    conversation = load_conversation(args.path)
+    plan = plan_sanitize(conversation.stream)
+    report = plan.report
+    written: list[str] = []
+    if report.changed and not args.dry_run:
+        plan.apply()
+        written = [str(path) for path in save_conversation(conversation).written]
+    if args.json:
+        _print_json(
+            {
+                "path": str(conversation.path) if conversation.path else None,
+                "dry_run": args.dry_run,
+                **report.as_dict(),
+                "written": written,
+            },
+            out,
+        )
+        return EXIT_OK
+    out.write(f"{conversation.path}\n")
+    if not report.changed:
+        out.write("  nothing to sanitize; nothing written\n")
+        return EXIT_OK
+    _write_report(report, dry_run=args.dry_run, out=out)
+    if args.dry_run:
+        out.write("  dry run: nothing written\n")
+    else:
+        out.writelines(f"  wrote {path}\n" for path in written)
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace, out: TextIO) -> int:
+    conversation = load_conversation(args.path)
+    title = (conversation.metadata or {}).get("title")
+    markdown = export_markdown(
+        conversation.stream, title=title if isinstance(title, str) else None
+    )
+    if args.output is None:
+        out.write(markdown)
+        return EXIT_OK
+    target = Path(args.output)
+    try:
+        atomic_write(target, markdown.encode())
+    except OSError as error:
+        sys.stderr.write(f"inquiry: {target}: cannot be written: {error.strerror or error}\n")
+        return EXIT_UNREADABLE
     return EXIT_OK
 
 
@@ -64,6 +166,23 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("path", help="a conversation directory or its events.json")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(handler=_check)
+
+    sanitize = commands.add_parser(
+        "sanitize", help="repair a conversation as before a provider request, and save it"
+    )
+    sanitize.add_argument("path", help="a conversation directory or its events.json")
+    sanitize.add_argument(
+        "--dry-run", action="store_true", help="report what would change; write nothing"
+    )
+    sanitize.add_argument("--json", action="store_true", help="print one JSON object")
+    sanitize.set_defaults(handler=_sanitize)
+
+    export = commands.add_parser("export", help="print a conversation as Markdown")
+    export.add_argument("path", help="a conversation directory or its events.json")
+    export.add_argument(
+        "--output", "-o", metavar="FILE", help="write the Markdown to FILE instead of stdout"
+    )
+    export.set_defaults(handler=_export)
     return parser
 
 

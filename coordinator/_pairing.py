@@ -1,0 +1,287 @@
+"""Pairing requests with their responses, turn by turn.
+
+Theory of operation: an ``inquiry_request`` is closed by the
+``inquiry_response`` that carries its id, and a ``tool_call_request`` by the
+``tool_call_response`` that carries its id, **within the turn** that holds
+them. Ids are only unique within a turn, and not even there in older files:
+legacy two-segment inquiry ids repeat when a tool re-asked a question, and
+some providers reuse synthetic tool-call ids across cycles. So pairing is by
+id, then by order: a response pairs with the earliest request of its id that
+precedes it in the same turn and is still unpaired (first in, first out).
+
+Rules:
+
+- Ids are opaque. Nothing here splits, parses or compares them other than for
+  equality.
+- A turn starts at a ``turn_start``; conversation events before the first one
+  form an implicit leading turn (numbered as :meth:`ConversationStream.turns`
+  numbers them). Global entries belong to no turn and are skipped.
+- Nothing pairs across a turn boundary: a request left open at the end of its
+  turn is *pending* (the turn is blocked on it) even when a later turn answers
+  the same id, and a response with no earlier open request in its turn is
+  *orphaned*.
+- One pass over the entries, a dict of deques per turn: linear in the stream.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from typing import TYPE_CHECKING
+
+import attrs
+
+from coordinator._entries import EventEntry
+from machines import (
+    Answered,
+    Cancelled,
+    InquiryRequest,
+    Redacted,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from coordinator._entries import StreamEntry
+
+__all__ = [
+    "Located",
+    "Pair",
+    "PairCounts",
+    "PairKind",
+    "Pairing",
+    "StreamPairing",
+    "TurnPairing",
+    "pair_events",
+    "pair_indexed",
+]
+
+
+class PairKind(enum.Enum):
+    """What is being paired; values are the names reports use."""
+
+    INQUIRY = "inquiry"
+    TOOL_CALL = "tool_call"
+
+
+@attrs.frozen
+class Located:
+    """A request or response, the position it holds and the id it carries."""
+
+    index: int
+    entry: EventEntry = attrs.field(repr=False)
+    id: str
+
+
+@attrs.frozen
+class Pair:
+    """A request and the response that closes it."""
+
+    request: Located
+    response: Located
+
+    @property
+    def id(self) -> str:
+        """The id both carry."""
+        return self.request.id
+
+
+@attrs.frozen
+class PairCounts:
+    """How many pairs, pending requests and orphaned responses there are."""
+
+    paired: int = 0
+    pending: int = 0
+    orphaned: int = 0
+
+    def __add__(self, other: PairCounts) -> PairCounts:
+        """The counts of both."""
+        return PairCounts(
+            self.paired + other.paired,
+            self.pending + other.pending,
+            self.orphaned + other.orphaned,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts by name, for JSON."""
+        return {"paired": self.paired, "pending": self.pending, "orphaned": self.orphaned}
+
+
+@attrs.frozen
+class TurnPairing:
+    """One kind of request paired within turn ``turn``.
+
+    ``pairs`` are in the order their responses appear; ``pending`` (requests
+    with no response: the turn is blocked on them) and ``orphaned`` (responses
+    with no request) in stream order.
+    """
+
+    turn: int
+    pairs: tuple[Pair, ...] = ()
+    pending: tuple[Located, ...] = ()
+    orphaned: tuple[Located, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every request and every response in the turn is paired."""
+        return not self.pending and not self.orphaned
+
+    @property
+    def counts(self) -> PairCounts:
+        """How many of each."""
+        return PairCounts(len(self.pairs), len(self.pending), len(self.orphaned))
+
+
+@attrs.frozen
+class Pairing:
+    """One kind of request paired over a whole stream, turn by turn."""
+
+    kind: PairKind
+    turns: tuple[TurnPairing, ...]
+
+    @property
+    def pairs(self) -> tuple[Pair, ...]:
+        """Every pair, turn by turn."""
+        return tuple(pair for turn in self.turns for pair in turn.pairs)
+
+    @property
+    def pending(self) -> tuple[Located, ...]:
+        """Every request still waiting for its response, in stream order."""
+        return tuple(located for turn in self.turns for located in turn.pending)
+
+    @property
+    def orphaned(self) -> tuple[Located, ...]:
+        """Every response with no request, in stream order."""
+        return tuple(located for turn in self.turns for located in turn.orphaned)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every turn is fully paired."""
+        return all(turn.complete for turn in self.turns)
+
+    @property
+    def counts(self) -> PairCounts:
+        """The totals over every turn."""
+        total = PairCounts()
+        for turn in self.turns:
+            total += turn.counts
+        return total
+
+
+@attrs.frozen
+class StreamPairing:
+    """Inquiries and tool calls of a stream, paired turn by turn."""
+
+    inquiries: Pairing
+    tool_calls: Pairing
+
+    @property
+    def complete(self) -> bool:
+        """Whether every request and response of either kind is paired."""
+        return self.inquiries.complete and self.tool_calls.complete
+
+
+class _Matcher:
+    """The open requests of one kind within one turn."""
+
+    __slots__ = ("open", "orphaned", "paired", "pairs", "requests")
+
+    def __init__(self) -> None:
+        self.open: dict[str, deque[Located]] = {}
+        self.requests: list[Located] = []
+        self.pairs: list[Pair] = []
+        self.orphaned: list[Located] = []
+        self.paired: set[int] = set()
+
+    def request(self, located: Located) -> None:
+        waiting = self.open.get(located.id)
+        if waiting is None:
+            waiting = self.open[located.id] = deque()
+        waiting.append(located)
+        self.requests.append(located)
+
+    def response(self, located: Located) -> None:
+        waiting = self.open.get(located.id)
+        if not waiting:
+            self.orphaned.append(located)
+            return
+        request = waiting.popleft()
+        self.paired.add(request.index)
+        self.pairs.append(Pair(request, located))
+
+    def finish(self, turn: int) -> TurnPairing:
+        # Walking the requests in order (rather than what is left in the
+        # deques) keeps the pending list in stream order without sorting.
+        pending = tuple(r for r in self.requests if r.index not in self.paired)
+        return TurnPairing(turn, tuple(self.pairs), pending, tuple(self.orphaned))
+
+
+class _Turn:
+    """Both matchers of the turn being read."""
+
+    __slots__ = ("inquiries", "number", "tools")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.inquiries = _Matcher()
+        self.tools = _Matcher()
+
+    def feed(self, index: int, entry: EventEntry) -> None:
+        payload = entry.payload
+        if isinstance(payload, InquiryRequest):
+            self.inquiries.request(Located(index, entry, payload.id))
+        elif isinstance(payload, Answered | Cancelled | Redacted):
+            self.inquiries.response(Located(index, entry, payload.id))
+        elif isinstance(payload, ToolCallRequest):
+            self.tools.request(Located(index, entry, payload.id))
+        elif isinstance(payload, ToolCallResponse):
+            self.tools.response(Located(index, entry, payload.id))
+
+
+def pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
+    """Pair the entries of ``indexed``, each given with the position it reports.
+
+    The entries must be in stream order; positions are only carried into the
+    result, so a caller pairing a filtered view of a stream can keep the
+    positions of the original. See :func:`pair_events`.
+    """
+    inquiry_turns: list[TurnPairing] = []
+    tool_turns: list[TurnPairing] = []
+    current: _Turn | None = None
+
+    def close(turn: _Turn) -> None:
+        inquiry_turns.append(turn.inquiries.finish(turn.number))
+        tool_turns.append(turn.tools.finish(turn.number))
+
+    for index, entry in indexed:
+        if not isinstance(entry, EventEntry):
+            continue
+        if isinstance(entry.payload, TurnStart):
+            if current is not None:
+                close(current)
+            current = _Turn(len(inquiry_turns))
+            continue
+        if current is None:
+            # Events before any turn_start: the implicit leading turn.
+            current = _Turn(0)
+        current.feed(index, entry)
+
+    if current is not None:
+        close(current)
+    return StreamPairing(
+        inquiries=Pairing(PairKind.INQUIRY, tuple(inquiry_turns)),
+        tool_calls=Pairing(PairKind.TOOL_CALL, tuple(tool_turns)),
+    )
+
+
+def pair_events(entries: Iterable[StreamEntry]) -> StreamPairing:
+    """Pair the inquiries and tool calls of ``entries`` (a stream, say), turn by turn.
+
+    Positions in the result are indices into ``entries``; turn numbers match
+    :meth:`ConversationStream.turns`. Every turn of the stream has a
+    :class:`TurnPairing` of each kind, empty when it holds nothing to pair.
+    """
+    return pair_indexed(enumerate(entries))
