@@ -6,6 +6,10 @@
   ``sanitize()`` does before a provider request, print what changed, and save
   (atomically, and only when something changed) unless ``--dry-run``.
 - ``inquiry export PATH [--output FILE]``: the conversation as Markdown.
+- ``inquiry diagram [--check] [--root DIR]``: regenerate ``diagrams/`` and the
+  README's machine section from the machines' tables; with ``--check`` only
+  name what is stale (exit 1).
+- ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when a check finds something to act on, 2 when an input cannot be
@@ -23,6 +27,7 @@ import orjson
 
 from coordinator._atomic import atomic_write
 from coordinator._check import summarize
+from coordinator._diagram_files import stale_files, write_files
 from coordinator._errors import CoordinatorError
 from coordinator._export import export_markdown
 from coordinator._sanitize import (
@@ -33,6 +38,7 @@ from coordinator._sanitize import (
     plan_sanitize,
 )
 from coordinator._store import load_conversation, save_conversation
+from machines import MACHINES, render_markdown_table
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -156,6 +162,29 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _diagram(args: argparse.Namespace, out: TextIO) -> int:
+    root = Path(args.root)
+    try:
+        if args.check:
+            stale = stale_files(root)
+            out.writelines(
+                f"stale: {path} (regenerate with `inquiry diagram`)\n" for path in stale
+            )
+            return EXIT_FINDINGS if stale else EXIT_OK
+        out.writelines(f"wrote {path}\n" for path in write_files(root))
+    except (OSError, ValueError) as error:
+        sys.stderr.write(f"inquiry: {error}\n")
+        return EXIT_UNREADABLE
+    return EXIT_OK
+
+
+def _table(args: argparse.Namespace, out: TextIO) -> int:
+    for machine in MACHINES:
+        if args.machine in (None, machine.name):
+            out.write(f"## The {machine.name} machine\n\n{render_markdown_table(machine)}\n")
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inquiry", description="Resolve, record and inspect tool questions."
@@ -183,6 +212,19 @@ def _parser() -> argparse.ArgumentParser:
         "--output", "-o", metavar="FILE", help="write the Markdown to FILE instead of stdout"
     )
     export.set_defaults(handler=_export)
+
+    diagram = commands.add_parser(
+        "diagram", help="regenerate diagrams/ and the README's machine section"
+    )
+    diagram.add_argument("--check", action="store_true", help="only report stale files (exit 1)")
+    diagram.add_argument("--root", default=".", help="the project directory (default: here)")
+    diagram.set_defaults(handler=_diagram)
+
+    table = commands.add_parser("table", help="print the machines' transition tables")
+    table.add_argument(
+        "machine", nargs="?", choices=[m.name for m in MACHINES], help="just this machine"
+    )
+    table.set_defaults(handler=_table)
     return parser
 
 

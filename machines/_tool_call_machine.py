@@ -46,6 +46,7 @@ from machines._wording import (
     SKIPPED_REMEMBERED,
     attempts_exhausted,
     skipped_with_reason,
+    unavailable,
 )
 
 if TYPE_CHECKING:
@@ -148,9 +149,14 @@ class ToolCall:
         run_mode: RunMode,
         terminal: bool,
         remembered_permission: PermissionDecision | None,
+        available: bool = True,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> tuple[ToolCall, Step]:
-        """Decide permission as far as possible without asking anyone."""
+        """Decide permission as far as possible without asking anyone.
+
+        ``available`` is false when no executor is registered under the
+        tool's name: the call then fails at once, telling the model so.
+        """
         call = cls(
             turn=turn,
             request=request,
@@ -158,7 +164,7 @@ class ToolCall:
             terminal=terminal,
             max_attempts=max_attempts,
         )
-        return call, call._fire("begin", remembered=remembered_permission)
+        return call, call._fire("begin", remembered=remembered_permission, available=available)
 
     @property
     def id(self) -> str:
@@ -275,6 +281,7 @@ def _asking(m: ToolCall) -> bool:
     return m.run_mode is RunMode.ASK
 
 
+UNAVAILABLE = _g("unavailable", "no such tool is registered", lambda _, p: not p["available"])
 UNATTENDED = _g("unattended", "run mode unattended", lambda m, _: m.run_mode is RunMode.UNATTENDED)
 SKIP_MODE = _g("skip", "run mode skip", lambda m, _: m.run_mode is RunMode.SKIP)
 REMEMBERED_YES = _g(
@@ -353,6 +360,10 @@ def _finish(m: ToolCall, out: Out, content: str, *, is_error: bool) -> None:
     m.response = response
     out.record(response)
     out.effect(CompleteTool(response=response))
+
+
+def _not_available(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, unavailable(m.name), is_error=True)
 
 
 def _run_now(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
@@ -460,6 +471,8 @@ _S = ToolCallState
 #: The tool-call machine, row by row, in the order rows are tried.
 TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     # Permission.
+    Row(trigger="begin", source=_S.NEW, dest=_S.FAILED, guard=UNAVAILABLE,
+        action=_not_available, emits=(ToolCallResponse,), effects=(CompleteTool,)),
     Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=UNATTENDED,
         action=_run_now, effects=(RunTool,)),
     Row(trigger="begin", source=_S.NEW, dest=_S.SKIPPED, guard=SKIP_MODE,

@@ -59,9 +59,16 @@ def _permission_key(tool_name: str) -> str:
 
 @attrs.define
 class TurnState:
-    """The per-turn attempt counter and the two remember-for-the-turn caches."""
+    """The per-turn attempt counter and the two remember-for-the-turn caches.
+
+    ``recorded_ids`` are inquiry ids the turn already holds on disk, when a
+    turn is resumed: new ids never repeat them.
+    """
 
     _attempts: dict[tuple[str, str], int] = attrs.field(factory=dict, init=False)
+    # Ids already in the stream for this turn (a turn resumed after a restart):
+    # allocation skips them, so ids stay unique without parsing any id.
+    _recorded: frozenset[str] = attrs.field(factory=frozenset, alias="recorded_ids", converter=frozenset)
     _tool_answers: dict[str, JsonValue] = attrs.field(factory=dict, init=False)
     _permissions: dict[str, PermissionDecision] = attrs.field(factory=dict, init=False)
 
@@ -71,8 +78,10 @@ class TurnState:
         """Count one more recording of this question in this turn; return its id."""
         key = (tool_call_id, question_id)
         attempt = self._attempts.get(key, 0) + 1
+        while (inquiry_id := f"{tool_call_id}.{question_id}.{attempt}") in self._recorded:
+            attempt += 1
         self._attempts[key] = attempt
-        return f"{tool_call_id}.{question_id}.{attempt}"
+        return inquiry_id
 
     def attempts(self, tool_call_id: str, question_id: str) -> int:
         """How many times this question was recorded for this tool-call id this turn."""

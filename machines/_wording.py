@@ -30,6 +30,7 @@ __all__ = [
     "secret_for_assistant",
     "secret_without_terminal",
     "skipped_with_reason",
+    "unavailable",
 ]
 
 SKIPPED_BY_USER = "Tool skipped by user."
@@ -39,6 +40,15 @@ INTERRUPTED = "Tool call was interrupted."
 #: JP has no wording for run mode ``skip``; this mirrors its "Result delivery
 #: skipped by configuration." rather than claiming the user decided.
 SKIPPED_BY_CONFIGURATION = "Tool skipped by configuration."
+
+
+def unavailable(tool_name: str) -> str:
+    """The model called a tool that is not there (JP's wording, typo fixed)."""
+    return (
+        f"Tool '{tool_name}' is not available. It may have been available earlier in this "
+        "conversation but is no longer enabled. Do not retry this tool until it is available "
+        "again in the list of enabled tools."
+    )
 
 
 def skipped_with_reason(reason: str) -> str:

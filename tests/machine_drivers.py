@@ -162,7 +162,8 @@ _REMEMBERED = (None, "y", "n")
 
 #: Payloads that do not depend on the model.
 _TOOL_CALL_PAYLOADS: dict[str, list[dict[str, Any]]] = {
-    "begin": [{"remembered": r} for r in _REMEMBERED],
+    "begin": [{"remembered": r, "available": True} for r in _REMEMBERED]
+    + [{"remembered": None, "available": False}],
     "terminal_ready": [{"remembered": r, "cached": None} for r in _REMEMBERED]
     + [{"remembered": None, "cached": CachedAnswer(True)}],
     "permit": [

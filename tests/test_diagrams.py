@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from coordinator._cli import main
 from coordinator._diagram_files import stale_files, write_files
 from machines import (
     INQUIRY_MACHINE,
@@ -74,3 +75,32 @@ def test_the_readme_section_is_generated_from_the_inquiry_table(tmp_path: Path) 
     (tmp_path / "README.md").write_text("# no markers\n")
     with pytest.raises(ValueError, match="has no '<!-- BEGIN GENERATED"):
         stale_files(tmp_path)
+
+
+def test_diagram_check_command_exits_1_naming_the_stale_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`inquiry diagram --check` names a stale file and exits 1; `inquiry diagram` fixes it."""
+    shutil.copytree(PROJECT / "diagrams", tmp_path / "diagrams")
+    shutil.copy(PROJECT / "README.md", tmp_path / "README.md")
+    assert main(["diagram", "--check", "--root", str(tmp_path)]) == 0
+    (tmp_path / "diagrams" / "inquiry.dot").write_text("digraph stale {}\n")
+    capsys.readouterr()
+    assert main(["diagram", "--check", "--root", str(tmp_path)]) == 1
+    assert capsys.readouterr().out == (
+        f"stale: {tmp_path / 'diagrams' / 'inquiry.dot'} (regenerate with `inquiry diagram`)\n"
+    )
+    assert main(["diagram", "--root", str(tmp_path)]) == 0
+    assert main(["diagram", "--check", "--root", str(tmp_path)]) == 0
+
+
+def test_table_command_prints_each_machines_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """`inquiry table` prints every machine's table; naming one prints just it."""
+    assert main(["table"]) == 0
+    everything = capsys.readouterr().out
+    for machine in MACHINES:
+        assert render_markdown_table(machine) in everything
+    assert main(["table", "inquiry"]) == 0
+    assert capsys.readouterr().out == (
+        f"## The inquiry machine\n\n{render_markdown_table(INQUIRY_MACHINE)}\n"
+    )

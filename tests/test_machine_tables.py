@@ -122,7 +122,7 @@ def _needs_input(case: InquiryCase) -> tuple[str, dict[str, Any]]:
 
 ASK = ToolCallCase(run_mode=RunMode.ASK, terminal=True)
 UNATTENDED = ToolCallCase(run_mode=RunMode.UNATTENDED)
-BEGUN = (("begin", {"remembered": None}),)
+BEGUN = (("begin", {"remembered": None, "available": True}),)
 AWAITING_INPUT = (*BEGUN, _needs_input(ROUTED))
 
 
@@ -131,16 +131,19 @@ def _tool_answer(model: Any) -> dict[str, Any]:
 
 
 TOOL_CALL_WITNESSES: dict[str, Witness] = {
-    "begin:new->running[unattended]": Witness(UNATTENDED, (), _fixed({"remembered": None})),
+    "begin:new->failed[unavailable]": Witness(
+        UNATTENDED, (), _fixed({"remembered": None, "available": False})
+    ),
+    "begin:new->running[unattended]": Witness(UNATTENDED, (), _fixed({"remembered": None, "available": True})),
     "begin:new->skipped[skip]": Witness(
-        ToolCallCase(run_mode=RunMode.SKIP), (), _fixed({"remembered": "y"})
+        ToolCallCase(run_mode=RunMode.SKIP), (), _fixed({"remembered": "y", "available": True})
     ),
-    "begin:new->running[remembered_y]": Witness(ASK, (), _fixed({"remembered": "y"})),
-    "begin:new->skipped[remembered_n]": Witness(ASK, (), _fixed({"remembered": "n"})),
+    "begin:new->running[remembered_y]": Witness(ASK, (), _fixed({"remembered": "y", "available": True})),
+    "begin:new->skipped[remembered_n]": Witness(ASK, (), _fixed({"remembered": "n", "available": True})),
     "begin:new->running[no_terminal]": Witness(
-        ToolCallCase(terminal=False), (), _fixed({"remembered": None})
+        ToolCallCase(terminal=False), (), _fixed({"remembered": None, "available": True})
     ),
-    "begin:new->awaiting_permission[ask]": Witness(ASK, (), _fixed({"remembered": None})),
+    "begin:new->awaiting_permission[ask]": Witness(ASK, (), _fixed({"remembered": None, "available": True})),
     "interrupt:new->cancelled": Witness(ASK, (), _fixed({})),
     "terminal_ready:awaiting_permission->running[remembered_y]": Witness(
         ASK, BEGUN, _fixed({"remembered": "y", "cached": None})
