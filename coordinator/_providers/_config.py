@@ -1,0 +1,191 @@
+"""Building a model inquiry backend from configuration.
+
+``inquiry run`` reads a mapping like ``{"provider": "anthropic", "model":
+"claude-sonnet-4-5", "api_key_env": "MY_KEY"}`` and hands it to
+:func:`backend_from_config`. Every key is checked, and an error names the key
+at fault. The API key itself is never configuration: it is read from the
+environment variable the mapping names (or passed in by the caller).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from coordinator._providers._errors import ProviderConfigError
+from coordinator._providers._model_backend import DEFAULT_ANSWER_RETRIES, ModelInquiryBackend
+from coordinator._providers._tools import turn_tools
+
+if TYPE_CHECKING:
+    from coordinator._providers._model_backend import ProviderAdapter
+    from coordinator._providers._tools import ToolDefinition
+
+__all__ = ["CONFIG_KEYS", "backend_from_config"]
+
+_PROVIDERS = ("anthropic", "openai")
+_DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+_DEFAULT_HTTP_RETRIES = 2  # the SDKs' own default
+
+#: Every key :func:`backend_from_config` reads.
+CONFIG_KEYS = (
+    "provider",
+    "model",
+    "base_url",
+    "api_key_env",
+    "timeout",
+    "http_retries",
+    "answer_retries",
+    "max_tokens",
+    "prompt_cache",
+)
+
+
+def _string(config: Mapping[str, object], key: str, *, required: bool = False) -> str | None:
+    value = config.get(key)
+    if value is None:
+        if required:
+            raise ProviderConfigError("is required", key=key)
+        return None
+    if not isinstance(value, str) or not value:
+        raise ProviderConfigError(f"must be a non-empty string, not {_shown(value)}", key=key)
+    return value
+
+
+def _whole(config: Mapping[str, object], key: str, *, least: int) -> int | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or value < least:
+        raise ProviderConfigError(f"must be a whole number of {least} or more", key=key)
+    return value
+
+
+def _seconds(config: Mapping[str, object], key: str) -> float | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ProviderConfigError("must be a number of seconds greater than 0", key=key)
+    return float(value)
+
+
+def _flag(config: Mapping[str, object], key: str) -> bool | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if type(value) is not bool:
+        raise ProviderConfigError("must be true or false", key=key)
+    return value
+
+
+def _shown(value: object) -> str:
+    return repr(value) if isinstance(value, str) else type(value).__name__
+
+
+def backend_from_config(
+    config: Mapping[str, object],
+    *,
+    tools: Iterable[ToolDefinition] = (),
+    api_key: str | None = None,
+) -> ModelInquiryBackend:
+    """A :class:`ModelInquiryBackend` for the turn's ``tools``, as ``config`` describes.
+
+    Keys (only ``provider`` and ``model`` are required):
+
+    ``provider``
+        ``"anthropic"`` (Messages API) or ``"openai"`` (Chat Completions API).
+    ``model``
+        The model name, passed to the API as it is.
+    ``base_url``
+        Where the API is; defaults to the SDK's (its ``*_BASE_URL`` variable,
+        then the provider's public endpoint).
+    ``api_key_env``
+        The environment variable holding the API key; defaults to
+        ``ANTHROPIC_API_KEY`` or ``OPENAI_API_KEY``. (``api_key`` itself is not
+        a key: pass it to this function, never write it in configuration.)
+    ``timeout``
+        Seconds the SDK waits for a reply; defaults to the SDK's.
+    ``http_retries``
+        How often the SDK itself retries a failed request (default 2).
+    ``answer_retries``
+        How often a rejected answer is asked for again (default 2).
+    ``max_tokens``
+        The reply's token limit (Anthropic default 4096; OpenAI: unset).
+    ``prompt_cache``
+        Anthropic only: send the automatic cache marker (default true).
+
+    Raises :class:`ProviderConfigError` whose ``key`` names the bad key.
+    """
+    if not isinstance(config, Mapping):
+        raise ProviderConfigError(
+            f"the inquiry backend configuration must be a mapping, not {type(config).__name__}"
+        )
+    _check_keys(config)
+    provider = _string(config, "provider", required=True)
+    if provider not in _PROVIDERS:
+        raise ProviderConfigError(
+            f"must be one of {', '.join(map(repr, _PROVIDERS))}, not {provider!r}", key="provider"
+        )
+    model = _string(config, "model", required=True) or ""
+    base_url = _string(config, "base_url")
+    api_key_env = _string(config, "api_key_env") or _DEFAULT_KEY_ENV[provider]
+    timeout = _seconds(config, "timeout")
+    http_retries = _whole(config, "http_retries", least=0)
+    answer_retries = _whole(config, "answer_retries", least=0)
+    max_tokens = _whole(config, "max_tokens", least=1)
+    prompt_cache = _flag(config, "prompt_cache")
+    if provider != "anthropic" and prompt_cache is not None:
+        raise ProviderConfigError("only the anthropic provider takes this key", key="prompt_cache")
+    # Everything that can be refused is refused before the SDK client exists,
+    # so an error never leaves a client behind unclosed.
+    enabled = tuple(tools)
+    turn_tools(enabled)
+    adapter: ProviderAdapter
+    if provider == "anthropic":
+        from coordinator._providers._anthropic import (  # noqa: PLC0415 - load one SDK only
+            DEFAULT_MAX_TOKENS,
+            AnthropicAdapter,
+        )
+
+        adapter = AnthropicAdapter(
+            model=model,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+            timeout=timeout,
+            max_retries=_DEFAULT_HTTP_RETRIES if http_retries is None else http_retries,
+            prompt_cache=True if prompt_cache is None else prompt_cache,
+        )
+    else:
+        from coordinator._providers._openai import OpenAIAdapter  # noqa: PLC0415 - load one SDK only
+
+        adapter = OpenAIAdapter(
+            model=model,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            max_retries=_DEFAULT_HTTP_RETRIES if http_retries is None else http_retries,
+        )
+    return ModelInquiryBackend(
+        adapter,
+        tools=enabled,
+        answer_retries=DEFAULT_ANSWER_RETRIES if answer_retries is None else answer_retries,
+    )
+
+
+def _check_keys(config: Mapping[str, object]) -> None:
+    for key in config:
+        if key == "api_key":
+            raise ProviderConfigError(
+                "an API key is never configuration: put it in an environment variable "
+                "and name that variable with api_key_env",
+                key=key,
+            )
+        if key not in CONFIG_KEYS:
+            raise ProviderConfigError(
+                f"unknown key (known keys: {', '.join(CONFIG_KEYS)})", key=str(key)
+            )
