@@ -30,7 +30,7 @@ from machines._json import JsonValue
 from machines._validate import is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from machines._questions import Question
 
@@ -47,6 +47,10 @@ class CachedAnswer:
     """An answer found in the turn cache (``value`` may itself be ``false``)."""
 
     value: JsonValue
+
+
+def _frozen(ids: Iterable[str]) -> frozenset[str]:
+    return frozenset(ids)
 
 
 def _tool_answer_key(tool_name: str, question_id: str) -> str:
@@ -68,7 +72,9 @@ class TurnState:
     _attempts: dict[tuple[str, str], int] = attrs.field(factory=dict, init=False)
     # Ids already in the stream for this turn (a turn resumed after a restart):
     # allocation skips them, so ids stay unique without parsing any id.
-    _recorded: frozenset[str] = attrs.field(factory=frozenset, alias="recorded_ids", converter=frozenset)
+    _recorded: frozenset[str] = attrs.field(
+        factory=frozenset, alias="recorded_ids", converter=_frozen
+    )
     _tool_answers: dict[str, JsonValue] = attrs.field(factory=dict, init=False)
     _permissions: dict[str, PermissionDecision] = attrs.field(factory=dict, init=False)
 

@@ -134,16 +134,24 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "begin:new->failed[unavailable]": Witness(
         UNATTENDED, (), _fixed({"remembered": None, "available": False})
     ),
-    "begin:new->running[unattended]": Witness(UNATTENDED, (), _fixed({"remembered": None, "available": True})),
+    "begin:new->running[unattended]": Witness(
+        UNATTENDED, (), _fixed({"remembered": None, "available": True})
+    ),
     "begin:new->skipped[skip]": Witness(
         ToolCallCase(run_mode=RunMode.SKIP), (), _fixed({"remembered": "y", "available": True})
     ),
-    "begin:new->running[remembered_y]": Witness(ASK, (), _fixed({"remembered": "y", "available": True})),
-    "begin:new->skipped[remembered_n]": Witness(ASK, (), _fixed({"remembered": "n", "available": True})),
+    "begin:new->running[remembered_y]": Witness(
+        ASK, (), _fixed({"remembered": "y", "available": True})
+    ),
+    "begin:new->skipped[remembered_n]": Witness(
+        ASK, (), _fixed({"remembered": "n", "available": True})
+    ),
     "begin:new->running[no_terminal]": Witness(
         ToolCallCase(terminal=False), (), _fixed({"remembered": None, "available": True})
     ),
-    "begin:new->awaiting_permission[ask]": Witness(ASK, (), _fixed({"remembered": None, "available": True})),
+    "begin:new->awaiting_permission[ask]": Witness(
+        ASK, (), _fixed({"remembered": None, "available": True})
+    ),
     "interrupt:new->cancelled": Witness(ASK, (), _fixed({})),
     "terminal_ready:awaiting_permission->running[remembered_y]": Witness(
         ASK, BEGUN, _fixed({"remembered": "y", "cached": None})

@@ -1,0 +1,98 @@
+"""Built-in tools.
+
+``ask_user`` (RFD 083's idea): the assistant asks the person a question. Its
+questions are the assistant's, so its :meth:`inquiry_source` is
+``assistant`` — decided here, in code; configuration cannot say otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from coordinator._executors import Ask, BuiltinOutcome, BuiltinTool, Failure, Success
+from coordinator._local_tools import check_arguments
+from machines import AnswerType, InquirySource, Question, RecordError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from machines import JsonValue
+
+__all__ = ["ASK_USER_PARAMETERS", "AskUser"]
+
+#: The JSON schema of ``ask_user``'s arguments.
+ASK_USER_PARAMETERS: Final[Mapping[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "description": "The question to ask the user."},
+        "answer_type": {
+            "type": "string",
+            "enum": ["boolean", "select", "text"],
+            "description": "The form of answer expected (default: text).",
+        },
+        "options": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The choices, for a select question.",
+        },
+        "default": {"description": "The answer taken when the user just presses Enter."},
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+
+
+def _answer_type(kind: str, options: object) -> AnswerType:
+    if kind == "boolean":
+        return AnswerType.boolean()
+    if kind == "select":
+        if not isinstance(options, list) or not options:
+            raise RecordError("a select question needs a non-empty 'options' array")
+        return AnswerType.select(str(option) for option in options)
+    return AnswerType.text()
+
+
+class AskUser(BuiltinTool):
+    """The assistant asks the user a question and is told the answer."""
+
+    def inquiry_source(self, name: str) -> InquirySource:
+        """The assistant asked, not a tool."""
+        del name
+        return InquirySource.assistant()
+
+    @staticmethod
+    def question_id(text: str) -> str:
+        """The id of the question ``text``.
+
+        Derived from the text, so that an answer remembered for one question
+        (``Y``) never answers a different one asked later in the turn.
+        """
+        return "answer_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """Ask the question the first time; report the answer the second."""
+        problem = check_arguments(ASK_USER_PARAMETERS, arguments)
+        if problem is not None:
+            return Failure(f"Invalid arguments for tool 'ask_user': {problem}.")
+        text = str(arguments["question"])
+        question_id = self.question_id(text)
+        if question_id in answers:
+            answer = orjson.dumps(answers[question_id]).decode()
+            return Success(f"The answer to \u201c{text}\u201d is: {answer}")
+        try:
+            question = Question(
+                id=question_id,
+                text=text,
+                answer_type=_answer_type(
+                    str(arguments.get("answer_type", "text")), arguments.get("options")
+                ),
+                default=arguments.get("default"),
+            )
+        except RecordError as error:
+            return Failure(f"Invalid arguments for tool 'ask_user': {error}.")
+        return Ask(question)

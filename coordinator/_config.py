@@ -1,0 +1,213 @@
+"""Tool and question configuration.
+
+Per tool: how it may run (``run = "ask" | "unattended" | "skip"``), and per
+question who answers it (``target = "user" | "assistant"``) and an optional
+static ``answer``. In TOML::
+
+    [defaults]
+    run = "ask"
+
+    [tools.fs_modify_file]
+    run = "ask"
+
+    [tools.fs_modify_file.questions.apply_changes]
+    target = "user"
+    answer = true
+
+Configuration decides *who answers*, never *who asked*: the recorded source of
+a question is fixed in code where a tool's result crosses the executor
+boundary. A ``source`` (or similar) key is rejected with an error saying so,
+as is every other key this build does not know, so a typo never silently
+changes behaviour. Errors name the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from coordinator._errors import CoordinatorError
+from machines import (
+    CachedAnswer,
+    InquiryFacts,
+    Question,
+    RunMode,
+    StaticAnswer,
+    Target,
+    TurnState,
+)
+
+__all__ = [
+    "ConfigError",
+    "QuestionConfig",
+    "ToolConfig",
+    "ToolsConfig",
+    "load_tools_config",
+    "parse_tools_config",
+]
+
+#: Keys someone might reach for to relabel who asked; provenance is not configurable.
+_PROVENANCE_KEYS = frozenset({"source", "inquiry_source", "attribution", "asked_by", "author"})
+
+
+class ConfigError(CoordinatorError):
+    """A configuration file says something this build cannot accept."""
+
+    def __init__(self, origin: str, key: str, problem: str) -> None:
+        """Name the file, the dotted key, and what was expected."""
+        self.origin = origin
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{origin}: {key}: {problem}")
+
+
+@attrs.frozen(kw_only=True)
+class QuestionConfig:
+    """Who answers a question, and an answer given in advance."""
+
+    target: Target = Target.USER
+    answer: StaticAnswer | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolConfig:
+    """How a tool may run, and its questions' configuration."""
+
+    run: RunMode | None = None
+    questions: Mapping[str, QuestionConfig] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class ToolsConfig:
+    """Every tool's configuration, and the run mode of tools not listed."""
+
+    tools: Mapping[str, ToolConfig] = attrs.field(factory=dict)
+    default_run: RunMode = RunMode.ASK
+
+    def run_mode(self, tool_name: str) -> RunMode:
+        """How ``tool_name`` may run."""
+        tool = self.tools.get(tool_name)
+        if tool is not None and tool.run is not None:
+            return tool.run
+        return self.default_run
+
+    def question(self, tool_name: str, question_id: str) -> QuestionConfig:
+        """The configuration of one question (defaults when none is given)."""
+        tool = self.tools.get(tool_name)
+        if tool is None:
+            return QuestionConfig()
+        return tool.questions.get(question_id, QuestionConfig())
+
+    def facts(
+        self, tool_name: str, question: Question, *, terminal: bool, turn: TurnState
+    ) -> InquiryFacts:
+        """The facts the inquiry machine decides from, for ``question`` now."""
+        config = self.question(tool_name, question.id)
+        cached: CachedAnswer | None = turn.remembered_tool_answer(tool_name, question)
+        return InquiryFacts(
+            terminal=terminal,
+            target=config.target,
+            static_answer=config.answer,
+            cached_answer=cached,
+        )
+
+
+def _table(value: object, origin: str, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(origin, key, f"expected a table, got {_kind(value)}")
+    return value
+
+
+def _kind(value: object) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    names |= {list: "an array", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_keys(table: Mapping[str, Any], allowed: set[str], origin: str, key: str) -> None:
+    for name in table:
+        where = f"{key}.{name}" if key else name
+        if name in _PROVENANCE_KEYS:
+            raise ConfigError(
+                origin,
+                where,
+                "the recorded source of a question cannot be configured: it is decided by "
+                "the tool that asks (built-in tools declare it in code; local and MCP tools "
+                "are always the tool itself)",
+            )
+        if name not in allowed:
+            raise ConfigError(
+                origin, where, f"unknown key (expected one of: {', '.join(sorted(allowed))})"
+            )
+
+
+def _enum(kind: type[RunMode | Target], value: object, origin: str, key: str) -> Any:
+    choices = [member.value for member in kind]
+    if type(value) is not str or value not in choices:
+        shown = repr(value) if type(value) is str else _kind(value)
+        expected = " or ".join(repr(choice) for choice in choices)
+        raise ConfigError(origin, key, f"expected {expected}, got {shown}")
+    return kind(value)
+
+
+def _question(value: object, origin: str, key: str) -> QuestionConfig:
+    table = _table(value, origin, key)
+    _check_keys(table, {"target", "answer"}, origin, key)
+    target = Target.USER
+    if "target" in table:
+        target = _enum(Target, table["target"], origin, f"{key}.target")
+    answer = StaticAnswer(table["answer"]) if "answer" in table else None
+    # Whether the answer fits is the question's business, known only when it
+    # is asked: a misfit is recorded as invalid_static_answer then.
+    return QuestionConfig(target=target, answer=answer)
+
+
+def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
+    table = _table(value, origin, key)
+    _check_keys(table, {"run", "questions", *extra}, origin, key)
+    run = _enum(RunMode, table["run"], origin, f"{key}.run") if "run" in table else None
+    questions = {
+        name: _question(config, origin, f"{key}.questions.{name}")
+        for name, config in _table(table.get("questions", {}), origin, f"{key}.questions").items()
+    }
+    return ToolConfig(run=run, questions=questions)
+
+
+def parse_tools_config(
+    data: Mapping[str, Any],
+    *,
+    origin: str = "<config>",
+    tool_keys: set[str] | frozenset[str] = frozenset(),
+) -> ToolsConfig:
+    """Read ``[defaults]`` and ``[tools.*]`` from parsed TOML.
+
+    ``tool_keys`` names extra keys a tool table may carry for the caller (a
+    scenario's ``command``, say); they are accepted here and ignored.
+    """
+    _check_keys(data, {"defaults", "tools"}, origin, "")
+    defaults = _table(data.get("defaults", {}), origin, "defaults")
+    _check_keys(defaults, {"run"}, origin, "defaults")
+    default_run = RunMode.ASK
+    if "run" in defaults:
+        default_run = _enum(RunMode, defaults["run"], origin, "defaults.run")
+    tools = {
+        name: _tool(config, origin, f"tools.{name}", set(tool_keys))
+        for name, config in _table(data.get("tools", {}), origin, "tools").items()
+    }
+    return ToolsConfig(tools=tools, default_run=default_run)
+
+
+def load_tools_config(path: Path | str) -> ToolsConfig:
+    """Load a TOML configuration file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(str(path), "(file)", f"cannot be read: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(str(path), "(file)", f"is not valid TOML: {error}") from None
+    return parse_tools_config(data, origin=str(path))

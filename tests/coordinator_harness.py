@@ -1,0 +1,155 @@
+"""What the coordinator tests share: tools that ask, conversations on disk, invariants."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
+from coordinator._config import parse_tools_config
+from coordinator._executors import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Failure,
+    Success,
+)
+from machines import (
+    ChatRequest,
+    ChatResponse,
+    InquiryRequest,
+    InquirySource,
+    JsonValue,
+    Question,
+    ToolCallRequest,
+    TurnStart,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+T = TypeVar("T")
+
+#: Every tool runs without asking permission: for tests about questions.
+UNATTENDED = parse_tools_config({"defaults": {"run": "unattended"}})
+
+
+def run(work: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion on a fresh event loop."""
+    return asyncio.run(work)
+
+
+class AskingTool(BuiltinTool):
+    """A built-in tool that asks its questions in order, then reports what it got.
+
+    ``runs`` records the answers each run received, as the tool saw them
+    (secrets revealed), so a test can check what reached the tool.
+    """
+
+    def __init__(
+        self,
+        questions: Sequence[Question],
+        *,
+        source: InquirySource | None = None,
+        reask: int = 0,
+        fail_with: str | None = None,
+    ) -> None:
+        """Ask ``questions``; ask the first one ``reask`` extra times; fail at the end if told."""
+        self.questions = list(questions)
+        self.source = source
+        self.reask = reask
+        self.asked_again = 0
+        self.fail_with = fail_with
+        self.runs: list[dict[str, JsonValue]] = []
+
+    def inquiry_source(self, name: str) -> InquirySource:
+        """The source this tool declares (the default unless given)."""
+        return self.source or super().inquiry_source(name)
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """Ask what is unanswered; then succeed (or fail) with the answers."""
+        del arguments
+        self.runs.append(dict(answers))
+        for question in self.questions:
+            if question.id not in answers:
+                return Ask(question)
+        if self.asked_again < self.reask:
+            # Ask the first question again, as a tool unhappy with its answer would.
+            self.asked_again += 1
+            return Ask(self.questions[0])
+        if self.fail_with is not None:
+            return Failure(self.fail_with)
+        return Success("answers: " + ", ".join(f"{k}={v!r}" for k, v in sorted(answers.items())))
+
+
+def executor(tool: BuiltinTool) -> BuiltinExecutor:
+    """Wrap a built-in tool."""
+    return BuiltinExecutor(tool)
+
+
+def conversation_on_disk(path: Path, message: str = "please do it") -> Conversation:
+    """A saved conversation whose current turn holds a user message."""
+    conversation = Conversation.new(metadata={"title": "test"})
+    conversation.stream.append(TurnStart())
+    conversation.stream.append(ChatRequest(content=message))
+    save_conversation(conversation, path)
+    return conversation
+
+
+def assistant_calls(conversation: Conversation, *calls: tuple[str, str]) -> list[ToolCallRequest]:
+    """Append an assistant response making ``calls`` (id, tool name); return the requests."""
+    conversation.stream.append(ChatResponse.message("On it."))
+    requests = [ToolCallRequest(id=call_id, name=name, arguments={}) for call_id, name in calls]
+    for request in requests:
+        conversation.stream.append(request)
+    return requests
+
+
+def payloads(conversation: Conversation, kind: type | tuple[type, ...]) -> list[Any]:
+    """The payloads of one kind of event, in stream order."""
+    return [
+        entry.payload
+        for entry in conversation.stream
+        if isinstance(entry, EventEntry) and isinstance(entry.payload, kind)
+    ]
+
+
+def assert_invariants(conversation: Conversation, secrets: Sequence[str] = ()) -> None:
+    """Every request answered exactly once within its turn, and no secret on disk."""
+    pairing = pair_events(conversation.stream)
+    assert pairing.inquiries.pending == ()
+    assert pairing.inquiries.orphaned == ()
+    assert pairing.tool_calls.pending == ()
+    ids = [
+        request.id
+        for turn in conversation.stream.turns()
+        for request in (e.payload for e in turn.events)
+        if isinstance(request, InquiryRequest)
+    ]
+    for turn in conversation.stream.turns():
+        turn_ids = [e.payload.id for e in turn.events if isinstance(e.payload, InquiryRequest)]
+        assert len(turn_ids) == len(set(turn_ids)), "inquiry ids repeat within a turn"
+    assert len(ids) == pairing.inquiries.counts.paired
+    if conversation.path is not None:
+        on_disk = b"".join(p.read_bytes() for p in sorted(conversation.path.iterdir()))
+        for secret in secrets:
+            assert secret.encode() not in on_disk
+        reloaded = load_conversation(conversation.path)
+        assert pair_events(reloaded.stream).inquiries.counts == pairing.inquiries.counts
+
+
+__all__ = [
+    "UNATTENDED",
+    "AskingTool",
+    "Callable",
+    "assert_invariants",
+    "assistant_calls",
+    "conversation_on_disk",
+    "executor",
+    "payloads",
+    "run",
+]
