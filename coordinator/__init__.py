@@ -4,6 +4,28 @@ The public API is what this module exports; everything in underscored modules
 is private.
 """
 
+from coordinator._answer_script import (
+    AnswerScript,
+    ModelAnswer,
+    PermissionReply,
+    PersonAnswer,
+    load_answer_script,
+    parse_answer_script,
+)
+from coordinator._backend import (
+    BackendErrorKind,
+    InquiryBackend,
+    InquiryBackendError,
+    InquiryTask,
+)
+from coordinator._builtins import AnswerInquiry, AskUser, builtin_executors
+from coordinator._config import (
+    QuestionConfig,
+    ToolConfig,
+    ToolsConfig,
+    load_tools_config,
+    parse_tools_config,
+)
 from coordinator._entries import (
     Compaction,
     ConfigDelta,
@@ -12,9 +34,28 @@ from coordinator._entries import (
     StreamEntry,
     UnknownEntry,
 )
-from coordinator._errors import ConversationChangedError, CoordinatorError, StreamFormatError
+from coordinator._errors import (
+    ConfigError,
+    ConversationChangedError,
+    CoordinatorError,
+    StreamFormatError,
+)
 from coordinator._event_ids import new_event_id
+from coordinator._executors import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Completed,
+    Executor,
+    ExecutorResult,
+    Failure,
+    NeedsInput,
+    Success,
+    reveal_answers,
+)
 from coordinator._export import describe_inquiry_response, export_markdown
+from coordinator._local_tools import LocalTool, LocalToolExecutor, check_arguments
 from coordinator._pairing import (
     Located,
     Pair,
@@ -25,6 +66,28 @@ from coordinator._pairing import (
     TurnPairing,
     pair_events,
 )
+from coordinator._prompting import (
+    Deny,
+    PermissionAnswer,
+    Permit,
+    PromptCancelled,
+    Prompter,
+    QuestionAnswer,
+    ScriptedPrompter,
+    ScriptExhaustedError,
+)
+from coordinator._providers import (
+    ANSWER_INQUIRY_TOOL,
+    AnthropicAdapter,
+    ModelInquiryBackend,
+    OpenAIAdapter,
+    ProviderConfigError,
+    ProviderError,
+    ToolDefinition,
+    backend_from_config,
+    turn_tools,
+)
+from coordinator._run import RunError, RunOptions, RunResult, run_scenario, tool_call_outcome
 from coordinator._sanitize import (
     INTERRUPTED_TOOL_CALL,
     Insertion,
@@ -36,6 +99,17 @@ from coordinator._sanitize import (
     plan_sanitize,
     sanitize,
 )
+from coordinator._scenario import (
+    BUILTIN_TOOLS,
+    Cycle,
+    PlannedCall,
+    Scenario,
+    ScenarioTool,
+    TurnPlan,
+    load_scenario,
+    parse_scenario,
+)
+from coordinator._scripted_backend import ScriptedInquiryBackend
 from coordinator._store import (
     Conversation,
     Layout,
@@ -45,46 +119,116 @@ from coordinator._store import (
 )
 from coordinator._stream import ConversationStream, ProviderView, Turn
 from coordinator._stream_codec import IdRepairs
+from coordinator._terminal import TERMINAL_EXTRA, TerminalPrompter, TerminalUnavailableError
 from coordinator._timestamps import Timestamp
+from coordinator._tool_coordinator import ToolCoordinator
 
 __all__ = [
+    "ANSWER_INQUIRY_TOOL",
+    "BUILTIN_TOOLS",
     "INTERRUPTED_TOOL_CALL",
+    "TERMINAL_EXTRA",
+    "AnswerInquiry",
+    "AnswerScript",
+    "AnthropicAdapter",
+    "Ask",
+    "AskUser",
+    "BackendErrorKind",
+    "BuiltinExecutor",
+    "BuiltinOutcome",
+    "BuiltinTool",
     "Compaction",
+    "Completed",
     "ConfigDelta",
+    "ConfigError",
     "Conversation",
     "ConversationChangedError",
     "ConversationStream",
     "CoordinatorError",
+    "Cycle",
+    "Deny",
     "EventEntry",
+    "Executor",
+    "ExecutorResult",
+    "Failure",
     "GlobalEntry",
     "IdRepairs",
+    "InquiryBackend",
+    "InquiryBackendError",
+    "InquiryTask",
     "Insertion",
     "InsertionReason",
     "Layout",
+    "LocalTool",
+    "LocalToolExecutor",
     "Located",
+    "ModelAnswer",
+    "ModelInquiryBackend",
+    "NeedsInput",
+    "OpenAIAdapter",
     "Pair",
     "PairCounts",
     "PairKind",
     "Pairing",
+    "PermissionAnswer",
+    "PermissionReply",
+    "Permit",
+    "PersonAnswer",
+    "PlannedCall",
+    "PromptCancelled",
+    "Prompter",
+    "ProviderConfigError",
+    "ProviderError",
     "ProviderView",
+    "QuestionAnswer",
+    "QuestionConfig",
     "Removal",
     "RemovalReason",
+    "RunError",
+    "RunOptions",
+    "RunResult",
     "SanitizePlan",
     "SanitizeReport",
     "SaveResult",
+    "Scenario",
+    "ScenarioTool",
+    "ScriptExhaustedError",
+    "ScriptedInquiryBackend",
+    "ScriptedPrompter",
     "StreamEntry",
     "StreamFormatError",
     "StreamPairing",
+    "Success",
+    "TerminalPrompter",
+    "TerminalUnavailableError",
     "Timestamp",
+    "ToolConfig",
+    "ToolCoordinator",
+    "ToolDefinition",
+    "ToolsConfig",
     "Turn",
     "TurnPairing",
+    "TurnPlan",
     "UnknownEntry",
+    "backend_from_config",
+    "builtin_executors",
+    "check_arguments",
     "describe_inquiry_response",
     "export_markdown",
+    "load_answer_script",
     "load_conversation",
+    "load_scenario",
+    "load_tools_config",
     "new_event_id",
     "pair_events",
+    "parse_answer_script",
+    "parse_scenario",
+    "parse_tools_config",
     "plan_sanitize",
+    "reveal_answers",
+    "run_scenario",
     "sanitize",
     "save_conversation",
+    "tool_call_outcome",
+    "turn_tools",
 ]

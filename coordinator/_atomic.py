@@ -28,16 +28,20 @@ def atomic_write(path: Path, data: bytes) -> None:
     directory = path.parent
     temp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
     try:
-        mode = path.stat().st_mode & 0o777
+        existing: int | None = path.stat().st_mode & 0o777
     except FileNotFoundError:
-        mode = 0o666  # the process umask narrows it, as for any new file
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        existing = None
+    # A new file gets 0o666 narrowed by the process umask, as any new file does.
+    fd = os.open(
+        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if existing is None else existing
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        temp.chmod(mode)  # keep an existing file's mode (umask may have narrowed it)
+        if existing is not None:
+            temp.chmod(existing)  # keep an existing file's mode (umask may have narrowed it)
         temp.replace(path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ from coordinator._stream import ProviderView
 from machines import CancellationReason, Question
 
 if TYPE_CHECKING:
-    from machines._json import JsonValue
+    from machines import JsonValue
 
 __all__ = [
     "BackendErrorKind",

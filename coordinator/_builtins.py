@@ -1,8 +1,11 @@
 """Built-in tools.
 
-``ask_user`` (RFD 083's idea): the assistant asks the person a question. Its
-questions are the assistant's, so its :meth:`inquiry_source` is
-``assistant`` — decided here, in code; configuration cannot say otherwise.
+- ``ask_user`` (RFD 083's idea): the assistant asks the person a question. Its
+  questions are the assistant's, so its :meth:`inquiry_source` is
+  ``assistant`` — decided here, in code; configuration cannot say otherwise.
+- ``answer_inquiry`` (RFD 033): in every request of a turn so the provider's
+  prompt cache holds, but only meaningful when an inquiry forces it. A call
+  the model makes on its own is answered with an error saying so.
 """
 
 from __future__ import annotations
@@ -12,8 +15,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from coordinator._executors import Ask, BuiltinOutcome, BuiltinTool, Failure, Success
+from coordinator._executors import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Failure,
+    Success,
+)
 from coordinator._local_tools import check_arguments
+from coordinator._providers._tools import ANSWER_INQUIRY, ANSWER_INQUIRY_OUTSIDE_INQUIRY
 from machines import AnswerType, InquirySource, Question, RecordError
 
 if TYPE_CHECKING:
@@ -21,7 +32,7 @@ if TYPE_CHECKING:
 
     from machines import JsonValue
 
-__all__ = ["ASK_USER_PARAMETERS", "AskUser"]
+__all__ = ["ASK_USER_PARAMETERS", "AnswerInquiry", "AskUser", "builtin_executors"]
 
 #: The JSON schema of ``ask_user``'s arguments.
 ASK_USER_PARAMETERS: Final[Mapping[str, Any]] = {
@@ -96,3 +107,22 @@ class AskUser(BuiltinTool):
         except RecordError as error:
             return Failure(f"Invalid arguments for tool 'ask_user': {error}.")
         return Ask(question)
+
+
+class AnswerInquiry(BuiltinTool):
+    """``answer_inquiry`` called outside an inquiry: always an error."""
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """Tell the model this tool answers questions only when one is put to it."""
+        del arguments, answers
+        return Failure(ANSWER_INQUIRY_OUTSIDE_INQUIRY)
+
+
+def builtin_executors() -> dict[str, BuiltinExecutor]:
+    """The built-in tools, by name, ready to merge into a tool registry."""
+    return {
+        "ask_user": BuiltinExecutor(AskUser()),
+        ANSWER_INQUIRY: BuiltinExecutor(AnswerInquiry()),
+    }

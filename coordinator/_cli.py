@@ -10,6 +10,13 @@
   README's machine section from the machines' tables; with ``--check`` only
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
+- ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
+  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]]``:
+  play a scenario's turns through the tool coordinator into a conversation
+  directory (created if missing, appended to if not), prompting at the
+  terminal when there is one (:mod:`coordinator._run`; the scenario and
+  answers formats are in ``examples/README.md``). Exit status 1 when a turn
+  did not complete.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when a check finds something to act on, 2 when an input cannot be
@@ -19,6 +26,7 @@ read or an output cannot be written (nothing is written then).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -30,6 +38,7 @@ from coordinator._check import summarize
 from coordinator._diagram_files import stale_files, write_files
 from coordinator._errors import CoordinatorError
 from coordinator._export import export_markdown
+from coordinator._run import EXIT_INCOMPLETE, RunError, RunOptions, run_scenario
 from coordinator._sanitize import (
     INTERRUPTED_TOOL_CALL,
     InsertionReason,
@@ -185,6 +194,37 @@ def _table(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    backend: dict[str, object] | None = None
+    if args.backend is not None:
+        backend = {"provider": args.backend, "model": args.model}
+        if args.base_url is not None:
+            backend["base_url"] = args.base_url
+        if args.api_key_env is not None:
+            backend["api_key_env"] = args.api_key_env
+    elif any(value is not None for value in (args.model, args.base_url, args.api_key_env)):
+        sys.stderr.write("inquiry: --model, --base-url and --api-key-env go with --backend\n")
+        return EXIT_UNREADABLE
+    options = RunOptions(
+        scenario=Path(args.scenario),
+        conversation=Path(args.conversation),
+        answers=Path(args.answers) if args.answers is not None else None,
+        interactive={"tty": True, "no_tty": False}.get(args.prompting),
+        backend=backend,
+    )
+    try:
+        result = asyncio.run(run_scenario(options, out=out))
+    except RunError as error:
+        sys.stderr.write(f"inquiry: {error}\n")
+        return error.status
+    except KeyboardInterrupt:
+        sys.stderr.write("inquiry: interrupted\n")
+        return EXIT_INCOMPLETE
+    if result.reason is not None:
+        sys.stderr.write(f"inquiry: {result.reason}\n")
+    return result.status
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inquiry", description="Resolve, record and inspect tool questions."
@@ -225,6 +265,54 @@ def _parser() -> argparse.ArgumentParser:
         "machine", nargs="?", choices=[m.name for m in MACHINES], help="just this machine"
     )
     table.set_defaults(handler=_table)
+
+    run = commands.add_parser(
+        "run", help="play a scenario's tool calls, asking its questions, into a conversation"
+    )
+    run.add_argument("scenario", help="the scenario file (TOML; see examples/README.md)")
+    run.add_argument(
+        "--conversation",
+        "-c",
+        required=True,
+        metavar="DIR",
+        help="the conversation directory: created if missing, a new turn appended if not",
+    )
+    run.add_argument(
+        "--answers",
+        metavar="FILE",
+        help="play the person and the model from this answers file (TOML): no prompts",
+    )
+    prompting = run.add_mutually_exclusive_group()
+    prompting.add_argument(
+        "--tty",
+        dest="prompting",
+        action="store_const",
+        const="tty",
+        help="prompt at the terminal even with --answers (which then plays only the model)",
+    )
+    prompting.add_argument(
+        "--no-tty",
+        dest="prompting",
+        action="store_const",
+        const="no_tty",
+        help="never prompt; without --answers, questions go to the model and secrets are "
+        "cancelled",
+    )
+    run.add_argument(
+        "--backend",
+        choices=["anthropic", "openai"],
+        help="answer questions for the model with this provider (replaces the scenario's)",
+    )
+    run.add_argument("--model", metavar="NAME", help="the model, with --backend")
+    run.add_argument(
+        "--base-url", metavar="URL", help="the provider's API address, with --backend"
+    )
+    run.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="the environment variable holding the API key, with --backend",
+    )
+    run.set_defaults(handler=_run)
     return parser
 
 

@@ -23,14 +23,14 @@ changes behaviour. Errors name the file, the key and what was expected.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from coordinator._errors import CoordinatorError
+from coordinator._errors import ConfigError
+from coordinator._toml_fields import check_keys, json_value, kind_of, load_toml, table
 from machines import (
     CachedAnswer,
     InquiryFacts,
@@ -42,7 +42,6 @@ from machines import (
 )
 
 __all__ = [
-    "ConfigError",
     "QuestionConfig",
     "ToolConfig",
     "ToolsConfig",
@@ -52,17 +51,6 @@ __all__ = [
 
 #: Keys someone might reach for to relabel who asked; provenance is not configurable.
 _PROVENANCE_KEYS = frozenset({"source", "inquiry_source", "attribution", "asked_by", "author"})
-
-
-class ConfigError(CoordinatorError):
-    """A configuration file says something this build cannot accept."""
-
-    def __init__(self, origin: str, key: str, problem: str) -> None:
-        """Name the file, the dotted key, and what was expected."""
-        self.origin = origin
-        self.key = key
-        self.problem = problem
-        super().__init__(f"{origin}: {key}: {problem}")
 
 
 @attrs.frozen(kw_only=True)
@@ -116,20 +104,9 @@ class ToolsConfig:
         )
 
 
-def _table(value: object, origin: str, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(origin, key, f"expected a table, got {_kind(value)}")
-    return value
-
-
-def _kind(value: object) -> str:
-    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
-    names |= {list: "an array", dict: "a table"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _check_keys(table: Mapping[str, Any], allowed: set[str], origin: str, key: str) -> None:
-    for name in table:
+def _check_keys(data: Mapping[str, Any], allowed: set[str], origin: str, key: str) -> None:
+    # Checked first, so the error says why provenance keys are refused.
+    for name in data:
         where = f"{key}.{name}" if key else name
         if name in _PROVENANCE_KEYS:
             raise ConfigError(
@@ -139,40 +116,39 @@ def _check_keys(table: Mapping[str, Any], allowed: set[str], origin: str, key: s
                 "the tool that asks (built-in tools declare it in code; local and MCP tools "
                 "are always the tool itself)",
             )
-        if name not in allowed:
-            raise ConfigError(
-                origin, where, f"unknown key (expected one of: {', '.join(sorted(allowed))})"
-            )
+    check_keys(data, origin, key, allowed=allowed)
 
 
 def _enum(kind: type[RunMode | Target], value: object, origin: str, key: str) -> Any:
     choices = [member.value for member in kind]
     if type(value) is not str or value not in choices:
-        shown = repr(value) if type(value) is str else _kind(value)
+        shown = repr(value) if type(value) is str else kind_of(value)
         expected = " or ".join(repr(choice) for choice in choices)
         raise ConfigError(origin, key, f"expected {expected}, got {shown}")
     return kind(value)
 
 
 def _question(value: object, origin: str, key: str) -> QuestionConfig:
-    table = _table(value, origin, key)
-    _check_keys(table, {"target", "answer"}, origin, key)
+    data = table(value, origin, key)
+    _check_keys(data, {"target", "answer"}, origin, key)
     target = Target.USER
-    if "target" in table:
-        target = _enum(Target, table["target"], origin, f"{key}.target")
-    answer = StaticAnswer(table["answer"]) if "answer" in table else None
+    if "target" in data:
+        target = _enum(Target, data["target"], origin, f"{key}.target")
+    answer = None
+    if "answer" in data:
+        answer = StaticAnswer(json_value(data["answer"], origin, f"{key}.answer"))
     # Whether the answer fits is the question's business, known only when it
     # is asked: a misfit is recorded as invalid_static_answer then.
     return QuestionConfig(target=target, answer=answer)
 
 
 def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
-    table = _table(value, origin, key)
-    _check_keys(table, {"run", "questions", *extra}, origin, key)
-    run = _enum(RunMode, table["run"], origin, f"{key}.run") if "run" in table else None
+    data = table(value, origin, key)
+    _check_keys(data, {"run", "questions", *extra}, origin, key)
+    run = _enum(RunMode, data["run"], origin, f"{key}.run") if "run" in data else None
     questions = {
         name: _question(config, origin, f"{key}.questions.{name}")
-        for name, config in _table(table.get("questions", {}), origin, f"{key}.questions").items()
+        for name, config in table(data.get("questions", {}), origin, f"{key}.questions").items()
     }
     return ToolConfig(run=run, questions=questions)
 
@@ -189,14 +165,14 @@ def parse_tools_config(
     scenario's ``command``, say); they are accepted here and ignored.
     """
     _check_keys(data, {"defaults", "tools"}, origin, "")
-    defaults = _table(data.get("defaults", {}), origin, "defaults")
+    defaults = table(data.get("defaults", {}), origin, "defaults")
     _check_keys(defaults, {"run"}, origin, "defaults")
     default_run = RunMode.ASK
     if "run" in defaults:
         default_run = _enum(RunMode, defaults["run"], origin, "defaults.run")
     tools = {
         name: _tool(config, origin, f"tools.{name}", set(tool_keys))
-        for name, config in _table(data.get("tools", {}), origin, "tools").items()
+        for name, config in table(data.get("tools", {}), origin, "tools").items()
     }
     return ToolsConfig(tools=tools, default_run=default_run)
 
@@ -204,10 +180,4 @@ def parse_tools_config(
 def load_tools_config(path: Path | str) -> ToolsConfig:
     """Load a TOML configuration file."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(str(path), "(file)", f"cannot be read: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(str(path), "(file)", f"is not valid TOML: {error}") from None
-    return parse_tools_config(data, origin=str(path))
+    return parse_tools_config(load_toml(path), origin=str(path))

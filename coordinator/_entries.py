@@ -18,9 +18,8 @@ import attrs
 
 from coordinator._codec import EVENT_KINDS
 from coordinator._timestamps import Timestamp
-from machines import Event, RecordError
-from machines._json import JsonValue
-from machines._validate import json_value, non_empty_string, of_type, optional_of_type
+from machines import Event, JsonValue, RecordError
+from machines.validators import json_value, non_empty_string, of_type, optional_of_type
 
 __all__ = [
     "Compaction",
@@ -32,6 +31,11 @@ __all__ = [
 ]
 
 
+#: Keys a flattened ``config_delta`` cannot hold: reading it back would take them
+#: for the envelope (or for an unflattened ``delta``).
+_FLAT_RESERVED = frozenset({"event_id", "timestamp", "type", "metadata", "delta"})
+
+
 def _object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
     if type(value) is not dict:
         raise RecordError(
@@ -41,13 +45,17 @@ def _object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> No
     json_value(instance, attribute, value)
 
 
+#: Every conversation event record type (the payload of an :class:`EventEntry`).
+_PAYLOAD_TYPES = tuple(EVENT_KINDS)
+
+
 @attrs.frozen(kw_only=True)
 class EventEntry:
     """A conversation event in the stream: what happened, when, under which id."""
 
     event_id: str = attrs.field(validator=non_empty_string)
-    timestamp: Timestamp = attrs.field(validator=attrs.validators.instance_of(Timestamp))
-    payload: Event
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
+    payload: Event = attrs.field(validator=of_type(*_PAYLOAD_TYPES))
     metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=_object)
     # The loaded form, set only by the codec on load; not part of equality or repr.
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
@@ -67,13 +75,20 @@ class ConfigDelta:
     """
 
     event_id: str = attrs.field(validator=non_empty_string)
-    timestamp: Timestamp = attrs.field(validator=attrs.validators.instance_of(Timestamp))
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     delta: Mapping[str, JsonValue] = attrs.field(validator=_object)
-    flattened: bool = False
+    flattened: bool = attrs.field(default=False, validator=of_type(bool))
     # The loaded form, set only by the codec on load; not part of equality or repr.
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     kind = "config_delta"
+
+    def __attrs_post_init__(self) -> None:
+        """A flattened delta shares the entry's object: its keys must not be the envelope's."""
+        if self.flattened and (clash := sorted(_FLAT_RESERVED.intersection(self.delta))):
+            raise RecordError(
+                f"a flattened ConfigDelta.delta cannot hold the envelope keys {clash}"
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -81,7 +96,7 @@ class Compaction:
     """A summary standing in for turns ``from_turn`` to ``to_turn`` (global)."""
 
     event_id: str = attrs.field(validator=non_empty_string)
-    timestamp: Timestamp = attrs.field(validator=attrs.validators.instance_of(Timestamp))
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     from_turn: int = attrs.field(validator=of_type(int))
     to_turn: int = attrs.field(validator=of_type(int))
     summary: str | None = attrs.field(default=None, validator=optional_of_type(str))
@@ -93,6 +108,21 @@ class Compaction:
     kind = "compaction"
 
 
+def _unknown_raw(_instance: Any, _attribute: attrs.Attribute[Any], value: object) -> None:
+    # Messages name the problem, not the contents: they are not ours to show.
+    if type(value) is not dict:
+        raise RecordError(f"UnknownEntry.raw must be an object, not {type(value).__name__}")
+    kind = value.get("type")
+    if type(kind) is not str:
+        raise RecordError("UnknownEntry.raw must have a string 'type'")
+    if kind in _KNOWN_KINDS:
+        raise RecordError(f"UnknownEntry.raw is a {kind!r} entry, a kind this build knows")
+    json_value(_instance, _attribute, value)
+
+
+_KNOWN_KINDS = frozenset(EVENT_KINDS.values()) | {"config_delta", "compaction"}
+
+
 @attrs.frozen
 class UnknownEntry:
     """An entry of a kind this build does not know: kept, never decoded.
@@ -101,7 +131,7 @@ class UnknownEntry:
     usable one, is honoured when other entries' ids are made unique.
     """
 
-    raw: Mapping[str, Any] = attrs.field(repr=False)
+    raw: Mapping[str, Any] = attrs.field(repr=False, validator=_unknown_raw)
 
     @property
     def kind(self) -> str:

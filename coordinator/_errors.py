@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "ConfigError",
     "ConversationChangedError",
     "CoordinatorError",
     "StreamFormatError",
@@ -50,3 +51,14 @@ class ConversationChangedError(CoordinatorError):
             f"{path}: changed on disk since it was loaded; not overwriting it "
             "(load the conversation again and repeat the change)"
         )
+
+
+class ConfigError(CoordinatorError):
+    """A configuration file says something this build cannot accept."""
+
+    def __init__(self, origin: str, key: str, problem: str) -> None:
+        """Name the file, the dotted key, and what was expected."""
+        self.origin = origin
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{origin}: {key}: {problem}")

@@ -161,6 +161,30 @@ def _kill(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    if stream is None:  # pragma: no cover - both pipes are always opened
+        return
+    while await stream.read(_CHUNK):
+        pass
+
+
+async def _stop(
+    process: asyncio.subprocess.Process, tasks: tuple[asyncio.Future[Any], ...]
+) -> None:
+    """Kill the tool's process group and wait until it and its pipes are gone.
+
+    The readers are cancelled first and the pipes then read to their end:
+    a reader stopped part-way leaves its pipe paused and never closed, and
+    on Python 3.11 ``wait()`` does not return until every pipe is closed.
+    """
+    _kill(process)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.gather(_drain(process.stdout), _drain(process.stderr))
+    await process.wait()
+
+
 class LocalToolExecutor:
     """Runs a :class:`LocalTool` once per call of :meth:`execute`."""
 
@@ -246,29 +270,28 @@ class LocalToolExecutor:
         except OSError as error:
             return _error(f"Tool '{name}' could not be started: {error.strerror or error}.")
         limit = self.tool.max_output
+        tasks = (
+            asyncio.ensure_future(_read(process.stdout, limit)),
+            asyncio.ensure_future(_read(process.stderr, limit)),
+            asyncio.ensure_future(_feed(process.stdin, request + b"\n")),
+            asyncio.ensure_future(process.wait()),
+        )
         try:
             async with asyncio.timeout(self.tool.timeout):
-                _, stdout, stderr, _ = await asyncio.gather(
-                    _feed(process.stdin, request + b"\n"),
-                    _read(process.stdout, limit),
-                    _read(process.stderr, limit),
-                    process.wait(),
-                )
+                await asyncio.gather(*tasks)
         except TimeoutError:
-            _kill(process)
-            await process.wait()
+            await _stop(process, tasks)
             timeout = self.tool.timeout
             return _error(f"Tool '{name}' ran longer than {timeout:g} s and was stopped.")
         except _OutputTooLargeError:
-            _kill(process)
-            await process.wait()
+            await _stop(process, tasks)
             return _error(f"Tool '{name}' printed more than {limit} bytes and was stopped.")
         except BaseException:
             # Cancelled (the turn was interrupted) or worse: never leave it running.
-            _kill(process)
             with contextlib.suppress(BaseException):
-                await asyncio.shield(process.wait())
+                await asyncio.shield(_stop(process, tasks))
             raise
+        stdout, stderr = tasks[0].result(), tasks[1].result()
         return self._outcome(
             call,
             answers,

@@ -63,7 +63,7 @@ from coordinator._entries import EventEntry, StreamEntry
 from coordinator._pairing import pair_indexed
 from coordinator._stream import ConversationStream
 from machines import ChatRequest, ToolCallResponse, TurnStart
-from machines._wording import INTERRUPTED
+from machines.wording import INTERRUPTED
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

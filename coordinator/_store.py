@@ -25,9 +25,10 @@ import orjson
 from coordinator._atomic import atomic_write
 from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
+from coordinator._event_ids import new_event_id
 from coordinator._stream import ConversationStream
-from coordinator._stream_codec import EntryDecodeError, IdRepairs
-from machines._json import JsonValue
+from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
+from machines import JsonValue
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,6 +85,10 @@ class Conversation:
     id_repairs: IdRepairs = attrs.field(factory=IdRepairs)
     _files: dict[Path, _FileState] = attrs.field(factory=dict, init=False, repr=False)
     _events_revision: dict[Path, int] = attrs.field(factory=dict, init=False, repr=False)
+    # What we would write for metadata.json and base_config.json as they were
+    # read: while the value still serializes to this, the file is left as it is
+    # (its own formatting included).
+    _loaded_dumps: dict[Path, bytes] = attrs.field(factory=dict, init=False, repr=False)
 
     @classmethod
     def new(
@@ -177,6 +182,12 @@ def load_conversation(
         id_repairs=repairs,
     )
     conversation._files.update(states)
+    for loaded_path, value in (
+        (directory / METADATA, metadata),
+        (directory / BASE_CONFIG, base_config),
+    ):
+        if value is not None:
+            conversation._loaded_dumps[loaded_path] = dump_json(value)
     if not repairs.total:
         # Ids added at load are not on disk yet: the next save must write them.
         conversation._events_revision[events_path] = stream.revision
@@ -204,6 +215,7 @@ class SaveResult:
 def save_conversation(conversation: Conversation, path: Path | str | None = None) -> SaveResult:
     """Save ``conversation`` to ``path`` (by default where it was loaded from).
 
+    ``path`` is the conversation directory or, as for loading, its ``events.json``.
     Each file is replaced atomically and only when its bytes change. Raises
     :class:`ConversationChangedError` if a file changed on disk since it was
     loaded, and :class:`StreamFormatError` rather than overwrite a file it
@@ -214,6 +226,8 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
             raise ValueError("this conversation was never loaded or saved: give a path")
         path = conversation.path
     directory = Path(path)
+    if directory.name == EVENTS and not directory.is_dir():
+        directory = directory.parent  # the events.json path, as load_conversation accepts
     directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     unchanged: list[Path] = []
@@ -258,6 +272,8 @@ def _save_file(
         if revision is not None and conversation._events_revision.get(target) == revision:
             return False
         data = produce()
+        if data == conversation._loaded_dumps.get(target):
+            return False  # the value is what was read: keep the file as it is
         if len(data) == state.size and target.read_bytes() == data:
             return False
     elif state is not None:
@@ -274,6 +290,7 @@ def _save_file(
 
     atomic_write(target, data)
     conversation._files[target] = _FileState.of(target.stat())
+    conversation._loaded_dumps.pop(target, None)
     return True
 
 
@@ -289,3 +306,11 @@ def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
         raise StreamFormatError(
             target, f"holds {_kind(value)}, not {_kind(shape())}; not overwriting it"
         )
+    if isinstance(value, list):
+        # A stream whose entries cannot be read is not ours to replace either.
+        try:
+            decode_entries(value, new_id=new_event_id, origin=str(target))
+        except EntryDecodeError as error:
+            raise StreamFormatError(
+                target, f"{error.problem}; not overwriting it", index=error.index
+            ) from None

@@ -25,7 +25,7 @@ from coordinator._timestamps import Timestamp
 from machines import Event, TurnStart, is_provider_visible
 
 if TYPE_CHECKING:
-    from machines._json import JsonValue
+    from machines import JsonValue
 
 __all__ = ["ConversationStream", "ProviderView", "Turn"]
 
@@ -208,7 +208,10 @@ class ConversationStream(Sequence[StreamEntry]):
             event_id = _entry_id(entry)
             if event_id is None:
                 continue
-            if event_id in ids:
+            # An entry of a kind this version does not know is kept verbatim,
+            # so a repeated id there is the writer's and must survive; ours
+            # must be unique.
+            if event_id in ids and not isinstance(entry, UnknownEntry):
                 raise ValueError(f"entry {index} repeats event id {event_id!r}")
             ids.add(event_id)
         self._entries = entries

@@ -152,6 +152,16 @@ def decode_entries(
         for raw in raw_entries
         if type(raw) is dict and (event_id := _usable_id(raw.get("event_id"))) is not None
     }
+    # Ids of unknown entries cannot be changed (they are kept verbatim), so a
+    # known entry that shares one gets a fresh id even when it comes first.
+    verbatim = {
+        event_id
+        for raw in raw_entries
+        if type(raw) is dict
+        and type(kind := raw.get("type")) is str
+        and kind not in _KNOWN
+        and (event_id := _usable_id(raw.get("event_id"))) is not None
+    }
     seen: set[str] = set()
     entries: list[StreamEntry] = []
     assigned = regenerated = 0
@@ -179,7 +189,7 @@ def decode_entries(
         if event_id is None:
             event_id = _fresh(new_id, reserved, seen)
             assigned += 1
-        elif event_id in seen:
+        elif event_id in seen or event_id in verbatim:
             fresh = _fresh(new_id, reserved, seen)
             _LOG.warning(
                 "%s: entry %d repeats event id %r; regenerated as %r",

@@ -20,7 +20,8 @@ def format_jp_timestamp(moment: datetime) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     fraction = f"{moment.microsecond:06d}".rstrip("0") or "0"
-    return f"{moment:%Y-%m-%d %H:%M:%S}.{fraction}"
+    # `%Y` does not pad years before 1000 on every platform; the format needs four digits.
+    return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}.{fraction}"
 
 
 def _parse(text: str) -> datetime:

@@ -196,10 +196,13 @@ class ToolCoordinator:
 
         :meth:`run` then returns, every call answered. (Cancelling the task
         that awaits :meth:`run` closes everything the same way, then raises.)
+        With no batch running it does nothing: a stop is for the work in
+        hand, and carrying it over would silently skip the next batch.
         """
+        if self._batch is None:
+            return
         self._cancel_requested = True
-        if self._batch is not None:
-            self._batch.events.put_nowait(_Cancel())
+        self._batch.events.put_nowait(_Cancel())
 
     async def run(self, tool_calls: Sequence[ToolCallRequest]) -> list[ToolCallResponse]:
         """Run ``tool_calls`` and return their responses, in the order given.

@@ -2,6 +2,11 @@
 
 Nothing here does I/O, reads a clock or draws randomness: what varies is handed
 in. ``coordinator`` imports this package; this package never imports it.
+
+Two public submodules hold what the coordinator shares with the machines:
+``machines.wording`` (what the model is told when a call does not simply run)
+and ``machines.validators`` (the attrs validators that make bad records
+impossible to construct).
 """
 
 from typing import Any

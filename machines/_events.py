@@ -17,7 +17,7 @@ import attrs
 from machines._errors import RecordError
 from machines._inquiry_records import Answered, Cancelled, InquiryRequest, Redacted
 from machines._json import JsonValue
-from machines._validate import json_value, non_empty_string, optional_of_type, string
+from machines.validators import json_value, non_empty_string, of_type, optional_of_type, string
 
 __all__ = [
     "ChatRequest",
@@ -80,7 +80,7 @@ def _chat_content(instance: ChatResponse, attribute: attrs.Attribute[Any], value
 class ChatResponse:
     """A piece of a model response: a message, reasoning, or structured data."""
 
-    kind: ChatResponseKind = attrs.field(validator=attrs.validators.instance_of(ChatResponseKind))
+    kind: ChatResponseKind = attrs.field(validator=of_type(ChatResponseKind))
     content: JsonValue = attrs.field(validator=_chat_content)
 
     @classmethod
@@ -118,7 +118,7 @@ class ToolCallResponse:
 
     id: str = attrs.field(validator=non_empty_string)
     content: str = attrs.field(validator=string)
-    is_error: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    is_error: bool = attrs.field(validator=of_type(bool))
 
 
 #: A conversation event: what a turn is made of.

@@ -47,8 +47,8 @@ from machines._questions import InquiryQuestion, InquirySource, Question
 from machines._secret import SecretValue
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines._turn_state import CachedAnswer, TurnState
-from machines._validate import is_json
-from machines._wording import (
+from machines.validators import is_json
+from machines.wording import (
     backend_failed,
     invalid_static_answer,
     secret_for_assistant,

@@ -20,7 +20,7 @@ import attrs
 from machines._errors import RecordError
 from machines._json import JsonValue
 from machines._questions import InquiryQuestion, InquirySource
-from machines._validate import json_value, non_empty_string
+from machines.validators import json_value, non_empty_string, of_type
 
 __all__ = [
     "Answered",
@@ -97,10 +97,8 @@ class InquiryRequest:
     """A question recorded before anything decides where its answer comes from."""
 
     id: str = attrs.field(validator=non_empty_string)
-    source: InquirySource = attrs.field(validator=attrs.validators.instance_of(InquirySource))
-    question: InquiryQuestion = attrs.field(
-        validator=attrs.validators.instance_of(InquiryQuestion)
-    )
+    source: InquirySource = attrs.field(validator=of_type(InquirySource))
+    question: InquiryQuestion = attrs.field(validator=of_type(InquiryQuestion))
 
 
 @attrs.frozen(kw_only=True)

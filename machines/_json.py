@@ -13,5 +13,5 @@ if TYPE_CHECKING:
     )
 else:
     # At run time the alias is Any, so cattrs passes JSON through untouched;
-    # record validators (machines._validate.is_json) do the checking.
+    # record validators (machines.validators.is_json) do the checking.
     JsonValue: TypeAlias = Any

@@ -21,9 +21,10 @@ import attrs
 from machines._errors import RecordError
 from machines._json import JsonValue
 from machines._secret import SecretValue
-from machines._validate import (
+from machines.validators import (
     json_value,
     non_empty_string,
+    of_type,
     optional_of_type,
     string,
 )
@@ -84,7 +85,7 @@ class AnswerType:
     ``options`` is set for :attr:`AnswerKind.SELECT` only.
     """
 
-    kind: AnswerKind = attrs.field(validator=attrs.validators.instance_of(AnswerKind))
+    kind: AnswerKind = attrs.field(validator=of_type(AnswerKind))
     options: tuple[SelectOption, ...] = attrs.field(default=(), converter=_options)
 
     def __attrs_post_init__(self) -> None:
@@ -154,7 +155,7 @@ class Question:
 
     id: str = attrs.field(validator=non_empty_string)
     text: str = attrs.field(validator=string)
-    answer_type: AnswerType = attrs.field(validator=attrs.validators.instance_of(AnswerType))
+    answer_type: AnswerType = attrs.field(validator=of_type(AnswerType))
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
     default: JsonValue = attrs.field(default=None, validator=json_value)
 
@@ -220,7 +221,7 @@ class InquiryQuestion:
     """
 
     text: str = attrs.field(validator=string)
-    answer_type: AnswerType = attrs.field(validator=attrs.validators.instance_of(AnswerType))
+    answer_type: AnswerType = attrs.field(validator=of_type(AnswerType))
     default: JsonValue = attrs.field(default=None, validator=json_value)
     id: str | None = attrs.field(default=None, validator=optional_of_type(str))
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
@@ -265,7 +266,7 @@ class InquirySource:
     that declares otherwise (``ask_user`` is ``assistant``).
     """
 
-    kind: SourceKind = attrs.field(validator=attrs.validators.instance_of(SourceKind))
+    kind: SourceKind = attrs.field(validator=of_type(SourceKind))
     name: str | None = attrs.field(default=None, validator=_source_name)
 
     @classmethod

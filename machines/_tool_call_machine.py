@@ -37,8 +37,8 @@ from machines._events import ToolCallRequest, ToolCallResponse
 from machines._inquiry_machine import INQUIRY_MACHINE, Inquiry, InquiryFacts, InquiryState
 from machines._inquiry_records import CancellationReason, Cancelled
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
-from machines._validate import check_json
-from machines._wording import (
+from machines.validators import check_json
+from machines.wording import (
     INPUT_CANCELLED,
     INTERRUPTED,
     SKIPPED_BY_CONFIGURATION,

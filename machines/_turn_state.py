@@ -27,7 +27,7 @@ import attrs
 
 from machines._errors import MachineError
 from machines._json import JsonValue
-from machines._validate import is_json
+from machines.validators import is_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -135,7 +135,9 @@ def assert_invariants(conversation: Conversation, secrets: Sequence[str] = ()) -
         assert len(turn_ids) == len(set(turn_ids)), "inquiry ids repeat within a turn"
     assert len(ids) == pairing.inquiries.counts.paired
     if conversation.path is not None:
-        on_disk = b"".join(p.read_bytes() for p in sorted(conversation.path.iterdir()))
+        on_disk = b"".join(
+            p.read_bytes() for p in sorted(conversation.path.rglob("*")) if p.is_file()
+        )
         for secret in secrets:
             assert secret.encode() not in on_disk
         reloaded = load_conversation(conversation.path)

@@ -196,6 +196,18 @@ def test_an_explicit_cancel_closes_every_question_and_call(tmp_path: Path) -> No
     assert_invariants(conversation)
 
 
+def test_a_cancel_with_no_batch_running_does_not_stop_the_next_one(tmp_path: Path) -> None:
+    """A stale stop is dropped: the next batch runs its tools to the end."""
+    conversation = conversation_on_disk(tmp_path)
+    tool = AskingTool([])
+    coordinator = ToolCoordinator(conversation, tools={"fs": executor(tool)}, config=UNATTENDED)
+    coordinator.cancel()
+    responses = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert [r.is_error for r in responses] == [False]
+    assert tool.runs == [{}]
+    assert_invariants(conversation)
+
+
 class SlowExecutor:
     """An executor that takes longer than any test waits."""
 

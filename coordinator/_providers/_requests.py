@@ -33,9 +33,8 @@ from coordinator._providers._messages import (
     rejection_feedback,
 )
 from coordinator._providers._tools import ANSWER_INQUIRY_TOOL, ToolDefinition, turn_tools
-from machines import ChatRequest, ChatResponse, ToolCallRequest, ToolCallResponse
-from machines._json import JsonValue
-from machines._validate import non_empty_string, optional_of_type, string
+from machines import ChatRequest, ChatResponse, JsonValue, ToolCallRequest, ToolCallResponse
+from machines.validators import non_empty_string, optional_of_type, string
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

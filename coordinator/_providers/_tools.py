@@ -20,9 +20,8 @@ from typing import Any
 
 import attrs
 
-from machines import RecordError
-from machines._json import JsonValue
-from machines._validate import json_value, non_empty_string, of_type, string
+from machines import JsonValue, RecordError
+from machines.validators import json_value, non_empty_string, of_type, string
 
 __all__ = [
     "ANSWER_INQUIRY",

@@ -1,0 +1,659 @@
+"""``inquiry run``: play a scenario's turns through the tool coordinator.
+
+Theory of operation: :func:`run_scenario` reads everything first — the
+scenario (:mod:`coordinator._scenario`), the answers file
+(:mod:`coordinator._answer_script`), the model backend's configuration and the
+conversation directory — and only then writes. For each turn it appends a
+``turn_start`` and the user's ``chat_request``; for each cycle the assistant's
+``chat_response`` and its ``tool_call_request`` entries, then awaits
+:meth:`~coordinator.ToolCoordinator.run`, which resolves every question and
+records every step. A closing reply, when the scenario gives one, ends the turn.
+
+Who answers:
+
+- the person: the answers file's ``[[permissions]]`` and ``[[answers]]``
+  with ``--answers`` (a scripted person counts as a terminal that is
+  present); otherwise the terminal prompter when stdin and stdout are
+  terminals; with ``--tty``, the terminal prompter even with ``--answers``
+  (whose ``[[model]]`` entries still play the model); nobody with
+  ``--no-tty`` and no answers file, or without a terminal, and then
+  questions go to the model and secret questions are cancelled
+  (``no_prompt_backend``);
+- the model: ``--backend`` on the command line, else the answers file's
+  ``[[model]]`` entries, else the scenario's ``[backend]`` table, else none
+  (questions routed to it are cancelled as ``backend_error``).
+
+Progress is printed as it happens, from the records as the coordinator
+appends them (``on_record``) and from what the runner appends itself; a
+redacted answer prints as ``<secret>``. Who answered a question is known from
+the prompter and the backend (wrapped to watch), and otherwise from the
+configuration (a static answer) or the turn's memory (a remembered ``Y``).
+
+Rules:
+
+1. Nothing is written before every input has been read and checked; an
+   unreadable conversation is left exactly as it was.
+2. The conversation is saved after each user message and at the end of each
+   turn (the coordinator saves in between, before every question).
+3. Exit status: 0 when every turn completed; 1 when one did not (interrupted,
+   or the answers file had no reply for a prompt), with the reason as one
+   line on stderr; 2 when an input cannot be read or the conversation cannot
+   be written.
+4. Nothing printed carries a secret: answers are printed from the records,
+   which never hold one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import attrs
+import orjson
+
+from coordinator._answer_script import AnswerScript, load_answer_script
+from coordinator._backend import InquiryBackendError
+from coordinator._builtins import builtin_executors
+from coordinator._errors import ConfigError, CoordinatorError
+from coordinator._local_tools import LocalToolExecutor
+from coordinator._prompting import (
+    Permit,
+    PromptCancelled,
+    Prompter,
+    ScriptedPrompter,
+    ScriptExhaustedError,
+)
+from coordinator._providers import ModelInquiryBackend, ProviderConfigError, backend_from_config
+from coordinator._scenario import load_scenario
+from coordinator._scripted_backend import ScriptedInquiryBackend
+from coordinator._store import Conversation, load_conversation, save_conversation
+from coordinator._terminal import TerminalPrompter, TerminalUnavailableError, printable
+from coordinator._tool_coordinator import ToolCoordinator
+from machines import (
+    Answered,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    InquiryRequest,
+    Redacted,
+    SourceKind,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+)
+from machines.wording import (
+    INPUT_CANCELLED,
+    INTERRUPTED,
+    SKIPPED_BY_CONFIGURATION,
+    SKIPPED_BY_USER,
+    SKIPPED_REMEMBERED,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from coordinator._backend import InquiryBackend, InquiryTask
+    from coordinator._entries import EventEntry
+    from coordinator._executors import Executor
+    from coordinator._prompting import PermissionAnswer, QuestionAnswer
+    from coordinator._scenario import Scenario
+    from machines import JsonValue, ShowPermissionPrompt, ShowQuestion
+
+__all__ = [
+    "EXIT_INCOMPLETE",
+    "EXIT_OK",
+    "EXIT_UNREADABLE",
+    "RunError",
+    "RunOptions",
+    "RunResult",
+    "run_scenario",
+    "tool_call_outcome",
+]
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_UNREADABLE = 2
+
+#: The workspace the scenario's local tools run in, inside the conversation directory.
+WORKSPACE = "workspace"
+_SHOWN = 120
+
+
+class RunError(CoordinatorError):
+    """``inquiry run`` cannot start or go on; ``status`` is the exit status to give."""
+
+    def __init__(self, message: str, *, status: int = EXIT_UNREADABLE) -> None:
+        """Say what is wrong; ``status`` 2 (unreadable or unwritable) unless told otherwise."""
+        self.status = status
+        super().__init__(message)
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """What ``inquiry run`` was asked to do.
+
+    ``interactive``: ``None`` to prompt when stdin and stdout are terminals and
+    there is no answers file, ``True`` (``--tty``) to prompt whatever the
+    answers file says, ``False`` (``--no-tty``) never to prompt. ``backend``:
+    the command line's backend configuration (``backend_from_config`` keys),
+    which replaces the scenario's.
+    """
+
+    scenario: Path
+    conversation: Path
+    answers: Path | None = None
+    interactive: bool | None = None
+    backend: Mapping[str, object] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """How a run went."""
+
+    turns: int
+    completed: int
+    problems: tuple[str, ...] = ()
+    interrupted: bool = False
+
+    @property
+    def status(self) -> int:
+        """The exit status: 0 when every turn completed and nothing went wrong."""
+        if self.interrupted or self.problems or self.completed < self.turns:
+            return EXIT_INCOMPLETE
+        return EXIT_OK
+
+    @property
+    def reason(self) -> str | None:
+        """Why the run did not complete, in one line (``None`` when it did)."""
+        if self.interrupted:
+            return f"interrupted: {self.completed} of {self.turns} turns completed"
+        if self.problems:
+            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            return self.problems[0] + more
+        if self.completed < self.turns:
+            return f"only {self.completed} of {self.turns} turns completed"
+        return None
+
+
+# ------------------------------------------------------------------ progress
+
+
+def _one_line(value: str) -> str:
+    text = " ".join(printable(value).split())
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _json(value: JsonValue | Mapping[str, JsonValue]) -> str:
+    return orjson.dumps(value).decode()
+
+
+def tool_call_outcome(response: ToolCallResponse) -> str:
+    """What became of a tool call, from its response: succeeded, failed, skipped..."""
+    content = response.content
+    if content == INPUT_CANCELLED:
+        return "cancelled"
+    if content == INTERRUPTED:
+        return "interrupted"
+    skipped = (SKIPPED_BY_USER, SKIPPED_REMEMBERED, SKIPPED_BY_CONFIGURATION)
+    if content in skipped or content.startswith("Tool skipped by user: "):
+        return "skipped"
+    return "failed" if response.is_error else "succeeded"
+
+
+@attrs.define
+class _Inquiry:
+    tool: str
+    question: str
+    answered_by: str | None = None
+    remembered: bool = False
+
+
+class _Progress:
+    """Prints what happens, and counts it for the summary."""
+
+    def __init__(self, emit: Callable[[str], None], scenario: Scenario) -> None:
+        self.emit = emit
+        self.scenario = scenario
+        self.calls: dict[str, str] = {}
+        self.call_turns: dict[str, int] = {}
+        self.inquiries: dict[str, _Inquiry] = {}
+        self.outcomes: list[tuple[int, str, str, str]] = []
+        self.questions: Counter[str] = Counter()
+        self.answered_by: Counter[str] = Counter()
+        self.problems: list[str] = []
+        self.turn = 0
+
+    # What the runner appends itself.
+
+    def user(self, turn: int, message: str) -> None:
+        self.turn = turn
+        self.emit(f"turn {turn} · user: {_one_line(message)}")
+
+    def assistant(self, message: str) -> None:
+        self.emit(f"  assistant: {_one_line(message)}")
+
+    def call(self, request: ToolCallRequest) -> None:
+        self.calls[request.id] = request.name
+        self.call_turns[request.id] = self.turn
+        self.emit(f"  -> {request.name} [{request.id}] {_one_line(_json(request.arguments))}")
+
+    # What the coordinator records.
+
+    def record(self, entry: EventEntry) -> None:
+        payload = entry.payload
+        if isinstance(payload, InquiryRequest):
+            self._request(payload)
+        elif isinstance(payload, Answered | Redacted | Cancelled):
+            self._response(payload)
+        elif isinstance(payload, ToolCallResponse):
+            name = self.calls.get(payload.id, "?")
+            outcome = tool_call_outcome(payload)
+            turn = self.call_turns.get(payload.id, self.turn)
+            self.outcomes.append((turn, name, payload.id, outcome))
+            self.emit(f"  <- {name} [{payload.id}] {outcome}: {_one_line(payload.content)}")
+
+    def _caller(self, inquiry_id: str) -> str:
+        matches = [call for call in self.calls if inquiry_id.startswith(call + ".")]
+        return self.calls[max(matches, key=len)] if matches else "?"
+
+    def _request(self, request: InquiryRequest) -> None:
+        question = request.question
+        tool = self._caller(request.id)
+        self.inquiries[request.id] = _Inquiry(tool=tool, question=question.id or "?")
+        asked_by = "the assistant" if request.source.kind is SourceKind.ASSISTANT else tool
+        self.emit(
+            f"  ? {asked_by} asks {question.id or ''} ({question.answer_type.kind.value}): "
+            f"{_one_line(question.text)} [{request.id}]"
+        )
+
+    def _how(self, inquiry: _Inquiry) -> str:
+        if inquiry.answered_by is not None:
+            return inquiry.answered_by
+        config = self.scenario.config.question(inquiry.tool, inquiry.question)
+        return "configuration" if config.answer is not None else "remembered"
+
+    def _response(self, response: Answered | Redacted | Cancelled) -> None:
+        inquiry = self.inquiries.get(response.id, _Inquiry(tool="?", question="?"))
+        if isinstance(response, Cancelled):
+            reason = response.reason.as_str()
+            self.questions[f"cancelled ({reason})"] += 1
+            self.emit(f"    x cancelled ({reason})")
+            return
+        how = self._how(inquiry)
+        self.answered_by[how] += 1
+        shown = "<secret>" if isinstance(response, Redacted) else _one_line(_json(response.answer))
+        kind = "redacted" if isinstance(response, Redacted) else "answered"
+        self.questions[kind] += 1
+        remembered = ", remembered for this turn" if inquiry.remembered else ""
+        words = {
+            "person": "by the person",
+            "model": "by the model",
+            "configuration": "by configuration (a static answer)",
+            "remembered": "from this turn's memory (an earlier Y or N)",
+        }
+        self.emit(f"    = {kind} {words[how]}: {shown}{remembered}")
+
+    # What the prompter and the backend are asked.
+
+    def person_answered(self, inquiry_id: str, *, remember: bool) -> None:
+        inquiry = self.inquiries.get(inquiry_id)
+        if inquiry is not None:
+            inquiry.answered_by = "person"
+            inquiry.remembered = remember
+
+    def model_asked(self, inquiry_id: str) -> None:
+        inquiry = self.inquiries.get(inquiry_id)
+        if inquiry is not None:
+            inquiry.answered_by = "model"
+
+    def permission(self, prompt: ShowPermissionPrompt, answer: PermissionAnswer | None) -> None:
+        remembered = " (remembered for this turn)" if answer and answer.remember else ""
+        if answer is None:
+            said = "cancelled (skipped)"
+        elif isinstance(answer, Permit):
+            said = "run" + remembered
+            if answer.arguments is not None:
+                said += f" with edited arguments {_one_line(_json(answer.arguments))}"
+        else:
+            said = "skip" + remembered
+            if answer.reason:
+                said += f": {_one_line(answer.reason)}"
+        self.emit(f"  ! permission for {prompt.tool_name} [{prompt.tool_call_id}]: {said}")
+
+    def problem(self, message: str) -> None:
+        self.problems.append(message)
+        self.emit(f"  problem: {message}")
+
+    # The summary.
+
+    def summary(self, *, path: Path, turns: int, completed: int, total_turns: int) -> None:
+        self.emit("summary")
+        self.emit(
+            f"  turns: {completed} of {turns} completed; {path} now holds {total_turns} "
+            f"turn{'s' if total_turns != 1 else ''}"
+        )
+        counts = Counter(outcome for _, _, _, outcome in self.outcomes)
+        self.emit(f"  tool calls: {len(self.outcomes)} ({_counted(counts)})")
+        for turn, name, call_id, outcome in self.outcomes:
+            self.emit(f"    turn {turn} · {name} [{call_id}]: {outcome}")
+        total = sum(self.questions.values())
+        by = f"; answered or redacted: {_counted(self.answered_by)}" if self.answered_by else ""
+        self.emit(f"  questions: {total} ({_counted(self.questions)}{by})")
+
+
+def _counted(counts: Counter[str]) -> str:
+    return ", ".join(f"{count} {name}" for name, count in counts.most_common()) or "none"
+
+
+# ----------------------------------------------------- watching who answers
+
+
+class _WatchedPrompter:
+    """Passes prompts to the real prompter, noting who answered what."""
+
+    def __init__(self, prompter: Prompter, progress: _Progress) -> None:
+        self.prompter = prompter
+        self.progress = progress
+
+    async def ask_permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
+        try:
+            answer = await self.prompter.ask_permission(prompt)
+        except PromptCancelled:
+            self.progress.permission(prompt, None)
+            raise
+        except ScriptExhaustedError as error:
+            self.progress.problem(f"the answers file: {error} (the tool call was skipped)")
+            raise PromptCancelled from None  # reported here; the coordinator need not log it
+        self.progress.permission(prompt, answer)
+        return answer
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        try:
+            answer = await self.prompter.ask_question(prompt)
+        except ScriptExhaustedError as error:
+            self.progress.problem(f"the answers file: {error} (the question was cancelled)")
+            raise PromptCancelled from None  # reported here; the coordinator need not log it
+        self.progress.person_answered(prompt.inquiry_id, remember=answer.remember)
+        return answer
+
+
+class _WatchedBackend:
+    """Passes questions to the real backend, noting which it was asked."""
+
+    def __init__(self, backend: InquiryBackend, progress: _Progress) -> None:
+        self.backend = backend
+        self.progress = progress
+
+    async def answer(self, task: InquiryTask) -> JsonValue:
+        self.progress.model_asked(task.inquiry_id)
+        scripted = self.backend if isinstance(self.backend, ScriptedInquiryBackend) else None
+        before = scripted.remaining if scripted is not None else 0
+        try:
+            return await self.backend.answer(task)
+        except InquiryBackendError as error:
+            if scripted is not None and scripted.remaining == before:
+                # Nothing in the script matched: the answers file does not fit the scenario.
+                self.progress.problem(f"the answers file's [[model]]: {error}")
+            raise
+
+
+# ------------------------------------------------------------------- setup
+
+
+def _backend(
+    options: RunOptions, scenario: Scenario, scripted: ScriptedInquiryBackend | None
+) -> tuple[InquiryBackend | None, str]:
+    """The model backend, and how to describe it."""
+    config: Mapping[str, object] | None
+    if options.backend is not None:
+        config, where = options.backend, "the command line"
+    elif scripted is not None:
+        return scripted, "scripted ([[model]] of the answers file)"
+    elif scenario.backend is not None:
+        config, where = scenario.backend, "the scenario"
+    else:
+        return None, "none (questions for the model are cancelled as backend_error)"
+    try:
+        backend = backend_from_config(config, tools=scenario.definitions)
+    except ProviderConfigError as error:
+        if options.backend is not None:
+            key = f"--{error.key.replace('_', '-')}" if error.key else "--backend"
+            raise RunError(f"{key}: {error.problem}") from None
+        key = f"backend.{error.key}" if error.key else "backend"
+        raise ConfigError(str(scenario.path), key, error.problem) from None
+    return backend, f"{config.get('provider')} {config.get('model')} (from {where})"
+
+
+def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bool]:
+    """The conversation at ``path`` (created when missing or empty), and whether it is new."""
+    if path.exists() and not path.is_dir():
+        raise RunError(f"{path}: is not a directory")
+    if not path.exists() or not any(path.iterdir()):
+        title = scenario.title or f"inquiry run: {scenario.path.stem}"
+        # base_config.json marks the current layout; the engine configures nothing in it.
+        return Conversation.new(metadata={"title": title}, base_config={}), True
+    return load_conversation(path), False
+
+
+def _seed_workspace(scenario: Scenario, workspace: Path) -> None:
+    """Copy the scenario's seed files into the workspace, replacing earlier copies."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    if scenario.seed is None:
+        return
+    # Contents only, not modes: a seed in a read-only checkout still gives
+    # the tools files they can edit, and copies that the next run can replace.
+    for source in sorted(scenario.seed.rglob("*")):
+        target = workspace / source.relative_to(scenario.seed)
+        if source.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
+def _executors(scenario: Scenario, workspace: Path, conversation_id: str) -> dict[str, Executor]:
+    builtins = builtin_executors()
+    executors: dict[str, Executor] = {}
+    for name, tool in scenario.tools.items():
+        if tool.local is not None:
+            executors[name] = LocalToolExecutor(
+                tool.local, root=workspace, conversation_id=conversation_id
+            )
+        elif tool.builtin is not None:
+            executors[name] = builtins[tool.builtin]
+    return executors
+
+
+@attrs.frozen(kw_only=True)
+class _Person:
+    """Who plays the person, and where progress is printed."""
+
+    prompter: Prompter | None
+    description: str
+    emit: Callable[[str], None]
+    interactive: bool = False
+
+
+def _person(
+    options: RunOptions, script: AnswerScript | None, *, terminal: bool, out: TextIO
+) -> _Person:
+    if options.interactive and not terminal:
+        raise RunError("--tty: standard input and output are not a terminal")
+    if options.interactive or (options.interactive is None and script is None and terminal):
+        try:
+            prompter = TerminalPrompter()
+        except TerminalUnavailableError as error:
+            raise RunError(f"{error} (or run with --answers FILE or --no-tty)") from None
+        # Progress goes above the prompt on screen, never through it.
+        return _Person(
+            prompter=prompter,
+            description="you, at this terminal",
+            emit=prompter.show,
+            interactive=True,
+        )
+
+    def write(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()  # progress is for watching, even through a pipe
+
+    if script is not None:
+        return _Person(
+            prompter=script.prompter(), description=f"scripted ({script.path})", emit=write
+        )
+    return _Person(
+        prompter=None,
+        description="nobody (no terminal): questions go to the model, secrets are cancelled",
+        emit=write,
+    )
+
+
+# -------------------------------------------------------------------- run
+
+
+@contextlib.contextmanager
+def _on_interrupt(handler: Callable[[], None]) -> Iterator[None]:
+    """Call ``handler`` on SIGINT (Ctrl-C while no prompt is on screen) while inside."""
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+async def run_scenario(
+    options: RunOptions,
+    *,
+    out: TextIO,
+    terminal: bool | None = None,
+) -> RunResult:
+    """Play ``options.scenario`` into ``options.conversation``, printing progress on ``out``.
+
+    ``terminal`` says whether stdin and ``out`` are terminals (by default, it
+    is asked of them). Raises :class:`RunError` or another
+    :class:`~coordinator.CoordinatorError` when an input cannot be read or
+    the conversation cannot be written (and then nothing was written, or the
+    error says what was).
+    """
+    scenario = load_scenario(options.scenario)
+    script = load_answer_script(options.answers) if options.answers is not None else None
+    if terminal is None:
+        terminal = sys.stdin.isatty() and out.isatty()
+    conversation, created = _open_conversation(options.conversation, scenario)
+    person = _person(options, script, terminal=terminal, out=out)
+    prompter, emit = person.prompter, person.emit
+    progress = _Progress(emit, scenario)
+
+    backend, model = _backend(options, scenario, script.backend() if script else None)
+    async with contextlib.AsyncExitStack() as stack:
+        if isinstance(backend, ModelInquiryBackend):
+            stack.push_async_callback(backend.aclose)
+        # Everything is read: from here on, the run writes.
+        path = options.conversation
+        workspace = path / WORKSPACE
+        state = "a new conversation" if created else f"{len(conversation.stream.turns())} turns"
+        emit(f"inquiry run: {scenario.path} -> {path} ({state})")
+        emit(f"  person: {person.description}")
+        emit(f"  model: {model}")
+        emit(f"  tools run in {workspace}")
+        if options.backend is not None and script is not None and script.model:
+            emit("note: --backend given, so the answers file's [[model]] entries are not used")
+        if person.interactive and script is not None and (script.answers or script.permissions):
+            emit("note: --tty given, so you answer, not the answers file's person replies")
+        try:
+            save_conversation(conversation, path)
+            _seed_workspace(scenario, workspace)
+        except OSError as error:
+            raise RunError(f"{path}: cannot be written: {error.strerror or error}") from None
+        coordinator = ToolCoordinator(
+            conversation,
+            tools=_executors(scenario, workspace, path.resolve().name),
+            config=scenario.config,
+            prompter=_WatchedPrompter(prompter, progress) if prompter is not None else None,
+            backend=_WatchedBackend(backend, progress) if backend is not None else None,
+            terminal=prompter is not None,
+            system_parts=scenario.system,
+            on_record=progress.record,
+        )
+        result = await _play(scenario, conversation, coordinator, progress)
+    progress.summary(
+        path=path,
+        turns=result.turns,
+        completed=result.completed,
+        total_turns=len(conversation.stream.turns()),
+    )
+    if isinstance(prompter, ScriptedPrompter) and prompter.remaining:
+        emit(f"note: {prompter.remaining} scripted person replies were not used")
+    return result
+
+
+async def _play(
+    scenario: Scenario,
+    conversation: Conversation,
+    coordinator: ToolCoordinator,
+    progress: _Progress,
+) -> RunResult:
+    stream = conversation.stream
+    interrupted = asyncio.Event()
+
+    def interrupt() -> None:
+        interrupted.set()
+        progress.emit("  interrupted: closing every open tool call and question")
+        coordinator.cancel()
+
+    completed = 0
+    with _on_interrupt(interrupt):
+        try:
+            for plan in scenario.turns:
+                if interrupted.is_set():
+                    break
+                stream.append(TurnStart())
+                stream.append(ChatRequest(content=plan.message))
+                number = len(stream.turns())
+                progress.user(number, plan.message)
+                save_conversation(conversation)
+                for cycle_number, cycle in enumerate(plan.cycles, 1):
+                    if cycle.message is not None:
+                        stream.append(ChatResponse.message(cycle.message))
+                        progress.assistant(cycle.message)
+                    requests = [
+                        ToolCallRequest(
+                            id=call.id or f"call_{number}_{cycle_number}_{index}",
+                            name=call.tool,
+                            arguments=dict(call.arguments),
+                        )
+                        for index, call in enumerate(cycle.calls, 1)
+                    ]
+                    for request in requests:
+                        stream.append(request)
+                        progress.call(request)
+                    await coordinator.run(requests)
+                    if interrupted.is_set():
+                        break
+                else:
+                    if plan.reply is not None:
+                        stream.append(ChatResponse.message(plan.reply))
+                        progress.assistant(plan.reply)
+                    completed += 1
+                save_conversation(conversation)
+        except OSError as error:
+            raise RunError(
+                f"{conversation.path}: cannot be written: {error.strerror or error}"
+            ) from None
+    return RunResult(
+        turns=len(scenario.turns),
+        completed=completed,
+        problems=tuple(progress.problems),
+        interrupted=interrupted.is_set(),
+    )

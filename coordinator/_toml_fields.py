@@ -1,0 +1,160 @@
+"""Checked reading of parsed TOML, for the files ``inquiry run`` reads.
+
+Theory of operation: a file is parsed with :mod:`tomllib`, then every value is
+taken out through one of these functions, which name the file and the dotted
+key (arrays of tables as ``turns[0].cycles[1]``, counting from 0) in the
+:class:`~coordinator.ConfigError` they raise. A reader asks for each
+table's keys with :func:`check_keys` first, so an unknown key (a typo) is an
+error rather than a setting silently ignored.
+
+Rules: values that reach a tool or a model must be JSON, so TOML's dates and
+times and the floats ``inf`` and ``nan`` are refused wherever JSON is
+expected (:func:`json_table`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import tomllib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from coordinator._errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from machines import JsonValue
+
+__all__ = [
+    "boolean",
+    "check_keys",
+    "json_table",
+    "json_value",
+    "kind_of",
+    "load_toml",
+    "optional_string",
+    "string",
+    "table",
+    "tables",
+]
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Parse the TOML file ``path``; an error names the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(str(path), "(file)", f"cannot be read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "(file)", "is not UTF-8 text") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(str(path), "(file)", f"is not valid TOML: {error}") from None
+
+
+def kind_of(value: object) -> str:
+    """What ``value`` is, in TOML's words."""
+    names: dict[type, str] = {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        dict: "a table",
+        dt.datetime: "a date-time",
+        dt.date: "a date",
+        dt.time: "a time",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def _join(key: str, name: str) -> str:
+    return f"{key}.{name}" if key else name
+
+
+def check_keys(
+    data: Mapping[str, Any],
+    origin: str,
+    key: str,
+    *,
+    allowed: Iterable[str],
+    required: Iterable[str] = (),
+) -> None:
+    """Refuse a key not in ``allowed``, and a missing one of ``required``."""
+    known = set(allowed)
+    for name in data:
+        if name not in known:
+            expected = ", ".join(sorted(known))
+            problem = f"unknown key (expected one of: {expected})"
+            raise ConfigError(origin, _join(key, name), problem)
+    for name in required:
+        if name not in data:
+            raise ConfigError(origin, _join(key, name), "is required")
+
+
+def table(value: object, origin: str, key: str) -> Mapping[str, Any]:
+    """``value``, which must be a table."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(origin, key, f"expected a table, got {kind_of(value)}")
+    return value
+
+
+def tables(value: object, origin: str, key: str) -> list[Mapping[str, Any]]:
+    """``value``, which must be an array of tables (``[[key]]``)."""
+    if not isinstance(value, list):
+        raise ConfigError(origin, key, f"expected an array of tables, got {kind_of(value)}")
+    return [table(item, origin, f"{key}[{index}]") for index, item in enumerate(value)]
+
+
+def string(value: object, origin: str, key: str, *, empty: bool = True) -> str:
+    """``value``, which must be a string (not empty, unless ``empty``)."""
+    if not isinstance(value, str):
+        raise ConfigError(origin, key, f"expected a string, got {kind_of(value)}")
+    if not empty and not value:
+        raise ConfigError(origin, key, "must not be empty")
+    return value
+
+
+def optional_string(data: Mapping[str, Any], name: str, origin: str, key: str) -> str | None:
+    """``data[name]`` as a string, or ``None`` when absent."""
+    if name not in data:
+        return None
+    return string(data[name], origin, _join(key, name))
+
+
+def boolean(value: object, origin: str, key: str) -> bool:
+    """``value``, which must be ``true`` or ``false``."""
+    if not isinstance(value, bool):
+        raise ConfigError(origin, key, f"expected true or false, got {kind_of(value)}")
+    return value
+
+
+def _json(value: object, origin: str, key: str) -> JsonValue:
+    if isinstance(value, str | bool | int) or value is None:
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConfigError(origin, key, "must be a finite number (JSON has no inf or nan)")
+        return value
+    if isinstance(value, list):
+        return [_json(item, origin, f"{key}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {str(name): _json(item, origin, _join(key, name)) for name, item in value.items()}
+    raise ConfigError(origin, key, f"must be a JSON value, not {kind_of(value)}")
+
+
+def json_table(value: object, origin: str, key: str) -> dict[str, JsonValue]:
+    """``value``, which must be a table of JSON values."""
+    checked = _json(table(value, origin, key), origin, key)
+    if not isinstance(checked, dict):  # pragma: no cover - a table stays a table
+        raise ConfigError(origin, key, "expected a table")
+    return checked
+
+
+def json_value(value: object, origin: str, key: str) -> JsonValue:
+    """``value``, which must be JSON (a TOML date or ``nan`` is not)."""
+    return _json(value, origin, key)

@@ -1,0 +1,140 @@
+"""What the `inquiry run` tests share: the tour, scenarios written on the fly, the records."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coordinator_harness import payloads
+
+from coordinator import load_conversation, pair_events
+from coordinator._cli import main
+from machines import (
+    Answered,
+    Cancelled,
+    InquiryRequest,
+    Redacted,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+
+if TYPE_CHECKING:
+    import pytest
+
+    from coordinator import Conversation
+
+PROJECT = Path(__file__).resolve().parent.parent
+TOUR = PROJECT / "examples" / "tour"
+TOUR_SCENARIO = TOUR / "scenario.toml"
+TOUR_ANSWERS = TOUR / "answers.toml"
+TOOLS = TOUR / "tools"
+#: The tour's deploy token (its fingerprint is in the scenario).
+TOUR_SECRET = "tour-s3cret-token"
+
+
+def cli(*args: str | Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the `inquiry` command in process: exit status, stdout, stderr."""
+    capsys.readouterr()
+    out = io.StringIO()
+    status = main([str(arg) for arg in args], out=out)
+    return status, out.getvalue(), capsys.readouterr().err
+
+
+def write(path: Path, text: str) -> Path:
+    """Write ``text`` (dedented) to ``path``; return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def tool_command(name: str) -> str:
+    """A TOML array running one of the tour's tools by absolute path."""
+    return f'["python3", "{TOOLS / name}.py"]'
+
+
+#: The fingerprint of the tour's token, which its deploy tool checks.
+TOKEN_SHA256 = "4e11b4aa74cac3be99bd491a76356c7a56e3847bcf4275ee1e416a99c108a3e2"
+
+#: The tour's tools, defined for scenarios written by the tests.
+TOUR_TOOLS = f"""
+    [tools.fs_modify_file]
+    command = {tool_command("fs_modify_file")}
+
+    [tools.release]
+    command = {tool_command("release")}
+
+    [tools.deploy]
+    command = {tool_command("deploy")}
+    options = {{ token_sha256 = "{TOKEN_SHA256}" }}
+"""
+
+
+def seeded(path: Path) -> Path:
+    """A workspace seed beside a scenario: the tour's notes, version and changelog."""
+    seed = path / "seed"
+    for name in ("notes.txt", "VERSION", "CHANGELOG.md"):
+        target = seed / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((TOUR / "workspace" / name).read_bytes())
+    return seed
+
+
+def every_byte(directory: Path) -> bytes:
+    """Every file under ``directory``, concatenated."""
+    return b"".join(path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file())
+
+
+def outcomes(conversation: Conversation) -> dict[str, Any]:
+    """Each inquiry's question id (`tool.question`) and its response, by inquiry id."""
+    requests = {r.id: r for r in payloads(conversation, InquiryRequest)}
+    return {
+        inquiry_id: response
+        for inquiry_id in requests
+        for response in payloads(conversation, (Answered, Cancelled, Redacted))
+        if response.id == inquiry_id
+    }
+
+
+def responses(conversation: Conversation) -> dict[str, ToolCallResponse]:
+    """Each tool call's response, by tool call id."""
+    return {r.id: r for r in payloads(conversation, ToolCallResponse)}
+
+
+def calls(conversation: Conversation) -> dict[str, ToolCallRequest]:
+    """Each tool call request, by id."""
+    return {r.id: r for r in payloads(conversation, ToolCallRequest)}
+
+
+def assert_paired(directory: Path) -> Conversation:
+    """The saved conversation loads and every request in it has its response."""
+    conversation = load_conversation(directory)
+    pairing = pair_events(conversation.stream)
+    assert pairing.inquiries.pending == ()
+    assert pairing.inquiries.orphaned == ()
+    assert pairing.tool_calls.pending == ()
+    assert pairing.tool_calls.orphaned == ()
+    return conversation
+
+
+__all__ = [
+    "PROJECT",
+    "TOKEN_SHA256",
+    "TOOLS",
+    "TOUR",
+    "TOUR_ANSWERS",
+    "TOUR_SCENARIO",
+    "TOUR_SECRET",
+    "TOUR_TOOLS",
+    "assert_paired",
+    "calls",
+    "cli",
+    "every_byte",
+    "outcomes",
+    "payloads",
+    "responses",
+    "seeded",
+    "tool_command",
+    "write",
+]

@@ -1,0 +1,174 @@
+"""The built-in tools and the tool configuration file, as an embedder meets them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads, run
+
+from coordinator import (
+    ANSWER_INQUIRY_TOOL,
+    AskUser,
+    ConfigError,
+    ScriptedPrompter,
+    ToolCoordinator,
+    builtin_executors,
+    load_tools_config,
+    parse_tools_config,
+)
+from machines import (
+    InquiryRequest,
+    RunMode,
+    StaticAnswer,
+    Target,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from machines import JsonValue
+
+
+def _ask(tmp_path: Path, arguments: dict[str, JsonValue], prompter: ScriptedPrompter) -> str:
+    conversation = conversation_on_disk(tmp_path)
+    request = ToolCallRequest(id="call_1", name="ask_user", arguments=arguments)
+    conversation.stream.append(request)
+    coordinator = ToolCoordinator(
+        conversation, tools=builtin_executors(), config=UNATTENDED, prompter=prompter
+    )
+    (response,) = run(coordinator.run([request]))
+    assert_invariants(conversation)
+    return response.content if not response.is_error else "error: " + response.content
+
+
+def test_ask_user_asks_a_boolean_and_reports_the_answer(tmp_path: Path) -> None:
+    """The person's answer comes back to the model, quoted with the question."""
+    said = _ask(
+        tmp_path,
+        {"question": "Deploy now?", "answer_type": "boolean"},
+        ScriptedPrompter().answer(value=False),
+    )
+    assert said == "The answer to \u201cDeploy now?\u201d is: false"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({}, "missing required argument 'question'"),
+        ({"question": 3}, "argument 'question' must be of type string"),
+        ({"question": "Which?", "answer_type": "colour"}, "must be one of"),
+        ({"question": "Which?", "answer_type": "select"}, "non-empty 'options'"),
+        ({"question": "Which?", "answer_type": "select", "options": []}, "non-empty 'options'"),
+        ({"question": "Sure?", "answer_type": "boolean", "default": "yes"}, "default"),
+        ({"question": "Hi?", "mood": "sunny"}, "'mood'"),
+    ],
+)
+def test_ask_user_with_bad_arguments_tells_the_model_what_is_wrong(
+    tmp_path: Path, arguments: dict[str, JsonValue], problem: str
+) -> None:
+    """Nothing is asked; the tool error names the argument at fault."""
+    said = _ask(tmp_path, arguments, ScriptedPrompter())
+    assert said.startswith("error: Invalid arguments for tool 'ask_user'")
+    assert problem in said
+
+
+def test_ask_user_question_ids_follow_the_text() -> None:
+    """Two different questions never share an id (so a remembered answer never crosses)."""
+    assert AskUser.question_id("Deploy?") == AskUser.question_id("Deploy?")
+    assert AskUser.question_id("Deploy?") != AskUser.question_id("Delete?")
+
+
+def test_answer_inquiry_called_on_its_own_is_an_error(tmp_path: Path) -> None:
+    """The model calling answer_inquiry outside an inquiry is told it cannot."""
+    conversation = conversation_on_disk(tmp_path)
+    request = ToolCallRequest(
+        id="call_1", name=ANSWER_INQUIRY_TOOL.name, arguments={"answer": True}
+    )
+    conversation.stream.append(request)
+    coordinator = ToolCoordinator(conversation, tools=builtin_executors(), config=UNATTENDED)
+    (response,) = run(coordinator.run([request]))
+    assert response.is_error
+    assert "answer_inquiry" in response.content
+    assert payloads(conversation, InquiryRequest) == []
+    assert payloads(conversation, ToolCallResponse) == [response]
+
+
+# ------------------------------------------------------------ configuration
+
+
+def test_a_config_file_is_read(tmp_path: Path) -> None:
+    """Defaults, per-tool run modes, targets and static answers."""
+    path = tmp_path / "tools.toml"
+    path.write_text(
+        '[defaults]\nrun = "unattended"\n\n'
+        '[tools.fs]\nrun = "ask"\n\n'
+        '[tools.fs.questions.apply]\ntarget = "assistant"\nanswer = true\n'
+    )
+    config = load_tools_config(path)
+    assert config.run_mode("fs") is RunMode.ASK
+    assert config.run_mode("other") is RunMode.UNATTENDED
+    assert config.question("fs", "apply").target is Target.ASSISTANT
+    assert config.question("fs", "apply").answer == StaticAnswer(True)
+    assert config.question("fs", "other").target is Target.USER
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "problem"),
+    [
+        ({"default": {}}, "default", "unknown key (expected one of: defaults, tools)"),
+        ({"defaults": {"run": "sometimes"}}, "defaults.run", "expected 'ask' or"),
+        ({"defaults": {"run": True}}, "defaults.run", "got a boolean"),
+        ({"tools": []}, "tools", "expected a table, got an array"),
+        ({"tools": {"fs": {"runs": "ask"}}}, "tools.fs.runs", "unknown key"),
+        (
+            {"tools": {"fs": {"questions": {"apply": {"target": "model"}}}}},
+            "tools.fs.questions.apply.target",
+            "expected 'user' or 'assistant', got 'model'",
+        ),
+        (
+            {"tools": {"fs": {"questions": {"apply": {"answer": dt.date(2026, 1, 1)}}}}},
+            "tools.fs.questions.apply.answer",
+            "must be a JSON value, not a date",
+        ),
+        (
+            {"tools": {"fs": {"questions": {"apply": {"answer": float("nan")}}}}},
+            "tools.fs.questions.apply.answer",
+            "finite number",
+        ),
+    ],
+)
+def test_a_bad_config_names_the_key_and_what_was_expected(
+    data: dict[str, Any], key: str, problem: str
+) -> None:
+    """Every mistake is an error naming where it is; nothing is silently ignored."""
+    with pytest.raises(ConfigError) as caught:
+        parse_tools_config(data, origin="tools.toml")
+    assert caught.value.origin == "tools.toml"
+    assert caught.value.key == key
+    assert problem in caught.value.problem
+    assert str(caught.value).startswith(f"tools.toml: {key}: ")
+
+
+@pytest.mark.parametrize("name", ["source", "inquiry_source", "asked_by"])
+def test_the_source_of_a_question_cannot_be_configured(name: str) -> None:
+    """Configuration decides who answers, never who asked."""
+    data = {"tools": {"fs": {"questions": {"apply": {name: "assistant"}}}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_tools_config(data, origin="tools.toml")
+    assert caught.value.key == f"tools.fs.questions.apply.{name}"
+    assert "cannot be configured" in caught.value.problem
+
+
+def test_an_unreadable_config_file_is_named(tmp_path: Path) -> None:
+    """A missing file and a file that is not TOML are told apart."""
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_tools_config(tmp_path / "absent.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[tools\n")
+    with pytest.raises(ConfigError, match="is not valid TOML") as caught:
+        load_tools_config(broken)
+    assert caught.value.origin == str(broken)

@@ -1,0 +1,227 @@
+"""Event ids (RFD D24): generated, accepted, repaired, and written first."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pytest
+from conftest import CountingIds, FixedClock
+
+from coordinator import (
+    Conversation,
+    ConversationStream,
+    EventEntry,
+    IdRepairs,
+    UnknownEntry,
+    load_conversation,
+    new_event_id,
+    save_conversation,
+)
+from machines import ChatRequest, TurnStart
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+GENERATED = re.compile(r"[0-9a-z]{7}")
+STAMP = "2026-03-05 19:31:45.7"
+
+
+def _write(directory: Path, entries: list[dict[str, Any]]) -> Path:
+    path = directory / "events.json"
+    path.write_bytes(orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n")
+    return path
+
+
+def _turn(event_id: object = None, **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {} if event_id is None else {"event_id": event_id}
+    return entry | {"timestamp": STAMP, "type": "turn_start"} | extra
+
+
+def _ids(conversation: Conversation) -> list[str | None]:
+    return [entry.event_id for entry in conversation.stream]
+
+
+# --------------------------------------------------------------- generation
+
+
+def test_new_ids_are_seven_lowercase_base36_characters() -> None:
+    """A generated id is 7 characters from 0-9a-z."""
+    ids = [new_event_id() for _ in range(2000)]
+    assert all(GENERATED.fullmatch(event_id) for event_id in ids)
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize(
+    ("drawn", "expected"),
+    [(0, "0000000"), (36**7 - 1, "zzzzzzz")],
+)
+def test_new_ids_are_drawn_from_the_os_rng(
+    monkeypatch: pytest.MonkeyPatch, drawn: int, expected: str
+) -> None:
+    """Ids come from secrets (the OS RNG) over the whole 36**7 space."""
+    bounds: list[int] = []
+
+    def randbelow(bound: int) -> int:
+        bounds.append(bound)
+        return drawn
+
+    monkeypatch.setattr(secrets, "randbelow", randbelow)
+    assert new_event_id() == expected
+    assert bounds == [36**7]
+
+
+def test_appended_entries_get_generated_ids() -> None:
+    """A stream without an injected id source gives new entries generated ids."""
+    stream = ConversationStream()
+    entries = [stream.append(TurnStart()), stream.append(ChatRequest(content="hi"))]
+    assert all(GENERATED.fullmatch(entry.event_id) for entry in entries)
+    assert entries[0].event_id != entries[1].event_id
+
+
+# ------------------------------------------------------------------ reading
+
+
+@pytest.mark.parametrize("event_id", ["x", "Hand-Edited ID!", "0", "toolu_01.q", "ü"])
+def test_any_non_empty_id_is_kept_as_it_is(tmp_path: Path, event_id: str) -> None:
+    """An id that does not look generated is accepted unchanged."""
+    _write(tmp_path, [_turn(event_id)])
+    conversation = load_conversation(tmp_path)
+    assert _ids(conversation) == [event_id]
+    assert conversation.id_repairs == IdRepairs()
+
+
+@pytest.mark.parametrize("event_id", [None, "", 7, ["a"], {"id": "a"}, True])
+def test_a_missing_or_unusable_id_gets_a_fresh_one_at_load(
+    tmp_path: Path, event_id: object
+) -> None:
+    """Missing, empty or non-string ids are replaced by a generated id, counted as assigned."""
+    entries = [_turn("keep"), _turn() if event_id is None else _turn(event_id)]
+    _write(tmp_path, entries)
+    conversation = load_conversation(tmp_path)
+    kept, fresh = _ids(conversation)
+    assert kept == "keep"
+    assert fresh is not None
+    assert GENERATED.fullmatch(fresh)
+    assert conversation.id_repairs == IdRepairs(assigned=1, regenerated=0)
+
+
+def test_a_file_without_ids_gets_them_all_and_keeps_them_once_saved(tmp_path: Path) -> None:
+    """Legacy files get ids at load; after a save the next load repairs nothing."""
+    path = _write(tmp_path, [_turn(), _turn(), _turn()])
+    conversation = load_conversation(tmp_path)
+    assert conversation.id_repairs == IdRepairs(assigned=3, regenerated=0)
+    assert conversation.id_repairs.total == 3
+    result = save_conversation(conversation)
+    assert path in result.written
+    reloaded = load_conversation(tmp_path)
+    assert reloaded.id_repairs == IdRepairs()
+    assert _ids(reloaded) == _ids(conversation)
+
+
+def test_ids_assigned_at_load_differ_between_loads_until_saved(tmp_path: Path) -> None:
+    """Nothing is written by loading, so two loads may assign different ids."""
+    path = _write(tmp_path, [_turn()])
+    before = path.read_bytes()
+    first = load_conversation(tmp_path, new_id=lambda: "first00")
+    second = load_conversation(tmp_path, new_id=lambda: "second0")
+    assert (_ids(first), _ids(second)) == (["first00"], ["second0"])
+    assert path.read_bytes() == before
+
+
+# ---------------------------------------------------------------- duplicates
+
+
+def test_the_earliest_duplicate_keeps_its_id_and_later_ones_are_regenerated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Duplicates: first occurrence keeps the id, each later one gets a fresh id and a warning."""
+    path = _write(tmp_path, [_turn("dup"), _turn("other"), _turn("dup"), _turn("dup")])
+    with caplog.at_level(logging.WARNING, logger="coordinator.stream"):
+        conversation = load_conversation(tmp_path, new_id=CountingIds())
+    assert _ids(conversation) == ["dup", "other", "e000001", "e000002"]
+    assert conversation.id_repairs == IdRepairs(assigned=0, regenerated=2)
+    warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert all("repeats event id 'dup'" in record.getMessage() for record in warnings)
+    assert str(path) in warnings[0].getMessage()
+    assert "entry 2" in warnings[0].getMessage()
+    assert "entry 3" in warnings[1].getMessage()
+
+
+def test_a_fresh_id_never_takes_an_id_used_further_down(tmp_path: Path) -> None:
+    """Repair skips candidates that a later entry already carries."""
+    _write(tmp_path, [_turn(), _turn("e000001"), _turn("e000002")])
+    conversation = load_conversation(tmp_path, new_id=CountingIds())
+    assert _ids(conversation) == ["e000003", "e000001", "e000002"]
+
+
+def test_a_stream_holds_unique_ids_after_repair(tmp_path: Path) -> None:
+    """After load, every id in the stream is distinct, and the stream accepts itself back."""
+    _write(tmp_path, [_turn("a"), _turn("a"), _turn(), _turn(""), _turn("b"), _turn("a")])
+    conversation = load_conversation(tmp_path)
+    ids = _ids(conversation)
+    assert len(set(ids)) == len(ids)
+    conversation.stream.replace(list(conversation.stream))
+    assert _ids(conversation) == ids
+
+
+@pytest.mark.parametrize("unknown_first", [True, False])
+def test_an_unknown_entry_keeps_its_id_and_a_known_one_sharing_it_is_regenerated(
+    tmp_path: Path, unknown_first: bool
+) -> None:
+    """Unknown entries are verbatim, so a known entry with the same id gets a fresh one."""
+    unknown = {"event_id": "shared", "type": "future_kind", "timestamp": STAMP, "x": 1}
+    known = _turn("shared")
+    _write(tmp_path, [unknown, known] if unknown_first else [known, unknown])
+    conversation = load_conversation(tmp_path, new_id=CountingIds())
+    entries = list(conversation.stream)
+    (unknown_entry,) = [entry for entry in entries if isinstance(entry, UnknownEntry)]
+    (known_entry,) = [entry for entry in entries if isinstance(entry, EventEntry)]
+    assert unknown_entry.raw == unknown
+    assert known_entry.event_id == "e000001"
+    assert conversation.id_repairs == IdRepairs(assigned=0, regenerated=1)
+    conversation.stream.replace(entries)  # the ids are unique: the stream accepts them
+
+
+# ------------------------------------------------------------------ writing
+
+
+def test_event_id_is_the_first_key_of_every_written_entry(tmp_path: Path) -> None:
+    """Loaded entries (id anywhere or nowhere) and new ones are written id first."""
+    path = _write(
+        tmp_path,
+        [
+            _turn(),
+            {"timestamp": STAMP, "type": "chat_request", "content": "hi", "event_id": "late"},
+            {"type": "config_delta", "timestamp": STAMP, "delta": {}},
+        ],
+    )
+    conversation = load_conversation(tmp_path, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatRequest(content="new"))
+    conversation.stream.append_config_delta({"model": "m"})
+    save_conversation(conversation)
+    written = orjson.loads(path.read_bytes())
+    assert [next(iter(entry)) for entry in written] == ["event_id"] * 5
+    assert [entry["event_id"] for entry in written] == [
+        "e000001",
+        "late",
+        "e000002",
+        "e000003",
+        "e000004",
+    ]
+    lines = path.read_text().splitlines()
+    openings = [index for index, line in enumerate(lines) if line == "  {"]
+    assert all(lines[index + 1].startswith('    "event_id": ') for index in openings)
+
+
+def test_the_rest_of_an_entry_keeps_its_key_order(tmp_path: Path) -> None:
+    """Only event_id moves: the other keys stay in the order they were read."""
+    path = _write(tmp_path, [{"type": "config_delta", "timestamp": STAMP, "delta": {"b": 1}}])
+    conversation = load_conversation(tmp_path, new_id=CountingIds())
+    save_conversation(conversation)
+    (entry,) = orjson.loads(path.read_bytes())
+    assert list(entry) == ["event_id", "type", "timestamp", "delta"]

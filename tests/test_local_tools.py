@@ -1,0 +1,335 @@
+"""Local tools: the subprocess protocol, its failure modes, and provenance."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sys
+import textwrap
+from typing import TYPE_CHECKING
+
+import orjson
+import pytest
+from coordinator_harness import (
+    UNATTENDED,
+    assert_invariants,
+    assistant_calls,
+    conversation_on_disk,
+    payloads,
+    run,
+)
+
+from coordinator import (
+    Completed,
+    LocalTool,
+    LocalToolExecutor,
+    NeedsInput,
+    ScriptedPrompter,
+    ToolCoordinator,
+    check_arguments,
+)
+from machines import (
+    InquiryRequest,
+    InquirySource,
+    Redacted,
+    SecretValue,
+    SourceKind,
+    ToolCallRequest,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from machines import JsonValue, ToolAnswer
+
+SECRET = "correct horse battery staple"
+
+
+def _script(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def _tool(tmp_path: Path, body: str, **kwargs: object) -> LocalToolExecutor:
+    script = _script(tmp_path, "tool", body)
+    command = kwargs.pop("command", [sys.executable, str(script), "{{tool}}", "{{context}}"])
+    tool = LocalTool(name="demo", command=command, **kwargs)  # type: ignore[arg-type]
+    return LocalToolExecutor(tool, root=tmp_path, conversation_id="conv-1")
+
+
+def _call(arguments: dict[str, JsonValue] | None = None) -> ToolCallRequest:
+    return ToolCallRequest(id="call_1", name="demo", arguments=arguments or {"path": "a.txt"})
+
+
+def _execute(
+    executor: LocalToolExecutor,
+    answers: dict[str, ToolAnswer] | None = None,
+    arguments: dict[str, JsonValue] | None = None,
+) -> Completed | NeedsInput:
+    return run(executor.execute(_call(arguments), answers or {}))
+
+
+ECHO = """
+    import json, sys
+    tool, context = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    content = json.dumps({"tool": tool, "context": context})
+    print(json.dumps({"type": "success", "content": content}))
+"""
+
+
+def test_the_tool_gets_its_request_and_context_as_json(tmp_path: Path) -> None:
+    """{{tool}} and {{context}} are replaced by the request and context JSON."""
+    result = _execute(_tool(tmp_path, ECHO, options={"level": 2}), {"apply": True})
+    assert isinstance(result, Completed)
+    seen = orjson.loads(result.content)
+    assert seen["tool"] == {
+        "name": "demo",
+        "arguments": {"path": "a.txt"},
+        "answers": {"apply": True},
+        "options": {"level": 2},
+    }
+    assert seen["context"] == {
+        "action": "run",
+        "root": str(tmp_path.resolve()),
+        "access": None,
+        "workspace_id": None,
+        "conversation_id": "conv-1",
+    }
+
+
+def test_the_request_is_also_on_stdin(tmp_path: Path) -> None:
+    """A tool without {{tool}} in its command reads the same request from stdin."""
+    body = """
+        import json, sys
+        tool = json.loads(sys.stdin.readline())
+        print(json.dumps({"type": "success", "content": json.dumps(tool["answers"])}))
+    """
+    script = _script(tmp_path, "stdin_tool", body)
+    executor = _tool(tmp_path, ECHO, command=[sys.executable, str(script)])
+    result = _execute(executor, {"passphrase": SecretValue(SECRET)})
+    assert isinstance(result, Completed)
+    assert orjson.loads(result.content) == {"passphrase": SECRET}
+
+
+def test_an_error_outcome_is_a_tool_error_with_message_and_trace(tmp_path: Path) -> None:
+    """{"type": "error"} becomes an error response carrying message and trace (JP's shape)."""
+    body = """
+        import json
+        print(json.dumps({
+            "type": "error", "message": "no such file", "trace": ["a.txt"], "transient": False,
+        }))
+    """
+    result = _execute(_tool(tmp_path, body))
+    assert result == Completed(
+        content='{"message":"no such file","trace":["a.txt"]}', is_error=True
+    )
+
+
+def test_a_question_is_always_the_tools_own(tmp_path: Path) -> None:
+    """needs_input becomes NeedsInput with source tool:<name>, whatever the tool claims."""
+    body = """
+        import json
+        question = {
+            "id": "apply", "text": "Apply?", "pre_amble": "--- a\\n+++ b",
+            "answer_type": "Boolean", "default": True,
+        }
+        print(json.dumps({
+            "type": "needs_input", "source": {"source": "assistant"}, "question": question,
+        }))
+    """
+    result = _execute(_tool(tmp_path, body), {"earlier": "x"})
+    assert isinstance(result, NeedsInput)
+    assert result.source == InquirySource.tool("demo")
+    assert result.question.context == "--- a\n+++ b"
+    assert result.accumulated_answers == {"earlier": "x"}
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('print("plain text output")', Completed(content="plain text output\n")),
+        (
+            'import sys; print("partial"); print("boom", file=sys.stderr); sys.exit(3)',
+            Completed(
+                content=(
+                    '{"message":"Tool \'demo\' execution failed.",'
+                    '"stderr":"boom\\n","stdout":"partial\\n"}'
+                ),
+                is_error=True,
+            ),
+        ),
+    ],
+    ids=["exit-0-raw-output", "nonzero-exit-with-stderr"],
+)
+def test_raw_output_falls_back_as_jp_does(tmp_path: Path, body: str, expected: Completed) -> None:
+    """Stdout that is no outcome is success on exit 0, else an error with stderr and stdout."""
+    assert _execute(_tool(tmp_path, body)) == expected
+
+
+@pytest.mark.parametrize(
+    ("outcome", "problem"),
+    [
+        ({"type": "success", "content": 42}, "'content' of a success must be a string"),
+        ({"type": "error", "message": None}, "'message' of an error must be a string"),
+        ({"type": "error", "message": "x", "trace": "x"}, "'trace' of an error must be an array"),
+        ({"type": "needs_input", "question": {"id": "q"}}, "its question cannot be read"),
+        (
+            {
+                "type": "needs_input",
+                "question": {"id": "q", "text": "?", "answer_type": "Sometimes"},
+            },
+            "unknown answer type 'Sometimes'",
+        ),
+    ],
+)
+def test_a_malformed_outcome_is_a_clear_error(
+    tmp_path: Path, outcome: dict[str, object], problem: str
+) -> None:
+    """An outcome of the wrong shape fails the call, saying what is wrong with it."""
+    body = f"print({orjson.dumps(orjson.dumps(outcome).decode()).decode()})"
+    result = _execute(_tool(tmp_path, body))
+    assert isinstance(result, Completed)
+    assert result.is_error
+    assert "printed a malformed outcome" in result.content
+    assert problem in result.content
+
+
+def test_a_tool_that_never_exits_is_stopped(tmp_path: Path) -> None:
+    """A tool past its timeout is killed (its children too) and the call fails, saying so."""
+    body = """
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        time.sleep(60)
+    """
+    result = _execute(_tool(tmp_path, body, timeout=0.5))
+    assert result == Completed(
+        content='{"message":"Tool \'demo\' ran longer than 0.5 s and was stopped."}',
+        is_error=True,
+    )
+
+
+def test_a_tool_that_prints_megabytes_is_stopped(tmp_path: Path) -> None:
+    """Output past the limit stops the tool with an error instead of filling memory."""
+    body = """
+        import sys
+        while True:
+            sys.stdout.write("x" * 65536)
+    """
+    result = _execute(_tool(tmp_path, body, max_output=1_000_000))
+    assert result == Completed(
+        content='{"message":"Tool \'demo\' printed more than 1000000 bytes and was stopped."}',
+        is_error=True,
+    )
+
+
+def test_a_missing_program_is_a_clear_error(tmp_path: Path) -> None:
+    """A command that cannot be started fails the call, naming the tool."""
+    executor = _tool(tmp_path, ECHO, command=[str(tmp_path / "no-such-program")])
+    result = _execute(executor)
+    assert isinstance(result, Completed)
+    assert result.is_error
+    assert "Tool 'demo' could not be started" in result.content
+
+
+def test_argument_errors_are_reported_to_the_model(tmp_path: Path) -> None:
+    """Arguments that do not fit the tool's schema are a tool error; the tool never runs."""
+    marker = tmp_path / "ran"
+    body = f"open({str(marker)!r}, 'w').write('yes')"
+    parameters = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "count": {"type": "integer"}},
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    executor = _tool(tmp_path, body, parameters=parameters)
+    result = _execute(executor, arguments={"count": "three"})
+    assert result == Completed(
+        content="Invalid arguments for tool 'demo': missing required argument 'path'.",
+        is_error=True,
+    )
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"path": 3}, "argument 'path' must be of type string"),
+        ({"path": "a", "mode": "x"}, "unknown argument 'mode'"),
+        ({"path": "a", "count": True}, "argument 'count' must be of type integer"),
+        ({"path": "a", "level": "loud"}, "argument 'level' must be one of ['low', 'high']"),
+        ({"path": "a", "count": 2, "level": "low"}, None),
+    ],
+)
+def test_check_arguments(arguments: dict[str, object], problem: str | None) -> None:
+    """The schema subset: required, type (bool is not an integer), enum, no extras."""
+    schema = {
+        "properties": {
+            "path": {"type": "string"},
+            "count": {"type": "integer"},
+            "level": {"enum": ["low", "high"]},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    assert check_arguments(schema, arguments) == problem
+
+
+def test_a_cancelled_run_kills_the_tool(tmp_path: Path) -> None:
+    """Cancelling a run (an interrupted turn) leaves no process behind."""
+    pid_file = tmp_path / "pid"
+    body = f"""
+        import os, time
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+    """
+    executor = _tool(tmp_path, body)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(executor.execute(_call(), {}))
+        while not pid_file.exists() or not pid_file.read_text():  # noqa: ASYNC110 - a file, not an event
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(scenario())
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+SECRET_TOOL = """
+    import hashlib, json, sys
+    request = json.loads(sys.stdin.readline())
+    answers = request["answers"]
+    if "passphrase" not in answers:
+        print(json.dumps({"type": "needs_input", "question": {
+            "id": "passphrase", "text": "SSH passphrase?", "answer_type": {"type": "secret"}}}))
+    else:
+        digest = hashlib.sha256(answers["passphrase"].encode()).hexdigest()
+        print(json.dumps({"type": "success", "content": "unlocked with sha256 " + digest}))
+"""
+
+
+def test_local_tool_secret_reaches_its_next_run_and_never_the_file(tmp_path: Path) -> None:
+    """RFD 082: a local tool's secret question is Redacted; its next run gets the answer."""
+    conversation_dir = tmp_path / "conversation"
+    conversation = conversation_on_disk(conversation_dir)
+    script = _script(tmp_path, "ssh_tool", SECRET_TOOL)
+    tool = LocalTool(name="ssh", command=[sys.executable, str(script)])
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"ssh": LocalToolExecutor(tool, root=tmp_path)},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(SECRET),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "ssh"))))
+    digest = hashlib.sha256(SECRET.encode()).hexdigest()
+    assert response.content == f"unlocked with sha256 {digest}"
+    assert payloads(conversation, Redacted) == [Redacted(id="call_1.passphrase.1")]
+    questions = [r.question for r in payloads(conversation, InquiryRequest)]
+    assert questions[0].answer_type.is_secret
+    assert_invariants(conversation, [SECRET])
+    requests = payloads(conversation, InquiryRequest)
+    assert all(p.source.kind is SourceKind.TOOL for p in requests)

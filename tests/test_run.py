@@ -1,0 +1,531 @@
+"""`inquiry run`: the tour end to end, appending, who answers, and how a run fails."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pytest
+from run_helpers import (
+    TOUR_ANSWERS,
+    TOUR_SCENARIO,
+    TOUR_SECRET,
+    TOUR_TOOLS,
+    assert_paired,
+    calls,
+    cli,
+    every_byte,
+    outcomes,
+    responses,
+    seeded,
+    write,
+)
+
+from machines import Answered, CancellationReason, Cancelled, Redacted
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def run_tour(conversation: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """The main job: the tour, non-interactive, into ``conversation``."""
+    return cli(
+        "run",
+        TOUR_SCENARIO,
+        "--answers",
+        TOUR_ANSWERS,
+        "--conversation",
+        conversation,
+        capsys=capsys,
+    )
+
+
+def by_question(conversation_outcomes: dict[str, Any], question: str) -> list[Any]:
+    """The responses to every inquiry of ``question`` (an id segment), in stream order."""
+    return [r for inquiry_id, r in conversation_outcomes.items() if f".{question}." in inquiry_id]
+
+
+def test_the_tour_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The tour completes: every path recorded as it should be, the secret nowhere on disk."""
+    directory = tmp_path / "tour"
+    status, out, err = run_tour(directory, capsys)
+    assert (status, err) == (0, "")
+    conversation = assert_paired(directory)
+    found = outcomes(conversation)
+    assert len(found) == 8
+    # The person's Y answered the first call, the turn's memory the second.
+    first, second = by_question(found, "apply_changes")
+    assert first == Answered(id=first.id, answer=True)
+    assert second == Answered(id=second.id, answer=True)
+    assert "answered from this turn's memory" in out
+    # The static answer, the model's answer, the person's select and text.
+    assert by_question(found, "scope")[0].answer == "notes"
+    assert by_question(found, "fix")[0].answer is True
+    assert by_question(found, "bump")[0].answer == "minor"
+    assert isinstance(by_question(found, "token")[0], Redacted)
+    assert "= answered by the model: true" in out
+    assert '= answered by configuration (a static answer): "notes"' in out
+    assert "= redacted by the person: <secret>" in out
+    # The deploy tool received exactly the token, which is nowhere else.
+    deployed = responses(conversation)["call_1_4_1"]
+    assert "matched the expected fingerprint" in deployed.content
+    assert TOUR_SECRET.encode() not in every_byte(directory)
+    assert TOUR_SECRET not in out
+    # The tools really worked in the workspace.
+    notes = (directory / "workspace" / "notes.txt").read_text()
+    assert "teh" not in notes
+    assert "Project notes" in notes
+    assert (directory / "workspace" / "VERSION").read_text() == "1.5.0\n"
+    metadata = orjson.loads((directory / "metadata.json").read_bytes())
+    assert metadata == {"title": "The inquiry coordinator tour"}
+    assert (directory / "base_config.json").is_file()  # the current layout
+    assert "tool calls: 6 (6 succeeded)" in out
+
+
+def test_the_assistants_question_is_recorded_as_the_assistants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ask_user's question has the assistant as its source, and the person answered it."""
+    directory = tmp_path / "tour"
+    assert run_tour(directory, capsys)[0] == 0
+    events = orjson.loads((directory / "events.json").read_bytes())
+    (request,) = [
+        e for e in events if e["type"] == "inquiry_request" and e["id"].startswith("call_1_5_1.")
+    ]
+    assert request["source"] == {"source": "assistant"}
+
+
+def test_running_again_appends_a_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second run of the tour adds a second complete turn to the same conversation."""
+    directory = tmp_path / "tour"
+    assert run_tour(directory, capsys)[0] == 0
+    status, out, err = run_tour(directory, capsys)
+    assert (status, err) == (0, "")
+    conversation = assert_paired(directory)
+    assert len(conversation.stream.turns()) == 2
+    assert "call_2_4_1" in calls(conversation)
+    assert "holds 2 turns" in out
+    # The workspace was refreshed, so the second run edited the seed again.
+    assert (directory / "workspace" / "VERSION").read_text() == "1.5.0\n"
+    assert TOUR_SECRET.encode() not in every_byte(directory)
+
+
+def test_the_tour_runs_from_any_directory(tmp_path: Path) -> None:
+    """Run as a program from elsewhere, the tour's relative paths still resolve."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator._cli",
+            "run",
+            str(TOUR_SCENARIO),
+            "--answers",
+            str(TOUR_ANSWERS),
+            "--conversation",
+            "here",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert_paired(tmp_path / "here")
+    assert TOUR_SECRET not in result.stdout + result.stderr
+
+
+def test_an_unreadable_conversation_is_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A conversation that cannot be read: one line on stderr, exit 2, nothing written."""
+    directory = tmp_path / "broken"
+    directory.mkdir()
+    (directory / "events.json").write_text("[{]")
+    status, _, err = run_tour(directory, capsys)
+    assert status == 2
+    assert err.count("\n") == 1
+    assert str(directory / "events.json") in err
+    assert sorted(p.name for p in directory.iterdir()) == ["events.json"]
+    assert (directory / "events.json").read_text() == "[{]"
+
+
+def test_a_conversation_path_that_is_a_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--conversation naming a file is an error (exit 2), and the file is untouched."""
+    target = write(tmp_path / "file", "not a conversation")
+    status, _, err = run_tour(target, capsys)
+    assert status == 2
+    assert "is not a directory" in err
+    assert target.read_text() == "not a conversation"
+
+
+def test_no_terminal_sends_questions_to_the_model_and_cancels_secrets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-tty without answers: no permission asked, secrets cancelled, questions to the model."""
+    directory = tmp_path / "tour"
+    status, out, _ = cli(
+        "run", TOUR_SCENARIO, "--no-tty", "--conversation", directory, capsys=capsys
+    )
+    assert status == 0
+    conversation = assert_paired(directory)
+    found = outcomes(conversation)
+    token = by_question(found, "token")[0]
+    assert token == Cancelled(id=token.id, reason=CancellationReason.NO_PROMPT_BACKEND)
+    # There is no model either: the person's questions end as backend errors.
+    bump = by_question(found, "bump")[0]
+    assert bump == Cancelled(id=bump.id, reason=CancellationReason.BACKEND_ERROR)
+    assert "person: nobody" in out
+    assert "permission for" not in out  # run mode ask without a terminal runs the tool
+
+
+def write_answers(tmp_path: Path, text: str) -> Path:
+    """An answers file in ``tmp_path``."""
+    return write(tmp_path / "answers.toml", text)
+
+
+def scenario_with(tmp_path: Path, turns: str, *, extra: str = "") -> Path:
+    """A scenario of the tour's tools (all asking permission), seeded like the tour."""
+    seeded(tmp_path)
+    return write(
+        tmp_path / "scenario.toml",
+        f"""
+        [workspace]
+        seed = "seed"
+        [defaults]
+        run = "ask"
+        {TOUR_TOOLS}
+        {extra}
+        {turns}
+        """,
+    )
+
+
+MODIFY = '{ tool = "fs_modify_file", arguments = { path = "notes.txt", pattern = "teh", replacement = "the" } }'  # noqa: E501 - one TOML line
+
+
+RELEASE = """
+[[turns]]
+message = "Release."
+[[turns.cycles]]
+calls = [{ tool = "release" }]
+"""
+TO_THE_MODEL = '[tools.release.questions.bump]\ntarget = "assistant"'
+
+
+def run_release(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    answers: str,
+    *,
+    extra: str = "",
+) -> tuple[int, str, str, Path]:
+    """One release call, with ``answers``: exit status, stdout, stderr, the conversation."""
+    scenario = scenario_with(tmp_path, RELEASE, extra=extra)
+    directory = tmp_path / "conversation"
+    status, out, err = cli(
+        "run",
+        scenario,
+        "--answers",
+        write_answers(tmp_path, answers),
+        "--conversation",
+        directory,
+        capsys=capsys,
+    )
+    return status, out, err, directory
+
+
+def test_permission_replies_from_an_answers_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reply r skips with the reason, e runs with edited arguments, N skips the next call."""
+    scenario = scenario_with(
+        tmp_path,
+        f"""
+        [[turns]]
+        message = "Fix it."
+        [[turns.cycles]]
+        calls = [{MODIFY}]
+        [[turns.cycles]]
+        calls = [{MODIFY}]
+        [[turns.cycles]]
+        calls = [{{ tool = "release" }}]
+        [[turns.cycles]]
+        calls = [{{ tool = "release" }}]
+        """,
+    )
+    answers = write_answers(
+        tmp_path,
+        """
+        [[permissions]]
+        tool = "fs_modify_file"
+        reply = "r"
+        reason = "not before lunch"
+        [[permissions]]
+        tool = "fs_modify_file"
+        reply = "e"
+        arguments = { path = "notes.txt", pattern = "teh", replacement = "THE" }
+        [[permissions]]
+        tool = "release"
+        reply = "N"
+        [[answers]]
+        value = true
+        """,
+    )
+    directory = tmp_path / "conversation"
+    status, out, err = cli(
+        "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
+    )
+    assert (status, err) == (0, "")
+    conversation = assert_paired(directory)
+    found = responses(conversation)
+    assert found["call_1_1_1"].content == "Tool skipped by user: not before lunch"
+    assert "'teh'" in found["call_1_2_1"].content
+    assert "THE plan" in (directory / "workspace" / "notes.txt").read_text()
+    assert found["call_1_3_1"].content == "Tool skipped by user."
+    assert found["call_1_4_1"].content == "Tool skipped by user (remembered)."
+    assert "with edited arguments" in out
+    assert "3 skipped" in out
+
+
+def test_a_scripted_cancellation_is_the_users(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cancel = true` records Cancelled(user), and the tool is told its input was cancelled."""
+    status, out, _, directory = run_release(
+        tmp_path,
+        capsys,
+        """
+        [[permissions]]
+        reply = "y"
+        [[answers]]
+        question = "bump"
+        cancel = true
+        """,
+    )
+    assert status == 0
+    conversation = assert_paired(directory)
+    (cancelled,) = outcomes(conversation).values()
+    assert cancelled == Cancelled(id="call_1_1_1.bump.1", reason=CancellationReason.USER)
+    assert responses(conversation)["call_1_1_1"].content == "Tool input cancelled by user."
+    assert "x cancelled (user)" in out
+
+
+def test_an_answers_file_without_a_reply_fails_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A prompt the answers file has no reply for: recorded, then exit 1 naming the prompt."""
+    status, _, err, directory = run_release(tmp_path, capsys, '[[permissions]]\nreply = "y"\n')
+    assert status == 1
+    assert err.count("\n") == 1
+    assert "question 'bump' of tool 'release'" in err
+    assert_paired(directory)
+
+
+def test_a_missing_model_answer_fails_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """[[model]] entries that do not cover a question sent to the model: exit 1."""
+    status, _, err, _ = run_release(
+        tmp_path,
+        capsys,
+        """
+        [[permissions]]
+        reply = "y"
+        [[model]]
+        question = "headline"
+        value = "never asked"
+        """,
+        extra=TO_THE_MODEL,
+    )
+    assert status == 1
+    assert "[[model]]" in err
+    assert "'bump'" in err
+
+
+def test_a_scripted_backend_failure_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A [[model]] failure is a backend error on the record, and the tool call fails."""
+    status, out, _, directory = run_release(
+        tmp_path,
+        capsys,
+        """
+        [[permissions]]
+        reply = "y"
+        [[model]]
+        question = "bump"
+        fail = "provider"
+        message = "overloaded"
+        """,
+        extra=TO_THE_MODEL,
+    )
+    assert status == 0
+    conversation = assert_paired(directory)
+    (cancelled,) = outcomes(conversation).values()
+    assert cancelled == Cancelled(id="call_1_1_1.bump.1", reason=CancellationReason.BACKEND_ERROR)
+    failed = responses(conversation)["call_1_1_1"]
+    assert failed.is_error
+    assert "overloaded" in failed.content
+    assert "1 failed" in out
+
+
+def test_a_conversation_changed_under_the_run_is_not_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When the conversation cannot be saved (changed on disk): one line, exit 2."""
+    meddler = write(
+        tmp_path / "meddle.py",
+        """
+        import pathlib, sys
+        sys.stdin.read()
+        events = pathlib.Path("..", "events.json")
+        events.write_bytes(events.read_bytes() + b" ")
+        print('{"type": "success", "content": "meddled"}')
+        """,
+    )
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""
+        [tools.meddle]
+        command = ["python3", "{meddler}"]
+        run = "unattended"
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{{ tool = "meddle" }}]
+        """,
+    )
+    directory = tmp_path / "conversation"
+    status, _, err = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "changed on disk" in err
+    assert (directory / "events.json").read_bytes().endswith(b" ")  # the other writer's work
+
+
+def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
+    """SIGINT mid-run: the running call is answered as interrupted, saved, exit 1."""
+    slow = write(
+        tmp_path / "slow.py",
+        """
+        import sys, time
+        sys.stdin.read()
+        print("started", file=sys.stderr, flush=True)
+        time.sleep(60)
+        """,
+    )
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""
+        [tools.slow]
+        command = ["python3", "{slow}"]
+        run = "unattended"
+        [[turns]]
+        message = "Wait."
+        [[turns.cycles]]
+        calls = [{{ tool = "slow" }}]
+        [[turns]]
+        message = "Never played."
+        """,
+    )
+    directory = tmp_path / "conversation"
+    with subprocess.Popen(
+        [
+            *(sys.executable, "-m", "coordinator._cli", "run", str(scenario)),
+            *("--no-tty", "--conversation", str(directory)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "-> slow" in line:
+                break  # the call is being run: interrupt it
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert "interrupted: 0 of 2 turns completed" in err
+    conversation = assert_paired(directory)
+    assert responses(conversation)["call_1_1_1"].content == "Tool call was interrupted."
+    assert len(conversation.stream.turns()) == 1
+    assert "summary" in out
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--model", "m"], "--model, --base-url and --api-key-env go with --backend"),
+        (["--backend", "anthropic"], "--model: is required"),
+    ],
+)
+def test_backend_options_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    """Backend options that do not fit: one line naming the option, exit 2, nothing written."""
+    directory = tmp_path / "conversation"
+    status, _, err = cli(
+        "run", TOUR_SCENARIO, "--conversation", directory, *arguments, capsys=capsys
+    )
+    assert status == 2
+    assert message in err
+    assert err.count("\n") == 1
+    assert not directory.exists()
+
+
+def test_a_scenario_backend_error_names_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad [backend] table: the scenario file and the key, exit 2, nothing written."""
+    scenario = write(
+        tmp_path / "scenario.toml",
+        """
+        [backend]
+        provider = "anthropic"
+        model = "m"
+        temperature = 2
+        [[turns]]
+        message = "Hello."
+        """,
+    )
+    directory = tmp_path / "conversation"
+    status, _, err = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 2
+    assert f"{scenario}: backend.temperature: unknown key" in err
+    assert not directory.exists()
+
+
+def test_tty_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--tty without a terminal is refused before anything is written."""
+    directory = tmp_path / "conversation"
+    status, _, err = cli("run", TOUR_SCENARIO, "--tty", "--conversation", directory, capsys=capsys)
+    assert status == 2
+    assert "--tty" in err
+    assert not directory.exists()
+
+
+def test_a_turn_without_tool_calls_completes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn of only a message and a reply is recorded as such."""
+    scenario = write(
+        tmp_path / "scenario.toml",
+        """
+        [[turns]]
+        message = "Hello."
+        reply = "Hi."
+        """,
+    )
+    directory = tmp_path / "conversation"
+    status, out, _ = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 0
+    kinds = [e["type"] for e in orjson.loads((directory / "events.json").read_bytes())]
+    assert kinds == ["turn_start", "chat_request", "chat_response"]
+    assert "tool calls: 0 (none)" in out
+    assert (directory / "workspace").is_dir()

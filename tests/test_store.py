@@ -1,0 +1,581 @@
+"""The store: layouts, the public load/save API, and how files are replaced."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pytest
+from conftest import CountingIds, FixedClock
+
+import coordinator
+from coordinator import (
+    ConfigDelta,
+    Conversation,
+    ConversationChangedError,
+    EventEntry,
+    Layout,
+    SaveResult,
+    StreamFormatError,
+    UnknownEntry,
+    load_conversation,
+    save_conversation,
+)
+from machines import ChatRequest, ChatResponse, TurnStart
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from machines import JsonValue
+
+STAMP = "2026-03-05 19:31:45.7"
+BASE: dict[str, JsonValue] = {
+    "assistant": {"model": {"id": "anthropic/claude"}},
+    "style": {"color": True},
+}
+
+
+def dump(value: Any) -> bytes:
+    """JP's on-disk JSON."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _current(directory: Path) -> Path:
+    """A current-layout conversation: base_config.json, events.json, metadata.json."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "base_config.json").write_bytes(dump(BASE))
+    (directory / "metadata.json").write_bytes(dump({"title": "Current"}))
+    (directory / "events.json").write_bytes(
+        dump(
+            [
+                {"event_id": "t1", "timestamp": STAMP, "type": "turn_start"},
+                {"event_id": "c1", "timestamp": STAMP, "type": "chat_request", "content": "hi"},
+                {"event_id": "d1", "type": "config_delta", "timestamp": STAMP, "delta": {"x": 1}},
+            ]
+        )
+    )
+    return directory
+
+
+def _legacy(directory: Path, *, flattened: bool = False) -> Path:
+    """A legacy conversation: the first config_delta holds the base configuration."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "metadata.json").write_bytes(dump({"title": "Legacy"}))
+    first: dict[str, Any] = {"event_id": "d0", "type": "config_delta", "timestamp": STAMP}
+    first |= BASE if flattened else {"delta": BASE}
+    (directory / "events.json").write_bytes(
+        dump(
+            [
+                first,
+                {"event_id": "c1", "timestamp": STAMP, "type": "chat_request", "content": "hi"},
+            ]
+        )
+    )
+    return directory
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        path.name: (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in directory.iterdir()
+        if path.is_file()
+    }
+
+
+# ------------------------------------------------------------------ layouts
+
+
+def test_the_current_layout_loads_base_config_from_its_file(tmp_path: Path) -> None:
+    """With base_config.json present the layout is current and base_config is that file."""
+    conversation = load_conversation(_current(tmp_path / "conv"))
+    assert conversation.layout is Layout.CURRENT
+    assert conversation.base_config == BASE
+    assert conversation.metadata == {"title": "Current"}
+    assert len(conversation.stream) == 3
+
+
+@pytest.mark.parametrize("flattened", [False, True])
+def test_the_legacy_layout_takes_base_config_from_the_first_config_delta(
+    tmp_path: Path, flattened: bool
+) -> None:
+    """Without base_config.json the first config_delta is the base config (nested or flat)."""
+    conversation = load_conversation(_legacy(tmp_path / "conv", flattened=flattened))
+    assert conversation.layout is Layout.LEGACY
+    assert conversation.base_config == BASE
+    first = conversation.stream[0]
+    assert isinstance(first, ConfigDelta)
+    assert first.flattened is flattened
+    assert first.delta == BASE
+
+
+def test_a_legacy_stream_without_a_leading_config_delta_has_no_base_config(
+    tmp_path: Path,
+) -> None:
+    """No base_config.json and no leading config_delta: there is no base config."""
+    (tmp_path / "events.json").write_bytes(
+        dump([{"timestamp": STAMP, "type": "chat_request", "content": "hi"}])
+    )
+    conversation = load_conversation(tmp_path)
+    assert conversation.layout is Layout.LEGACY
+    assert conversation.base_config is None
+    assert conversation.metadata is None
+
+
+@pytest.mark.parametrize("flattened", [False, True])
+def test_saving_a_legacy_conversation_keeps_the_legacy_layout(
+    tmp_path: Path, flattened: bool
+) -> None:
+    """No base_config.json appears, and the first config_delta keeps its shape."""
+    directory = _legacy(tmp_path / "conv", flattened=flattened)
+    first_before = orjson.loads((directory / "events.json").read_bytes())[0]
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    save_conversation(conversation)
+    assert not (directory / "base_config.json").exists()
+    written = orjson.loads((directory / "events.json").read_bytes())
+    assert written[0] == first_before
+    assert ("delta" in written[0]) is not flattened
+    assert load_conversation(directory).layout is Layout.LEGACY
+
+
+def test_saving_a_current_conversation_keeps_the_current_layout(tmp_path: Path) -> None:
+    """base_config.json stays, unchanged, and the events do not take the base config."""
+    directory = _current(tmp_path / "conv")
+    base_before = (directory / "base_config.json").read_bytes()
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    result = save_conversation(conversation)
+    assert result.written == (directory / "events.json",)
+    assert (directory / "base_config.json").read_bytes() == base_before
+    reloaded = load_conversation(directory)
+    assert reloaded.layout is Layout.CURRENT
+    assert reloaded.base_config == BASE
+
+
+def test_a_new_conversation_saves_in_the_current_layout(tmp_path: Path) -> None:
+    """Conversation.new writes all three files, and loads back the same."""
+    conversation = Conversation.new(
+        metadata={"title": "New"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
+    )
+    conversation.stream.append(TurnStart())
+    result = save_conversation(conversation, tmp_path / "conv")
+    directory = tmp_path / "conv"
+    assert set(result.written) == {
+        directory / "events.json",
+        directory / "metadata.json",
+        directory / "base_config.json",
+    }
+    assert (directory / "base_config.json").read_bytes() == dump(BASE)
+    assert (directory / "metadata.json").read_bytes() == dump({"title": "New"})
+    assert (directory / "events.json").read_bytes() == dump(
+        [{"event_id": "e000001", "timestamp": "2026-11-22 09:30:00.0", "type": "turn_start"}]
+    )
+    reloaded = load_conversation(directory)
+    assert (reloaded.layout, reloaded.base_config, reloaded.metadata) == (
+        Layout.CURRENT,
+        BASE,
+        {"title": "New"},
+    )
+    assert conversation.path == directory
+
+
+def test_files_the_store_does_not_know_are_left_alone(tmp_path: Path) -> None:
+    """Other files and folders in the directory are neither modified nor deleted."""
+    directory = _current(tmp_path / "conv")
+    (directory / "notes.md").write_bytes(b"# my notes\n")
+    (directory / "events.json.bak").write_bytes(b"[]")
+    (directory / ".hidden").write_bytes(b"x")
+    (directory / "attachments").mkdir()
+    (directory / "attachments" / "a.txt").write_bytes(b"a")
+    others = {
+        name: value
+        for name, value in _snapshot(directory).items()
+        if name not in {"events.json", "metadata.json", "base_config.json"}
+    }
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    conversation.metadata = {"title": "Renamed"}
+    save_conversation(conversation)
+    after = _snapshot(directory)
+    assert {name: after[name] for name in others} == others
+    assert (directory / "attachments" / "a.txt").read_bytes() == b"a"
+
+
+def test_metadata_and_base_config_keep_their_own_formatting_when_unchanged(
+    tmp_path: Path,
+) -> None:
+    """A save that does not change them leaves them byte for byte, however they are written."""
+    directory = _current(tmp_path / "conv")
+    (directory / "metadata.json").write_bytes(b'{"title":"compact"}')
+    (directory / "base_config.json").write_bytes(b'{ "a" : 1 }\n\n')
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    result = save_conversation(conversation)
+    assert result.written == (directory / "events.json",)
+    assert (directory / "metadata.json").read_bytes() == b'{"title":"compact"}'
+    assert (directory / "base_config.json").read_bytes() == b'{ "a" : 1 }\n\n'
+
+
+def test_changed_metadata_is_written(tmp_path: Path) -> None:
+    """Changing the metadata in memory writes metadata.json (and only it)."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory)
+    assert conversation.metadata is not None
+    conversation.metadata["title"] = "Renamed"
+    result = save_conversation(conversation)
+    assert result.written == (directory / "metadata.json",)
+    assert orjson.loads((directory / "metadata.json").read_bytes()) == {"title": "Renamed"}
+
+
+# ------------------------------------------------------------- public API
+
+
+def test_the_public_api_is_exported() -> None:
+    """load_conversation and save_conversation are part of coordinator's public names."""
+    assert {"load_conversation", "save_conversation"} <= set(coordinator.__all__)
+    assert coordinator.load_conversation is load_conversation
+
+
+def test_a_conversation_loads_from_its_directory_or_its_events_file(tmp_path: Path) -> None:
+    """Both paths give the same conversation, rooted at the directory."""
+    directory = _current(tmp_path / "conv")
+    by_directory = load_conversation(directory)
+    by_file = load_conversation(directory / "events.json")
+    by_text = load_conversation(str(directory))
+    assert list(by_directory.stream) == list(by_file.stream) == list(by_text.stream)
+    assert by_directory.path == by_file.path == directory
+    assert by_file.base_config == BASE
+
+
+def test_loading_a_missing_conversation_names_the_file(tmp_path: Path) -> None:
+    """A directory without events.json is a StreamFormatError naming the file."""
+    with pytest.raises(StreamFormatError, match=r"events\.json: does not exist"):
+        load_conversation(tmp_path)
+
+
+def test_saving_a_conversation_never_loaded_needs_a_path() -> None:
+    """Without a path and without a home, save refuses."""
+    with pytest.raises(ValueError, match="give a path"):
+        save_conversation(Conversation.new())
+
+
+def test_saving_to_another_directory_copies_the_conversation(tmp_path: Path) -> None:
+    """save_conversation(conv, other) writes a copy there and leaves the original alone."""
+    directory = _current(tmp_path / "conv")
+    before = _snapshot(directory)
+    conversation = load_conversation(directory)
+    result = save_conversation(conversation, tmp_path / "copy")
+    assert {path.name for path in result.written} == {
+        "events.json",
+        "metadata.json",
+        "base_config.json",
+    }
+    assert _snapshot(directory) == before
+    copy = load_conversation(tmp_path / "copy")
+    assert list(copy.stream) == list(conversation.stream)
+    assert (copy.metadata, copy.base_config) == (conversation.metadata, conversation.base_config)
+
+
+# ------------------------------------------------------------ saving bytes
+
+
+def test_a_save_with_nothing_changed_writes_nothing(tmp_path: Path) -> None:
+    """Every file is reported unchanged, and no file is touched (mtime included)."""
+    directory = _current(tmp_path / "conv")
+    before = _snapshot(directory)
+    result = save_conversation(load_conversation(directory))
+    assert isinstance(result, SaveResult)
+    assert result.written == ()
+    assert set(result.unchanged) == {
+        directory / "events.json",
+        directory / "base_config.json",
+        directory / "metadata.json",
+    }
+    assert _snapshot(directory) == before
+
+
+def test_a_change_then_save_writes_then_a_second_save_writes_nothing(tmp_path: Path) -> None:
+    """After a write, saving again is a no-op reported as unchanged."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    assert save_conversation(conversation).written == (directory / "events.json",)
+    after_first = _snapshot(directory)
+    second = save_conversation(conversation)
+    assert second.written == ()
+    assert directory / "events.json" in second.unchanged
+    assert _snapshot(directory) == after_first
+
+
+def test_an_existing_files_permission_bits_are_kept(tmp_path: Path) -> None:
+    """Replacing events.json keeps its mode (the new file is not made world-readable)."""
+    directory = _current(tmp_path / "conv")
+    events = directory / "events.json"
+    events.chmod(0o600)
+    (directory / "metadata.json").chmod(0o640)
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    assert conversation.metadata is not None
+    conversation.metadata["title"] = "Renamed"
+    inode_before = events.stat().st_ino
+    save_conversation(conversation)
+    assert stat.S_IMODE(events.stat().st_mode) == 0o600
+    assert stat.S_IMODE((directory / "metadata.json").stat().st_mode) == 0o640
+    assert events.stat().st_ino != inode_before  # replaced, not rewritten in place
+
+
+def test_a_new_file_gets_the_mode_the_umask_allows(tmp_path: Path) -> None:
+    """New files are 0o666 narrowed by the umask, never world-writable by force."""
+    old = os.umask(0o027)
+    try:
+        save_conversation(Conversation.new(metadata={"title": "t"}), tmp_path / "conv")
+    finally:
+        os.umask(old)
+    for name in ("events.json", "metadata.json"):
+        assert stat.S_IMODE((tmp_path / "conv" / name).stat().st_mode) == 0o640
+
+
+def test_a_conversation_saves_to_its_events_file_path_too(tmp_path: Path) -> None:
+    """As for loading, the events.json path names the conversation directory."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    result = save_conversation(conversation, directory / "events.json")
+    assert result.written == (directory / "events.json",)
+    assert (directory / "events.json").is_file()
+    fresh = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    save_conversation(fresh, tmp_path / "new" / "events.json")
+    assert (tmp_path / "new" / "events.json").is_file()
+    assert fresh.path == tmp_path / "new"
+
+
+# ------------------------------------------------------------- atomic write
+
+
+@pytest.fixture
+def io_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Record fsync and replace calls (what was synced, what was renamed to what)."""
+    log: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        kind = "dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"
+        log.append(("fsync", kind))
+        real_fsync(fd)
+
+    def replace(source: Any, target: Any, **kwargs: Any) -> None:
+        log.append(("replace", f"{os.fspath(source)} -> {os.fspath(target)}"))
+        real_replace(source, target, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return log
+
+
+def test_a_save_writes_a_temp_file_fsyncs_it_renames_it_and_fsyncs_the_directory(
+    tmp_path: Path, io_log: list[tuple[str, str]]
+) -> None:
+    """Atomic replace: temp in the same directory, fsync, os.replace, fsync of the directory."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    save_conversation(conversation)
+    assert [entry[0] for entry in io_log] == ["fsync", "replace", "fsync"]
+    assert io_log[0] == ("fsync", "file")
+    assert io_log[2] == ("fsync", "dir")
+    source, target = io_log[1][1].split(" -> ")
+    assert target == str(directory / "events.json")
+    assert os.path.dirname(source) == str(directory)  # noqa: PTH120 - comparing plain strings
+    assert os.path.basename(source).startswith(".events.json.")  # noqa: PTH119
+    assert sorted(path.name for path in directory.iterdir()) == [
+        "base_config.json",
+        "events.json",
+        "metadata.json",
+    ]
+
+
+def test_a_failed_replace_leaves_the_old_file_and_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash before the rename leaves the file exactly as it was, and cleans up."""
+    directory = _current(tmp_path / "conv")
+    before = _snapshot(directory)
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+
+    def broken_replace(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="No space left"):
+        save_conversation(conversation)
+    assert _snapshot(directory) == before
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_stale_temp_files_of_dead_writers_are_removed_by_the_next_save(tmp_path: Path) -> None:
+    """A temp file left by a process that died is removed; live writers' and others stay."""
+    directory = _current(tmp_path / "conv")
+    dead = directory / f".events.json.{_dead_pid()}.0123456789abcdef.tmp"
+    dead.write_bytes(b"[half")
+    live_writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = directory / f".events.json.{live_writer.pid}.fedcba9876543210.tmp"
+        live.write_bytes(b"[in progress")
+        unrelated = directory / ".events.json.notes.tmp"
+        unrelated.write_bytes(b"mine")
+        conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+        conversation.stream.append(ChatResponse.message("hello"))
+        save_conversation(conversation)
+        assert not dead.exists()
+        assert live.read_bytes() == b"[in progress"
+        assert unrelated.read_bytes() == b"mine"
+    finally:
+        live_writer.kill()
+        live_writer.wait()
+
+
+# ---------------------------------------------------- refusing to overwrite
+
+
+def test_a_file_changed_on_disk_since_load_is_not_overwritten(tmp_path: Path) -> None:
+    """Another writer's change makes save raise ConversationChangedError and keep their file."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    theirs = dump([{"event_id": "zz", "timestamp": STAMP, "type": "turn_start"}])
+    (directory / "events.json").write_bytes(theirs)
+    conversation.stream.append(ChatResponse.message("mine"))
+    with pytest.raises(ConversationChangedError, match=r"events\.json: changed on disk") as caught:
+        save_conversation(conversation)
+    assert caught.value.path == directory / "events.json"
+    assert (directory / "events.json").read_bytes() == theirs
+
+
+def test_a_file_changed_on_disk_is_not_overwritten_even_without_local_changes(
+    tmp_path: Path,
+) -> None:
+    """Saving an unchanged conversation over a newer file would undo it: refused."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory)
+    theirs = b'{"title": "their title, longer than before"}\n'
+    (directory / "metadata.json").write_bytes(theirs)
+    with pytest.raises(ConversationChangedError, match=r"metadata\.json"):
+        save_conversation(conversation)
+    assert (directory / "metadata.json").read_bytes() == theirs
+
+
+def test_a_file_changed_on_disk_to_what_we_would_write_is_accepted(tmp_path: Path) -> None:
+    """If the other writer wrote exactly our bytes, there is nothing to lose."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("same"))
+    ours = dump(conversation.stream.to_wire())
+    (directory / "events.json").write_bytes(ours)
+    result = save_conversation(conversation)
+    assert directory / "events.json" in result.unchanged
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        ("events.json", b"[{not json", "is not valid JSON"),
+        ("events.json", b'{"entries": []}', "holds an object, not an array"),
+        ("events.json", b'[{"timestamp": "2026-03-05 19:31:45.7"}]', "entry 0: entry has no"),
+        ("metadata.json", b"title: yaml?", "is not valid JSON"),
+        ("metadata.json", b"[1, 2]", "holds an array, not an object"),
+        ("base_config.json", b"", "is not valid JSON"),
+    ],
+)
+def test_a_foreign_file_that_cannot_be_read_is_not_overwritten(
+    tmp_path: Path, name: str, content: bytes, problem: str
+) -> None:
+    """Saving over a file the store cannot read raises StreamFormatError and leaves it."""
+    directory = tmp_path / "conv"
+    directory.mkdir()
+    (directory / name).write_bytes(content)
+    conversation = Conversation.new(
+        metadata={"title": "t"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
+    )
+    conversation.stream.append(ChatRequest(content="hi"))
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation, directory)
+    assert str(directory / name) in str(caught.value)
+    assert problem in str(caught.value)
+    assert "not overwriting it" in str(caught.value)
+    assert (directory / name).read_bytes() == content
+
+
+def test_a_foreign_readable_conversation_may_be_replaced(tmp_path: Path) -> None:
+    """Saving over a conversation the store can read is an explicit overwrite."""
+    directory = _current(tmp_path / "conv")
+    conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatRequest(content="replacement"))
+    save_conversation(conversation, directory)
+    (entry,) = load_conversation(directory).stream
+    assert isinstance(entry, EventEntry)
+    assert entry.payload == ChatRequest(content="replacement")
+
+
+# -------------------------------------------------------------- global entries
+
+
+def test_global_and_unknown_entries_are_kept_verbatim_in_place(tmp_path: Path) -> None:
+    """config_delta, compaction and unknown entries load in place and save unchanged."""
+    entries = [
+        {"event_id": "d0", "type": "config_delta", "timestamp": STAMP, "delta": {"a": 1}},
+        {"event_id": "t1", "timestamp": STAMP, "type": "turn_start"},
+        {
+            "event_id": "k1",
+            "type": "compaction",
+            "timestamp": STAMP,
+            "from_turn": 0,
+            "to_turn": 1,
+            "summary": "we talked",
+            "extra_from_newer_writer": [1],
+        },
+        {"type": "future_kind", "timestamp": "not even a timestamp", "blob": {"z": [None]}},
+        {"event_id": "c1", "timestamp": STAMP, "type": "chat_request", "content": "hi"},
+    ]
+    path = tmp_path / "events.json"
+    path.write_bytes(dump(entries))
+    conversation = load_conversation(tmp_path, clock=FixedClock(), new_id=CountingIds())
+    kinds = [entry.kind for entry in conversation.stream]
+    assert kinds == ["config_delta", "turn_start", "compaction", "future_kind", "chat_request"]
+    unknown = conversation.stream[3]
+    assert isinstance(unknown, UnknownEntry)
+    assert unknown.raw == entries[3]
+    assert unknown.event_id is None
+    assert conversation.id_repairs.total == 0
+    conversation.stream.append(ChatResponse.message("hello"))
+    save_conversation(conversation)
+    assert orjson.loads(path.read_bytes())[:5] == entries
+
+
+def test_unknown_entries_that_share_an_id_survive_sanitize_and_save(tmp_path: Path) -> None:
+    """A newer writer's repeated ids are its own: kept, and the stream stays editable."""
+    future = [
+        {"event_id": "f1", "type": "future_kind", "timestamp": STAMP, "n": 1},
+        {"event_id": "f1", "type": "future_kind", "timestamp": STAMP, "n": 2},
+    ]
+    entries = [
+        {"event_id": "t1", "timestamp": STAMP, "type": "turn_start"},
+        {"event_id": "c1", "timestamp": STAMP, "type": "chat_request", "content": "hi"},
+        *future,
+        {"event_id": "t2", "timestamp": STAMP, "type": "turn_start"},
+    ]
+    path = tmp_path / "events.json"
+    path.write_bytes(dump(entries))
+    conversation = load_conversation(tmp_path, clock=FixedClock(), new_id=CountingIds())
+    report = coordinator.sanitize(conversation.stream)
+    assert report.changed  # the trailing empty turn goes
+    save_conversation(conversation)
+    assert orjson.loads(path.read_bytes()) == entries[:4]

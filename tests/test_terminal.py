@@ -1,0 +1,280 @@
+"""The terminal prompter in process: its reply grammar, its screen, cancellation, no threads.
+
+Prompts read from a prompt_toolkit pipe input and write to a VT100 output
+kept in a string, so what reached the screen can be read back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import subprocess
+import sys
+import threading
+from typing import TYPE_CHECKING
+
+import pytest
+from prompt_toolkit.data_structures import Size
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output.vt100 import Vt100_Output
+from run_helpers import TOUR_SCENARIO
+
+from coordinator._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
+from coordinator._run import RunError, RunOptions, run_scenario
+from coordinator._terminal import (
+    TerminalPrompter,
+    TerminalUnavailableError,
+    asker,
+    boolean_answer,
+    parse_arguments,
+    printable,
+)
+from machines import (
+    InquirySource,
+    JsonValue,
+    Question,
+    SecretValue,
+    SelectOption,
+    ShowPermissionPrompt,
+    ShowQuestion,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from pathlib import Path
+
+    from prompt_toolkit.input import PipeInput
+
+
+def asked(question: Question, source: InquirySource | None = None) -> ShowQuestion:
+    """The effect that shows ``question`` of tool ``t``."""
+    return ShowQuestion(
+        tool_call_id="call_1",
+        inquiry_id=f"call_1.{question.id}.1",
+        tool_name="t",
+        source=source or InquirySource.tool("t"),
+        question=question,
+    )
+
+
+def at_terminal(
+    work: Callable[[TerminalPrompter, PipeInput], Awaitable[object]],
+) -> tuple[object, str]:
+    """Run ``work`` with a prompter on a pipe; its result and everything put on screen."""
+    screen = io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=40, columns=120), enable_cpr=False)
+
+    async def main() -> object:
+        with create_pipe_input() as pipe:
+            return await work(TerminalPrompter(input=pipe, output=output), pipe)
+
+    return asyncio.run(main()), screen.getvalue()
+
+
+async def started(task: asyncio.Task[object]) -> None:
+    """Let ``task`` get its prompt on screen."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not task.done()
+
+
+@pytest.mark.parametrize(
+    ("reply", "default", "expected"),
+    [
+        ("y", None, QuestionAnswer(value=True)),
+        ("Y", None, QuestionAnswer(value=True, remember=True)),
+        ("n", True, QuestionAnswer(value=False)),
+        (" N ", None, QuestionAnswer(value=False, remember=True)),
+        ("", True, QuestionAnswer(value=True)),
+        ("", False, QuestionAnswer(value=False)),
+        ("", None, None),
+        ("yes", True, None),
+        ("p", None, None),
+    ],
+)
+def test_boolean_replies(reply: str, default: JsonValue, expected: QuestionAnswer | None) -> None:
+    """Y and N remember, Enter takes the default (if any), anything else is no answer."""
+    assert boolean_answer(reply, default) == expected
+
+
+def test_edited_arguments_must_be_a_json_object() -> None:
+    """Valid JSON objects are arguments; anything else says what is wrong."""
+    assert parse_arguments('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert str(parse_arguments("{a: 1}")).startswith("not valid JSON: ")
+    assert parse_arguments("[1]") == "the arguments must be a JSON object, not an array"
+
+
+def test_control_characters_are_not_printed() -> None:
+    """A tool's text cannot carry terminal control characters to the screen."""
+    assert printable("a\x1b[2Jb\x07c\td\ne\x9bf") == "a?[2Jb?c\td\ne?f"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (InquirySource.tool("t"), "t asks"),
+        (InquirySource.assistant(), "The assistant asks (through t)"),
+        (InquirySource.user(), "Asked on your behalf (through t)"),
+        (InquirySource.other("mcp"), "mcp asks (through t)"),
+    ],
+)
+def test_the_asker_is_named(source: InquirySource, expected: str) -> None:
+    """The prompt says who asks: the tool, or the assistant (ask_user) through a tool."""
+    assert asker(asked(Question.boolean("q", "Q?"), source)) == expected
+
+
+def test_a_cancelled_prompt_leaves_no_thread_and_the_next_prompt_works() -> None:
+    """Cancelling the prompting task closes the prompt; the next one answers as usual."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        threads = set(threading.enumerate())
+        task: asyncio.Task[object] = asyncio.create_task(
+            prompter.ask_question(asked(Question.boolean("first", "First?")))
+        )
+        await started(task)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        pipe.send_text("n\r")
+        answer = await prompter.ask_question(asked(Question.boolean("second", "Second?")))
+        assert set(threading.enumerate()) == threads
+        return answer
+
+    answer, screen = at_terminal(work)
+    assert answer == QuestionAnswer(value=False)
+    assert "Second?" in screen
+
+
+def test_end_of_input_cancels_the_prompt() -> None:
+    """A closed input at a prompt is a cancellation, not a crash."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        pipe.close()
+        with pytest.raises(PromptCancelled):
+            await prompter.ask_question(asked(Question.text_input("q", "Q?")))
+        return None
+
+    at_terminal(work)
+
+
+def test_progress_shown_during_a_prompt_waits_until_it_is_answered() -> None:
+    """Lines shown while a question is on screen come after it, not inside it."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        task = asyncio.create_task(
+            prompter.ask_question(asked(Question.boolean("q", "The question?")))
+        )
+        await started(task)
+        prompter.show("a parallel tool finished")
+        pipe.send_text("y\r")
+        return await task
+
+    answer, screen = at_terminal(work)
+    assert answer == QuestionAnswer(value=True)
+    assert screen.index("The question?") < screen.rindex("[y/Y/n/N] >")
+    assert screen.rindex("[y/Y/n/N] >") < screen.index("a parallel tool finished")
+
+
+def test_a_secret_is_a_secret_value_never_remembered_never_shown() -> None:
+    """The typed secret comes back wrapped, with remember false, and is not on screen."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        pipe.send_text("Y-hunter2\r")
+        return await prompter.ask_question(asked(Question.secret("token", "Token?")))
+
+    answer, screen = at_terminal(work)
+    assert isinstance(answer, QuestionAnswer)
+    assert isinstance(answer.value, SecretValue)
+    assert answer.value.reveal() == "Y-hunter2"
+    assert not answer.remember
+    assert "hunter2" not in screen
+    assert "(hidden) >" in screen
+
+
+def test_a_select_takes_numbers_past_nine() -> None:
+    """Typing 1 then 2 picks option 12; descriptions are shown beside the options."""
+    options = [SelectOption(value=f"v{n}", description=f"about {n}") for n in range(1, 13)]
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        pipe.send_text("12\r")
+        return await prompter.ask_question(asked(Question.select("pick", "Which?", options)))
+
+    answer, screen = at_terminal(work)
+    assert answer == QuestionAnswer(value="v12")
+    assert "about 12" in screen
+
+
+def test_a_question_prints_its_context_above_it_cleaned() -> None:
+    """The preamble comes before the question, and a tool's control characters do not."""
+    question = Question.boolean("q", "Apply\x07 it?", context="@@ -1 +1 @@\n-old\x1b[2J\n+new")
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        pipe.send_text("n\r")
+        return await prompter.ask_question(asked(question))
+
+    _, screen = at_terminal(work)
+    assert screen.index("+new") < screen.index("Apply? it?")
+    assert "-old?[2J" in screen
+    assert "\x07" not in screen
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        ("y\r", Permit()),
+        ("Y\r", Permit(remember=True)),
+        ("n\r", Deny()),
+        ("N\r", Deny(remember=True)),
+        ("x\r\x15p\rr\rbecause\r", Deny(reason="because")),
+        ("r\r\r", Deny()),
+        ("e\r\x1b\r", Permit()),  # accepted unchanged: nothing edited
+    ],
+    ids=["y", "Y", "n", "N", "bad-p-r", "r-no-reason", "e-unchanged"],
+)
+def test_permission_replies(keys: str, expected: Permit | Deny) -> None:
+    """Each permission key gives its answer; a bad reply or p asks again."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        pipe.send_text(keys)
+        prompt = ShowPermissionPrompt(tool_call_id="call_1", tool_name="t", arguments={"a": 1})
+        return await prompter.ask_permission(prompt)
+
+    answer, screen = at_terminal(work)
+    assert answer == expected
+    if "p" in keys:
+        assert '"a": 1' in screen  # p printed the arguments, in full
+
+
+def test_the_terminal_prompter_names_its_extra_when_prompt_toolkit_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without prompt_toolkit, making a terminal prompter says what to install."""
+    monkeypatch.setitem(sys.modules, "prompt_toolkit", None)
+    monkeypatch.delitem(sys.modules, "coordinator._terminal_toolkit", raising=False)
+    with pytest.raises(TerminalUnavailableError, match=r"inquiry-coordinator\[terminal\]"):
+        TerminalPrompter()
+
+
+def test_the_package_and_the_command_import_without_prompt_toolkit() -> None:
+    """The core package (its command included) imports with prompt_toolkit absent."""
+    code = (
+        "import sys; sys.modules['prompt_toolkit'] = None\n"
+        "import coordinator, coordinator._cli, coordinator._run, coordinator._terminal\n"
+        "assert 'coordinator._terminal_toolkit' not in sys.modules\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_inquiry_run_at_a_terminal_names_the_extra_when_it_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`inquiry run` at a terminal without prompt_toolkit: what to install, nothing written."""
+    monkeypatch.setitem(sys.modules, "prompt_toolkit", None)
+    monkeypatch.delitem(sys.modules, "coordinator._terminal_toolkit", raising=False)
+    options = RunOptions(scenario=TOUR_SCENARIO, conversation=tmp_path / "conversation")
+    with pytest.raises(RunError, match=r"pip install 'inquiry-coordinator\[terminal\]'"):
+        asyncio.run(run_scenario(options, out=io.StringIO(), terminal=True))
+    assert not (tmp_path / "conversation").exists()

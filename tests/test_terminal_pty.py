@@ -1,0 +1,311 @@
+"""The terminal prompter at a real pseudo-terminal: `inquiry run` driven by pexpect.
+
+Each test starts `inquiry run` in a pty (prompt_toolkit's cursor-position
+requests turned off, since nothing answers them here), waits for each prompt
+to be on screen before typing, and checks what the screen showed and what the
+conversation recorded. Everything the program wrote to the terminal is kept
+in ``Session.screen``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import orjson
+import pexpect
+import pytest
+from run_helpers import (
+    TOUR_SECRET,
+    TOUR_TOOLS,
+    assert_paired,
+    every_byte,
+    outcomes,
+    responses,
+    seeded,
+    write,
+)
+
+from machines import Answered, CancellationReason, Cancelled, Redacted
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+DOWN = "\x1b[B"
+CTRL_C = "\x03"
+CTRL_D = "\x04"
+CTRL_U = "\x15"
+BACKSPACE = "\x7f"
+ACCEPT_EDIT = "\x1b\r"  # Escape, then Enter
+BOOLEAN = "[y/Y/n/N] >"
+PERMISSION = "[y/Y/n/N/p/r/e] >"
+SELECT = "up/down or a number"
+
+
+def modify(pattern: str, replacement: str) -> str:
+    """An fs_modify_file call on the seeded notes."""
+    arguments = f'{{ path = "notes.txt", pattern = "{pattern}", replacement = "{replacement}" }}'
+    return f'{{ tool = "fs_modify_file", arguments = {arguments} }}'
+
+
+def scenario(tmp_path: Path, *cycles: str, run: str = "unattended") -> Path:
+    """A one-turn scenario of the tour's tools, each cycle one call."""
+    seeded(tmp_path)
+    turns = "".join(f"[[turns.cycles]]\ncalls = [{call}]\n" for call in cycles)
+    return write(
+        tmp_path / "scenario.toml",
+        f"""
+        [workspace]
+        seed = "seed"
+        [defaults]
+        run = "{run}"
+        {TOUR_TOOLS}
+        [[turns]]
+        message = "Go."
+        {turns}
+        """,
+    )
+
+
+class Session:
+    """`inquiry run SCENARIO` in a pseudo-terminal."""
+
+    def __init__(self, tmp_path: Path, scenario: Path) -> None:
+        """Start the run; the conversation goes to ``tmp_path / "conversation"``."""
+        self.directory = tmp_path / "conversation"
+        self.log = io.BytesIO()
+        env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+        self.child = pexpect.spawn(
+            sys.executable,
+            [
+                "-m",
+                "coordinator._cli",
+                "run",
+                str(scenario),
+                "--conversation",
+                str(self.directory),
+            ],
+            cwd=str(tmp_path),
+            env=env,
+            dimensions=(50, 200),
+            timeout=30,
+        )
+        self.child.logfile_read = self.log
+
+    def expect(self, text: str) -> None:
+        """Wait until ``text`` has been written to the terminal."""
+        self.child.expect_exact(text)
+
+    def type(self, keys: str) -> None:
+        """Type ``keys``."""
+        self.child.send(keys)
+
+    def finish(self) -> int:
+        """Wait for the run to end; its exit status."""
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        assert self.child.exitstatus is not None
+        return self.child.exitstatus
+
+    @property
+    def screen(self) -> str:
+        """Everything written to the terminal so far."""
+        return self.log.getvalue().decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        """Stop the run if it is still going."""
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Callable[[Path], Session]]:
+    """A factory of sessions, each stopped at the end of the test."""
+    started: list[Session] = []
+
+    def start(scenario: Path) -> Session:
+        run = Session(tmp_path, scenario)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.close()
+
+
+def test_a_secret_is_never_shown_or_saved_but_reaches_the_tool(
+    tmp_path: Path, session: Callable[[Path], Session]
+) -> None:
+    """What is typed at a secret prompt is not on screen or disk, and the tool got it."""
+    run = session(
+        scenario(
+            tmp_path, '{ tool = "deploy", arguments = { environment = "staging" } }', run="ask"
+        )
+    )
+    run.expect("Run deploy?")
+    run.expect(PERMISSION)
+    run.type("y\r")
+    run.expect("call_1_1_1.token.1")
+    run.expect("(hidden) >")
+    run.type(TOUR_SECRET + "\r")
+    run.expect("matched the expected fingerprint")
+    assert run.finish() == 0
+    assert TOUR_SECRET not in run.screen
+    assert "The token (17 characters)" in run.screen
+    assert TOUR_SECRET.encode() not in every_byte(run.directory)
+    conversation = assert_paired(run.directory)
+    assert list(outcomes(conversation).values()) == [Redacted(id="call_1_1_1.token.1")]
+
+
+def test_capital_y_remembers_the_answer_for_the_turn(
+    tmp_path: Path, session: Callable[[Path], Session]
+) -> None:
+    """Y answers yes and the same question of a later call is not asked again."""
+    run = session(scenario(tmp_path, modify("teh", "the"), modify("Projekt", "Project")))
+    run.expect("call_1_1_1.apply_changes.1")
+    run.expect("-This is teh plan")  # the diff, shown above the question
+    run.expect(BOOLEAN)
+    run.type("Y\r")
+    assert run.finish() == 0  # no second prompt: the run went on by itself
+    assert "· call_1_2_1.apply_changes.1" not in run.screen
+    assert "from this turn's memory" in run.screen
+    conversation = assert_paired(run.directory)
+    assert list(outcomes(conversation).values()) == [
+        Answered(id="call_1_1_1.apply_changes.1", answer=True),
+        Answered(id="call_1_2_1.apply_changes.1", answer=True),
+    ]
+    notes = (run.directory / "workspace" / "notes.txt").read_text()
+    assert "the plan for the Project" in notes
+
+
+@pytest.mark.parametrize(
+    ("where", "keys"),
+    [("a select", CTRL_C), ("a text prompt", CTRL_U + CTRL_D)],
+    ids=["ctrl-c-at-select", "ctrl-d-at-text"],
+)
+def test_cancelling_a_prompt_cancels_that_question_only(
+    tmp_path: Path, session: Callable[[Path], Session], where: str, keys: str
+) -> None:
+    """Ctrl-C (or Ctrl-D on an empty line): Cancelled(user), and the next prompt still works."""
+    run = session(scenario(tmp_path, '{ tool = "release" }', modify("teh", "the")))
+    run.expect("call_1_1_1.bump.1")
+    run.expect(SELECT)
+    if where == "a select":
+        run.type(keys)
+        cancelled = "call_1_1_1.bump.1"
+    else:
+        run.type("\r")
+        run.expect("call_1_1_1.headline.1")
+        run.expect("Enter accepts the text")
+        run.expect("Small fixes")
+        run.type(keys)
+        cancelled = "call_1_1_1.headline.1"
+    run.expect("cancelled: the tool is told so")
+    run.expect("call_1_2_1.apply_changes.1")
+    run.expect(BOOLEAN)
+    run.type("n\r")
+    assert run.finish() == 0
+    conversation = assert_paired(run.directory)
+    found = outcomes(conversation)
+    assert found[cancelled] == Cancelled(id=cancelled, reason=CancellationReason.USER)
+    assert found["call_1_2_1.apply_changes.1"] == Answered(
+        id="call_1_2_1.apply_changes.1", answer=False
+    )
+    tool_responses = responses(conversation)
+    assert tool_responses["call_1_1_1"].content == "Tool input cancelled by user."
+    assert "was not applied" in tool_responses["call_1_2_1"].content
+
+
+def test_enter_takes_the_default(tmp_path: Path, session: Callable[[Path], Session]) -> None:
+    """Enter picks the default option, keeps the default text and answers the default boolean."""
+    run = session(scenario(tmp_path, '{ tool = "release" }', modify("teh", "the")))
+    run.expect("call_1_1_1.bump.1")
+    run.expect(SELECT)
+    run.type("\r")
+    run.expect("call_1_1_1.headline.1")
+    run.expect("Small fixes")
+    run.type("\r")
+    run.expect("call_1_2_1.apply_changes.1")
+    run.expect("Enter: yes")
+    run.expect(BOOLEAN)
+    run.type("\r")
+    assert run.finish() == 0
+    conversation = assert_paired(run.directory)
+    assert [getattr(r, "answer", None) for r in outcomes(conversation).values()] == [
+        "patch",
+        "Small fixes",
+        True,
+    ]
+    workspace = run.directory / "workspace"
+    assert (workspace / "VERSION").read_text() == "1.4.3\n"
+    assert "the plan" in (workspace / "notes.txt").read_text()
+
+
+def test_a_select_is_answered_by_number_or_by_arrow_key(
+    tmp_path: Path, session: Callable[[Path], Session]
+) -> None:
+    """Typing an option's number, or moving down from the default, picks that option."""
+    run = session(scenario(tmp_path, '{ tool = "release" }', '{ tool = "release" }'))
+    run.expect("call_1_1_1.bump.1")
+    run.expect("3. major")
+    run.expect(SELECT)
+    run.type("3\r")
+    run.expect("call_1_1_1.headline.1")
+    run.expect("Small fixes")
+    run.type("\r")
+    run.expect("call_1_2_1.bump.1")
+    run.expect(SELECT)
+    run.type(DOWN + "\r")
+    run.expect("call_1_2_1.headline.1")
+    run.expect("Small fixes")
+    run.type("\r")
+    assert run.finish() == 0
+    found = outcomes(assert_paired(run.directory))
+    assert found["call_1_1_1.bump.1"] == Answered(id="call_1_1_1.bump.1", answer="major")
+    assert found["call_1_2_1.bump.1"] == Answered(id="call_1_2_1.bump.1", answer="minor")
+    assert (run.directory / "workspace" / "VERSION").read_text() == "2.1.0\n"
+
+
+def test_permission_print_reason_and_edit(
+    tmp_path: Path, session: Callable[[Path], Session]
+) -> None:
+    """P prints the arguments, r skips with a reason, e runs with edited (valid) JSON."""
+    run = session(
+        scenario(tmp_path, modify("teh", "the"), modify("Projekt", "Project"), run="ask")
+    )
+    run.expect("Run fs_modify_file?")
+    run.expect(PERMISSION)
+    run.type("p\r")
+    run.expect('"replacement": "the"')  # the arguments, printed in full as JSON
+    run.expect(PERMISSION)
+    run.type("r\r")
+    run.expect("Why skip it?")
+    run.type("not now\r")
+    run.expect("Tool skipped by user: not now")
+
+    run.expect("[call_1_2_1]")
+    run.expect(PERMISSION)
+    run.type("e\r")
+    run.expect("arguments (JSON):")
+    run.type("x" + ACCEPT_EDIT)  # no longer JSON
+    run.expect("not valid JSON")
+    run.expect("arguments (JSON):")
+    edited = {"path": "notes.txt", "pattern": "Projekt", "replacement": "PROJECT"}
+    shown = orjson.dumps(
+        {"path": "notes.txt", "pattern": "Projekt", "replacement": "Project"},
+        option=orjson.OPT_INDENT_2,
+    )
+    run.type(BACKSPACE * (len(shown) + 1) + orjson.dumps(edited).decode() + ACCEPT_EDIT)
+    run.expect("call_1_2_1.apply_changes.1")
+    run.expect(BOOLEAN)
+    run.type("y\r")
+    assert run.finish() == 0
+    conversation = assert_paired(run.directory)
+    tool_responses = responses(conversation)
+    assert tool_responses["call_1_1_1"].content == "Tool skipped by user: not now"
+    assert "'Projekt'" in tool_responses["call_1_2_1"].content
+    assert "PROJECT notes" in (run.directory / "workspace" / "notes.txt").read_text()
+    assert "with edited arguments" in run.screen
