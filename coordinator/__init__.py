@@ -2,7 +2,12 @@
 
 The public API is what this module exports; everything in underscored modules
 is private.
+
+The library logs under the ``coordinator`` logger and adds only a
+``NullHandler`` to it: where its warnings go is the application's choice.
 """
+
+import logging
 
 from coordinator._answer_script import (
     AnswerScript,
@@ -232,3 +237,5 @@ __all__ = [
     "tool_call_outcome",
     "turn_tools",
 ]
+
+logging.getLogger("coordinator").addHandler(logging.NullHandler())

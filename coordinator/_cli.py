@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -72,7 +73,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         _print_json(summary, out)
         return EXIT_OK
     out.write(f"{summary['path']} ({summary['layout']} layout)\n")
-    out.write(f"  entries: {summary['entries']} in {summary['turns']} turns\n")
+    turns = summary["turns"]
+    out.write(f"  entries: {summary['entries']} in {turns} turn{'' if turns == 1 else 's'}\n")
     out.writelines(f"    {kind}: {count}\n" for kind, count in summary["kinds"].items())
     if summary["unknown_kinds"]:
         out.write(f"  kept verbatim (unknown kinds): {', '.join(summary['unknown_kinds'])}\n")
@@ -320,11 +322,20 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
     handler: Callable[[argparse.Namespace, TextIO], int] = args.handler
+    # The library logs to a NullHandler (it is not its place to print); a
+    # person at the command line is told its warnings, for this run only.
+    logger = logging.getLogger("coordinator")
+    warnings = logging.StreamHandler(sys.stderr)
+    warnings.setLevel(logging.WARNING)
+    warnings.setFormatter(logging.Formatter("inquiry: %(message)s"))
+    logger.addHandler(warnings)
     try:
         return handler(args, out or sys.stdout)
     except CoordinatorError as error:
         sys.stderr.write(f"inquiry: {error}\n")
         return EXIT_UNREADABLE
+    finally:
+        logger.removeHandler(warnings)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -81,7 +81,8 @@ def test_check_prints_the_counts_for_a_person(source: Path) -> None:
     expected = expected_from_raw(source)
     status, text = check(str(source))
     assert status == 0
-    assert f"entries: {expected['entries']} in {expected['turns']} turns" in text
+    turns = expected["turns"]
+    assert f"entries: {expected['entries']} in {turns} turn{'' if turns == 1 else 's'}" in text
     for kind, count in expected["kinds"].items():
         assert f"    {kind}: {count}\n" in text
     assert (
@@ -202,7 +203,18 @@ def test_check_as_a_real_process_prints_json_and_exits_0(tmp_path: Path) -> None
     assert done.returncode == 0
     assert orjson.loads(done.stdout)["entries"] == 9
     (warning,) = done.stderr.splitlines()
-    assert f"{path}: entry 6 repeats event id 'r2'; regenerated as " in warning
+    assert warning.startswith(f"inquiry: {path}: entry 6 repeats event id 'r2'; regenerated as ")
+
+
+def test_the_library_itself_prints_no_warnings(tmp_path: Path) -> None:
+    """Loading through the API logs the repair but writes nothing to stderr itself."""
+    path = _inline(tmp_path)
+    code = f"import coordinator; coordinator.load_conversation({str(path.parent)!r})"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
 
 
 def test_check_needs_a_path() -> None:
