@@ -4,7 +4,7 @@ The new bytes go to a temporary file in the same directory, are flushed and
 fsynced, then renamed over the target, and the directory is fsynced so the
 rename itself survives a crash. Temporary files are named after the writing
 process; those left by a process that died mid-write are removed by the next
-successful write to the same directory.
+successful write (or save) to the same directory.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "remove_stale_temps"]
 
 _TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{16}\.tmp$")
 
@@ -48,7 +48,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             temp.unlink()
         raise
     _fsync_directory(directory)
-    _remove_stale_temps(directory)
+    remove_stale_temps(directory)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -59,7 +59,8 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _remove_stale_temps(directory: Path) -> None:
+def remove_stale_temps(directory: Path) -> None:
+    """Remove the temporary files that writers which died mid-write left in ``directory``."""
     for candidate in directory.iterdir():
         match = _TEMP.match(candidate.name)
         if match is None:

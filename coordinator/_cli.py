@@ -26,7 +26,6 @@ read or an output cannot be written (nothing is written then).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -36,10 +35,7 @@ import orjson
 
 from coordinator._atomic import atomic_write
 from coordinator._check import summarize
-from coordinator._diagram_files import stale_files, write_files
 from coordinator._errors import CoordinatorError
-from coordinator._export import export_markdown
-from coordinator._run import EXIT_INCOMPLETE, RunError, RunOptions, run_scenario
 from coordinator._sanitize import (
     INTERRUPTED_TOOL_CALL,
     InsertionReason,
@@ -155,7 +151,13 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+# Subcommands import what only they need when they run, so that `inquiry check`
+# starts without the runner, the providers, asyncio or the exporters.
+
+
 def _export(args: argparse.Namespace, out: TextIO) -> int:
+    from coordinator._export import export_markdown  # noqa: PLC0415 - see above
+
     conversation = load_conversation(args.path)
     title = (conversation.metadata or {}).get("title")
     markdown = export_markdown(
@@ -174,6 +176,8 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diagram(args: argparse.Namespace, out: TextIO) -> int:
+    from coordinator._diagram_files import stale_files, write_files  # noqa: PLC0415 - see above
+
     root = Path(args.root)
     try:
         if args.check:
@@ -197,6 +201,15 @@ def _table(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
+    import asyncio  # noqa: PLC0415 - see above
+
+    from coordinator._run import (  # noqa: PLC0415 - see above
+        EXIT_INCOMPLETE,
+        RunError,
+        RunOptions,
+        run_scenario,
+    )
+
     backend: dict[str, object] | None = None
     if args.backend is not None:
         backend = {"provider": args.backend, "model": args.model}

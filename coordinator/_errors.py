@@ -34,11 +34,23 @@ class StreamFormatError(CoordinatorError, ValueError):
         """Name the file, the entry and the problem."""
         self.path = Path(path) if path is not None else None
         self.index = index
-        self.problem = problem
+        self.problem = _elide(problem)
         where = str(self.path) if self.path is not None else "<stream>"
         if index is not None:
             where = f"{where}: entry {index}"
-        super().__init__(f"{where}: {problem}")
+        super().__init__(f"{where}: {self.problem}")
+
+
+#: The longest problem an error states: a problem quoting a huge value from the
+#: file (a megabyte "timestamp", say) keeps its start and its end.
+_LONGEST_PROBLEM = 400
+
+
+def _elide(problem: str) -> str:
+    if len(problem) <= _LONGEST_PROBLEM:
+        return problem
+    half = (_LONGEST_PROBLEM - 5) // 2
+    return f"{problem[:half]} ... {problem[-half:]}"
 
 
 class ConversationChangedError(CoordinatorError):

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from coordinator._entries import EventEntry
+from coordinator._gc import collector_paused
 from machines import (
     Answered,
     Cancelled,
@@ -248,6 +249,11 @@ def pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
     result, so a caller pairing a filtered view of a stream can keep the
     positions of the original. See :func:`pair_events`.
     """
+    with collector_paused():  # a bulk pass that makes no cycles (see coordinator._gc)
+        return _pair_indexed(indexed)
+
+
+def _pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
     inquiry_turns: list[TurnPairing] = []
     tool_turns: list[TurnPairing] = []
     current: _Turn | None = None

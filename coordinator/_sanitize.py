@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import attrs
 
 from coordinator._entries import EventEntry, StreamEntry
+from coordinator._gc import collector_paused
 from coordinator._pairing import pair_indexed
 from coordinator._stream import ConversationStream
 from machines import ChatRequest, ToolCallResponse, TurnStart
@@ -328,6 +329,11 @@ def plan_sanitize(stream: ConversationStream) -> SanitizePlan:
     the entries the plan would insert are reserved in the stream, so that
     they stay unique when the plan is applied.
     """
+    with collector_paused():  # a bulk pass that makes no cycles (see coordinator._gc)
+        return _plan(stream)
+
+
+def _plan(stream: ConversationStream) -> SanitizePlan:
     entries = list(stream)
     removed = _Removals()
     first_chat = _first_chat_request(entries)

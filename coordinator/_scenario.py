@@ -243,7 +243,7 @@ def _tool(name: str, value: object, origin: str, directory: Path) -> ScenarioToo
         local = LocalTool(
             name=name,
             command=_command(data["command"], origin, f"{key}.command", directory),
-            parameters=json_table(data["parameters"], origin, f"{key}.parameters")
+            parameters=_parameters(data["parameters"], origin, f"{key}.parameters")
             if "parameters" in data
             else None,
             options=json_table(data["options"], origin, f"{key}.options")
@@ -322,6 +322,32 @@ def _argument(argument: str, directory: Path) -> str:
         return argument
     path = directory / argument
     return str(path.resolve()) if path.exists() else argument
+
+
+def _parameters(data: object, origin: str, key: str) -> dict[str, JsonValue]:
+    """A tool's JSON schema, with the parts arguments are checked against well formed."""
+    schema = json_table(data, origin, key)
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        raise ConfigError(origin, f"{key}.required", "expected an array of property names")
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(extra, bool | dict):
+        raise ConfigError(
+            origin,
+            f"{key}.additionalProperties",
+            f"expected true, false or a table, got {kind_of(extra)}",
+        )
+    for name, value in table(schema.get("properties", {}), origin, f"{key}.properties").items():
+        where = f"{key}.properties.{name}"
+        spec = table(value, origin, where)
+        kind = spec.get("type", "string")
+        if not isinstance(kind, str) and not (
+            isinstance(kind, list) and all(isinstance(k, str) for k in kind)
+        ):
+            raise ConfigError(origin, f"{where}.type", "expected a type name or an array of them")
+        if not isinstance(spec.get("enum", []), list):
+            raise ConfigError(origin, f"{where}.enum", "expected an array of the allowed values")
+    return schema
 
 
 def _seconds(value: object, origin: str, key: str) -> float:

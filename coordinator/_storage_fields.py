@@ -13,7 +13,6 @@ value, and reading it as plain means it is written back unchanged.
 
 from __future__ import annotations
 
-import base64
 import binascii
 from typing import Any
 
@@ -36,7 +35,9 @@ def _padding_bits_clear(text: str) -> bool:
 def decode_field(text: str) -> str:
     """Decode one stored string, or return it unchanged if it is not encoded."""
     try:
-        raw = base64.b64decode(text, validate=True)
+        # Strict mode accepts exactly what b64decode(validate=True) does, without
+        # its regular-expression pre-check: this runs for every stored field.
+        raw = binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         return text
     if not _padding_bits_clear(text):
@@ -49,7 +50,7 @@ def decode_field(text: str) -> str:
 
 def encode_field(text: str) -> str:
     """Encode one string for storage."""
-    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return binascii.b2a_base64(text.encode("utf-8"), newline=False).decode("ascii")
 
 
 def decode_leaves(value: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from coordinator._atomic import atomic_write
+from coordinator._atomic import atomic_write, remove_stale_temps
 from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
@@ -128,9 +128,34 @@ def _read_json(path: Path) -> tuple[Any, _FileState]:
     except OSError as error:
         raise StreamFormatError(path, f"cannot be read: {error.strerror or error}") from None
     try:
-        return orjson.loads(data), state
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         raise StreamFormatError(path, f"is not valid JSON: {error}") from None
+    _check_writable(path, value)
+    return value, state
+
+
+def _check_writable(path: Path, value: Any) -> None:
+    """Refuse JSON nested deeper than can be written back (orjson writes 254 levels, reads 1024).
+
+    Loading such a file would only defer the failure to the first save, as a
+    bare ``TypeError``; the entry at fault is named when there is one.
+    """
+    if _dumps_ok(value):
+        return
+    index = None
+    if type(value) is list:
+        index = next((i for i, entry in enumerate(value) if not _dumps_ok([entry])), None)
+    problem = "is nested too deeply to be written back"
+    raise StreamFormatError(path, problem if index is None else f"entry {problem}", index=index)
+
+
+def _dumps_ok(value: Any) -> bool:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def _kind(value: object) -> str:
@@ -250,6 +275,9 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
             unchanged.append(target)
         if revision is not None:
             conversation._events_revision[target] = revision
+    if not written:
+        # Each write clears what dead writers left; a save with nothing to write must too.
+        remove_stale_temps(directory)
     conversation.path = directory
     return SaveResult(tuple(written), tuple(unchanged))
 
@@ -302,6 +330,8 @@ def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
         raise StreamFormatError(
             target, f"is not valid JSON ({error}); not overwriting it"
         ) from None
+    if not _dumps_ok(value):
+        raise StreamFormatError(target, "is nested too deeply to read; not overwriting it")
     if type(value) is not shape:
         raise StreamFormatError(
             target, f"holds {_kind(value)}, not {_kind(shape())}; not overwriting it"

@@ -16,6 +16,7 @@ import attrs
 
 from coordinator._codec import EVENT_KINDS, WireError, structure_event, unstructure_event
 from coordinator._entries import Compaction, ConfigDelta, EventEntry, StreamEntry, UnknownEntry
+from coordinator._gc import collector_paused
 from coordinator._storage_fields import decode_field, decode_leaves, encode_field, encode_leaves
 from coordinator._timestamps import Timestamp
 from machines import RecordError
@@ -135,6 +136,22 @@ def _usable_id(value: object) -> str | None:
     return value if type(value) is str and value else None
 
 
+def _ids_in_file(raw_entries: Sequence[Any]) -> tuple[set[str], set[str]]:
+    """Every usable id in the file, and those of entries of unknown kinds (one pass)."""
+    reserved: set[str] = set()
+    # Ids of unknown entries cannot be changed (they are kept verbatim), so a
+    # known entry that shares one gets a fresh id even when it comes first.
+    verbatim: set[str] = set()
+    for raw in raw_entries:
+        if type(raw) is dict:
+            event_id = raw.get("event_id")
+            if type(event_id) is str and event_id:  # a usable id (see _usable_id)
+                reserved.add(event_id)
+                if type(kind := raw.get("type")) is str and kind not in _KNOWN:
+                    verbatim.add(event_id)
+    return reserved, verbatim
+
+
 def decode_entries(
     raw_entries: Sequence[Any],
     *,
@@ -145,23 +162,16 @@ def decode_entries(
 
     Raises :class:`EntryDecodeError` naming the first entry that cannot be read.
     """
+    with collector_paused():  # a bulk pass that makes no cycles (see coordinator._gc)
+        return _decode_entries(raw_entries, new_id=new_id, origin=origin)
+
+
+def _decode_entries(
+    raw_entries: Sequence[Any], *, new_id: Callable[[], str], origin: str
+) -> tuple[list[StreamEntry], IdRepairs]:
     # Every usable id in the file, so that a fresh id never takes one that an
     # entry further down already carries.
-    reserved = {
-        event_id
-        for raw in raw_entries
-        if type(raw) is dict and (event_id := _usable_id(raw.get("event_id"))) is not None
-    }
-    # Ids of unknown entries cannot be changed (they are kept verbatim), so a
-    # known entry that shares one gets a fresh id even when it comes first.
-    verbatim = {
-        event_id
-        for raw in raw_entries
-        if type(raw) is dict
-        and type(kind := raw.get("type")) is str
-        and kind not in _KNOWN
-        and (event_id := _usable_id(raw.get("event_id"))) is not None
-    }
+    reserved, verbatim = _ids_in_file(raw_entries)
     seen: set[str] = set()
     entries: list[StreamEntry] = []
     assigned = regenerated = 0

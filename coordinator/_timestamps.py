@@ -20,8 +20,12 @@ def format_jp_timestamp(moment: datetime) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     fraction = f"{moment.microsecond:06d}".rstrip("0") or "0"
-    # `%Y` does not pad years before 1000 on every platform; the format needs four digits.
-    return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}.{fraction}"
+    # Fields formatted one by one: `%Y` does not pad years before 1000 on every
+    # platform, and strftime costs several times as much (every record is stamped).
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} "
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{fraction}"
+    )
 
 
 def _parse(text: str) -> datetime:

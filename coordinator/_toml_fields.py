@@ -54,6 +54,9 @@ def load_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(str(path), "(file)", f"is not valid TOML: {error}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ConfigError(str(path), "(file)", "is nested too deeply to read") from None
 
 
 def kind_of(value: object) -> str:

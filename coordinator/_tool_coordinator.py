@@ -133,10 +133,16 @@ class _Batch:
         self.waiting: deque[tuple[int, QueuePermissionPrompt | QueueQuestion]] = deque()
         self.terminal_holder: int | None = None
         self.pumping = False
+        self._closed_prefix = 0
 
     @property
     def done(self) -> bool:
-        return all(call.closed for call in self.calls)
+        # Asked after every event. A call never reopens, so the calls found
+        # closed at the front are not looked at again: a batch costs time
+        # linear in its calls, not calls x events.
+        while self._closed_prefix < len(self.calls) and self.calls[self._closed_prefix].closed:
+            self._closed_prefix += 1
+        return self._closed_prefix == len(self.calls)
 
 
 class ToolCoordinator:
@@ -345,6 +351,9 @@ class ToolCoordinator:
         task = asyncio.get_running_loop().create_task(guarded())
         batch.tasks.add(task)
         task.add_done_callback(batch.tasks.discard)
+        # A task stopped before it ever ran never awaited ``work``: close it, so
+        # the coroutine is not reported as "never awaited" when it is collected.
+        task.add_done_callback(lambda _: work.close())
 
     async def _execute(self, batch: _Batch, index: int, effect: RunTool) -> None:
         request = ToolCallRequest(
@@ -452,11 +461,13 @@ class ToolCoordinator:
             facts=facts,
         )
 
-    @staticmethod
-    def _permission_done(call: ToolCall, answer: PermissionAnswer | BaseException) -> Step:
+    def _permission_done(self, call: ToolCall, answer: PermissionAnswer | BaseException) -> Step:
         if isinstance(answer, BaseException):
             if not isinstance(answer, PromptCancelled):
-                _LOG.warning("permission prompt for %s failed: %s", call.name, answer)
+                # The prompter's error may quote anything it saw, a secret included.
+                _LOG.warning(
+                    "permission prompt for %s failed: %s", call.name, self._scrub(str(answer))
+                )
             # Declining to answer is declining to run: skipped, nothing remembered.
             return call.deny()
         if isinstance(answer, Deny):

@@ -157,7 +157,8 @@ class Inquiry:
     ) -> None:
         """A question not yet recorded (state ``new``)."""
         self.state = InquiryState.NEW
-        self.buffer = buffer or StepBuffer()
+        # Not `buffer or ...`: a shared buffer is empty (falsy) until something fires.
+        self.buffer = buffer if buffer is not None else StepBuffer()
         self.turn = turn
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name

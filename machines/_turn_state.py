@@ -101,13 +101,21 @@ class TurnState:
         return MappingProxyType(self._tool_answers)
 
     def remembered_tool_answer(self, tool_name: str, question: Question) -> CachedAnswer | None:
-        """The remembered answer to ``question``; never one for a secret question."""
+        """The remembered answer to ``question``; never one for a secret question.
+
+        Nor one that does not fit the question as it is asked now: a tool may
+        ask the same question id with other options in another call, and a
+        remembered choice that is not among them is no answer.
+        """
         if question.answer_type.is_secret:
             return None
         key = _tool_answer_key(tool_name, question.id)
         if key not in self._tool_answers:
             return None
-        return CachedAnswer(self._tool_answers[key])
+        value = self._tool_answers[key]
+        if not question.answer_type.accepts(value):
+            return None
+        return CachedAnswer(value)
 
     def remember_tool_answer(self, tool_name: str, question: Question, value: JsonValue) -> None:
         """Remember ``value`` as the answer to ``question`` for the rest of the turn.

@@ -22,7 +22,10 @@ PROJECT = Path(__file__).resolve().parent.parent
 INQUIRY_RECORDS = {"InquiryRequest", "Answered", "Cancelled", "Redacted"}
 MACHINE_MODULE = "machines/_inquiry_machine.py"
 #: Reading from disk rebuilds records; it does not produce new ones.
-READERS = {("coordinator/_codec.py", "_structure_response")}
+READERS = {
+    ("coordinator/_codec.py", "_structure_response"),
+    ("coordinator/_codec.py", "_fast_inquiry_request"),
+}
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:

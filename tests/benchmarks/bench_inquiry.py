@@ -1,0 +1,202 @@
+"""Benchmark 2: an inquiry's lifecycle, against a plain dict-lookup state table.
+
+Three lifecycles, each appending its records to an in-memory stream:
+
+- ``routed``: asked, routed to the user, shown, answered;
+- ``cached``: asked, answered from the turn cache;
+- ``static``: asked, answered from a static answer in the configuration.
+
+The baseline runs the same lifecycle as a ``dict`` of ``(state, trigger) ->
+state`` lookups building the same records (same ids, same question, same
+answer) and appending them the same way; the issue's target (at most 10x)
+is on these. ``.machine_only`` variants append to a list on both sides,
+which leaves the machines' own cost bare: every step goes through
+``transitions`` (one machine per table, built once; about twenty
+microseconds a trigger), so they are shown for information, without a
+target. Flatness
+compares the per-inquiry cost in a turn of many inquiries with that in a turn
+of ten (the same total number of inquiries either way).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bench_support import Metric, Sizes, best_time
+
+from coordinator import ConversationStream
+from machines import (
+    Answered,
+    CachedAnswer,
+    Inquiry,
+    InquiryFacts,
+    InquiryQuestion,
+    InquiryRequest,
+    InquirySource,
+    Question,
+    StaticAnswer,
+    TurnState,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["run"]
+
+QUESTION = Question.boolean("apply_changes", "Apply the patch?", default=True)
+SOURCE = InquirySource.tool("fs_modify_file")
+TOOL = "fs_modify_file"
+
+#: The facts each lifecycle starts from.
+FACTS = {
+    "routed": InquiryFacts(terminal=True),
+    "cached": InquiryFacts(terminal=True, cached_answer=CachedAnswer(value=True)),
+    "static": InquiryFacts(terminal=True, static_answer=StaticAnswer(True)),
+}
+
+
+def _sink(kind: str) -> Callable[[], Callable[[Any], object]]:
+    """A fresh place for records: an in-memory stream, or a plain list."""
+    if kind == "stream":
+        return lambda: ConversationStream().append
+    return lambda: [].append
+
+
+# ------------------------------------------------------------------- engine
+
+
+def engine_turn(path: str, call_ids: list[str], append: Callable[[Any], object]) -> None:
+    """One turn of inquiries through the inquiry machine."""
+    facts = FACTS[path]
+    turn = TurnState()
+    for call_id in call_ids:
+        inquiry, step = Inquiry.ask(
+            turn=turn,
+            tool_call_id=call_id,
+            tool_name=TOOL,
+            question=QUESTION,
+            source=SOURCE,
+            facts=facts,
+        )
+        for record in step.records:
+            append(record)
+        if path == "routed":
+            inquiry.terminal_ready(None)
+            for record in inquiry.answer(True).records:
+                append(record)
+
+
+# ----------------------------------------------------------------- baseline
+
+#: The same lifecycle as a plain state table.
+TABLE: dict[tuple[str, str], str] = {
+    ("new", "ask"): "requested",
+    ("requested", "cached"): "cached",
+    ("requested", "static"): "static",
+    ("requested", "to_user"): "routed",
+    ("cached", "use_cached"): "answered",
+    ("static", "use_static"): "answered",
+    ("routed", "terminal_ready"): "routed",
+    ("routed", "answer"): "answered",
+}
+
+
+def baseline_turn(path: str, call_ids: list[str], append: Callable[[Any], object]) -> None:
+    """One turn of the same inquiries through :data:`TABLE`."""
+    facts = FACTS[path]
+    attempts: dict[tuple[str, str], int] = {}
+    for call_id in call_ids:
+        state = TABLE["new", "ask"]
+        key = (call_id, QUESTION.id)
+        attempt = attempts[key] = attempts.get(key, 0) + 1
+        inquiry_id = f"{call_id}.{QUESTION.id}.{attempt}"
+        question = InquiryQuestion.from_question(QUESTION)
+        append(InquiryRequest(id=inquiry_id, source=SOURCE, question=question))
+        if facts.cached_answer is not None:
+            state = TABLE[TABLE[state, "cached"], "use_cached"]
+            append(Answered(id=inquiry_id, answer=facts.cached_answer.value))
+        elif facts.static_answer is not None:
+            state = TABLE[TABLE[state, "static"], "use_static"]
+            append(Answered(id=inquiry_id, answer=facts.static_answer.value))
+        else:
+            state = TABLE[TABLE[state, "to_user"], "terminal_ready"]
+            state = TABLE[state, "answer"]
+            append(Answered(id=inquiry_id, answer=True))
+
+
+# ------------------------------------------------------------------- timing
+
+
+def per_inquiry(
+    turn: Callable[[str, list[str], Callable[[Any], object]], None],
+    *,
+    path: str,
+    sink: str,
+    size: int,
+    total: int,
+    repeats: int,
+) -> float:
+    """Seconds per inquiry, running ``total // size`` turns of ``size`` inquiries."""
+    call_ids = [f"toolu_{index:08d}" for index in range(size)]
+    turns = max(1, total // size)
+    fresh = _sink(sink)
+
+    def work() -> None:
+        for _ in range(turns):
+            turn(path, call_ids, fresh())
+
+    return best_time(work, repeats=repeats) / (turns * size)
+
+
+def run(sizes: Sizes) -> list[Metric]:
+    """Every inquiry metric."""
+    metrics: list[Metric] = []
+    small, large = min(sizes.inquiries), max(sizes.inquiries)
+    middle = sorted(sizes.inquiries)[len(sizes.inquiries) // 2]
+    for path in FACTS:
+        for sink in ("stream", "list"):
+            suffix = "" if sink == "stream" else ".machine_only"
+            value, baseline = (
+                per_inquiry(
+                    turn,
+                    path=path,
+                    sink=sink,
+                    size=middle,
+                    total=middle * 10,
+                    repeats=sizes.repeats,
+                )
+                for turn in (engine_turn, baseline_turn)
+            )
+            metrics.append(
+                Metric(
+                    metric=f"inquiry.{path}{suffix}",
+                    value=value * 1e6,
+                    baseline=baseline * 1e6,
+                    unit="us/inquiry",
+                    target=10 if sink == "stream" else None,
+                    note=f"turns of {middle} inquiries, records to a {sink}",
+                )
+            )
+    for path in FACTS:
+        at = {
+            size: per_inquiry(
+                engine_turn,
+                path=path,
+                sink="stream",
+                size=size,
+                total=large,
+                repeats=sizes.repeats,
+            )
+            for size in (small, large)
+        }
+        metrics.append(
+            Metric(
+                metric=f"inquiry.flat.{path}.{large}_vs_{small}",
+                value=at[large] * 1e6,
+                baseline=at[small] * 1e6,
+                unit="us/inquiry",
+                target=1.2,
+                note=f"per inquiry in a turn of {large} vs turns of {small}",
+            )
+        )
+    return metrics

@@ -1,0 +1,206 @@
+"""Benchmark 1: load and save a conversation, against the raw lossless pipeline.
+
+The baseline reads each file, parses it with ``orjson``, decodes the base64
+storage fields of ``events.json``, encodes them again, dumps the JSON as JP
+writes it and replaces the file durably (the same atomic write the store
+uses, so both sides pay the same ``fsync``). The engine side is
+``load_conversation`` then ``save_conversation`` to a fresh directory, so
+every file is really written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from bench_support import (
+    Metric,
+    Sizes,
+    best_time,
+    fixture_dirs,
+    generated_entries,
+    peak_memory,
+    write_conversation,
+)
+
+from coordinator import load_conversation, save_conversation
+from coordinator._atomic import atomic_write
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["run"]
+
+_FILES = ("events.json", "metadata.json", "base_config.json")
+
+
+# ------------------------------------------------------------------ baseline
+
+
+def _decode(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        try:
+            return base64.b64decode(value, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return value  # not encoded: kept as it is (a UnicodeDecodeError is a ValueError)
+    if kind is dict:
+        return {key: _decode(child) for key, child in value.items()}
+    if kind is list:
+        return [_decode(child) for child in value]
+    return value
+
+
+def _encode(decoded: Any, raw: Any) -> Any:
+    """Encode again what ``_decode`` decoded; what it kept stays exactly as it was."""
+    kind = type(decoded)
+    if kind is str:
+        return raw if decoded is raw else base64.b64encode(decoded.encode()).decode("ascii")
+    if kind is dict:
+        return {key: _encode(child, raw[key]) for key, child in decoded.items()}
+    if kind is list:
+        return [_encode(child, old) for child, old in zip(decoded, raw, strict=True)]
+    return decoded
+
+
+def _storage_fields(entry: dict[str, Any]) -> list[str]:
+    kind = entry.get("type")
+    fields = ["metadata"] if "metadata" in entry else []
+    if kind == "tool_call_request":
+        fields.append("arguments")
+    elif kind == "tool_call_response":
+        fields.append("content")
+    return fields
+
+
+def raw_pipeline(source: Path, target: Path) -> None:
+    """Read, decode, encode and write back every file of ``source`` into ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in _FILES:
+        path = source / name
+        if not path.is_file():
+            continue
+        value = orjson.loads(path.read_bytes())
+        if name == "events.json":
+            decoded = [
+                {field: _decode(entry[field]) for field in _storage_fields(entry)}
+                for entry in value
+            ]
+            for entry, fields in zip(value, decoded, strict=True):
+                for field, plain in fields.items():
+                    entry[field] = _encode(plain, entry[field])
+        atomic_write(target / name, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def engine_pipeline(source: Path, target: Path) -> None:
+    """``load_conversation`` then ``save_conversation`` into ``target``."""
+    save_conversation(load_conversation(source), target)
+
+
+# ------------------------------------------------------------------- timing
+
+
+def _timed(
+    pipeline: Callable[[Path, Path], None], source: Path, scratch: Path, repeats: int
+) -> float:
+    target = scratch / "out"
+
+    def clear() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+
+    seconds = best_time(lambda: pipeline(source, target), repeats=repeats, setup=clear)
+    clear()
+    return seconds
+
+
+def _compare(
+    name: str, source: Path, *, entries: int, scratch: Path, repeats: int, note: str = ""
+) -> tuple[Metric, float]:
+    """The load+save metric for ``source``, and the engine's seconds per entry."""
+    baseline = _timed(raw_pipeline, source, scratch, repeats)
+    value = _timed(engine_pipeline, source, scratch, repeats)
+    metric = Metric(
+        metric=f"store.load_save.{name}",
+        value=value * 1e3,
+        baseline=baseline * 1e3,
+        unit="ms",
+        target=1.5,
+        note=note or f"{entries} entries",
+    )
+    return metric, value / entries
+
+
+def _memory(name: str, source: Path, entries: int, scratch: Path) -> Metric:
+    target = scratch / "out"
+    baseline = peak_memory(lambda: raw_pipeline(source, target))
+    shutil.rmtree(target, ignore_errors=True)
+    value = peak_memory(lambda: engine_pipeline(source, target))
+    shutil.rmtree(target, ignore_errors=True)
+    return Metric(
+        metric=f"store.peak_memory_per_entry.{name}",
+        value=value / entries,
+        baseline=baseline / entries,
+        unit="bytes/entry",
+        note=f"tracemalloc peak during load+save of {entries} entries",
+    )
+
+
+def _label(count: int) -> str:
+    if count >= 1_000_000 and count % 1_000_000 == 0:
+        return f"{count // 1_000_000}m"
+    if count >= 1000 and count % 1000 == 0:
+        return f"{count // 1000}k"
+    return str(count)
+
+
+def run(sizes: Sizes) -> list[Metric]:
+    """Every store metric."""
+    metrics: list[Metric] = []
+    with tempfile.TemporaryDirectory(prefix="inquiry-bench-") as temp:
+        scratch = Path(temp)
+        fixtures = fixture_dirs()
+        if fixtures:
+            largest = max(fixtures, key=lambda path: (path / "events.json").stat().st_size)
+            count = len(orjson.loads((largest / "events.json").read_bytes()))
+            note = f"{largest.name}: {count} entries"
+            metric, _ = _compare(
+                "largest_fixture",
+                largest,
+                entries=count,
+                scratch=scratch,
+                repeats=sizes.repeats * 3,
+                note=note,
+            )
+            metrics.append(metric)
+            metrics.append(_memory("largest_fixture", largest, count, scratch))
+
+        per_entry: dict[int, float] = {}
+        for count in sizes.streams:
+            source = write_conversation(scratch / f"gen{count}", generated_entries(count))
+            # A run at a million entries takes tens of seconds: one is steady enough.
+            repeats = sizes.repeats if count <= 100_000 else 1
+            metric, per_entry[count] = _compare(
+                _label(count), source, entries=count, scratch=scratch, repeats=repeats
+            )
+            metrics.append(metric)
+            if count == sizes.memory_stream:
+                metrics.append(_memory(_label(count), source, count, scratch))
+            shutil.rmtree(source)
+
+        small, large = min(per_entry), max(per_entry)
+        metrics.append(
+            Metric(
+                metric=f"store.per_entry_scaling.{_label(large)}_vs_{_label(small)}",
+                value=per_entry[large] * 1e6,
+                baseline=per_entry[small] * 1e6,
+                unit="us/entry",
+                target=1.2,
+                note=f"engine load+save per entry at {large} vs {small} entries",
+            )
+        )
+    return metrics

@@ -1,0 +1,224 @@
+"""What every benchmark shares: metrics, timing, and generated conversations.
+
+A metric compares a measured ``value`` with a ``baseline`` measured in the
+same run; ``ratio`` is ``value / baseline``, and a metric with a ``target``
+passes when the ratio is at most the target. Times are the best of several
+repeats (the least disturbed run); memory is measured in a separate pass,
+since ``tracemalloc`` slows everything it watches.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import os
+import time
+import tracemalloc
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = [
+    "JP_FIXTURES",
+    "Metric",
+    "Sizes",
+    "best_time",
+    "fixture_dirs",
+    "generated_entries",
+    "peak_memory",
+    "write_conversation",
+]
+
+PROJECT = Path(__file__).resolve().parents[2]
+JP_FIXTURES = Path(
+    os.environ.get(
+        "INQUIRY_JP_FIXTURES", PROJECT.parent / "shared" / "fixtures" / "jp-conversations"
+    )
+)
+
+
+@attrs.frozen(kw_only=True)
+class Metric:
+    """One measured figure and the baseline it is compared with."""
+
+    metric: str
+    value: float
+    baseline: float
+    unit: str
+    target: float | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """``value / baseline``: how many times the baseline's cost."""
+        return self.value / self.baseline
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the ratio meets the target (``None`` when there is none)."""
+        return None if self.target is None else self.ratio <= self.target
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON line: ``metric``, ``value``, ``baseline``, ``ratio``, then extras."""
+        return {
+            "metric": self.metric,
+            "value": self.value,
+            "baseline": self.baseline,
+            "ratio": self.ratio,
+            "unit": self.unit,
+            "target": self.target,
+            "passed": self.passed,
+            "note": self.note,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class Sizes:
+    """How big the generated workloads are (full run or ``--quick``)."""
+
+    streams: tuple[int, ...]
+    memory_stream: int
+    inquiries: tuple[int, ...]
+    tool_calls: tuple[int, ...]
+    reader_streams: tuple[int, ...]
+    repeats: int
+    startup_runs: int
+
+
+def best_time(
+    work: Callable[[], object], *, repeats: int, setup: Callable[[], object] | None = None
+) -> float:
+    """The shortest of ``repeats`` timed runs of ``work``, in seconds.
+
+    ``setup`` runs untimed before each run. Garbage left by one run is
+    collected before the next, so a run does not pay for its predecessor.
+    """
+    best = float("inf")
+    for _ in range(repeats):
+        if setup is not None:
+            setup()
+        gc.collect()
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_memory(work: Callable[[], object]) -> int:
+    """The peak of memory allocated while ``work`` runs, in bytes (``tracemalloc``)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base, _ = tracemalloc.get_traced_memory()
+        work()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+def fixture_dirs() -> list[Path]:
+    """The real conversations available on this machine (maybe none)."""
+    if not JP_FIXTURES.is_dir():
+        return []
+    return sorted(path for path in JP_FIXTURES.iterdir() if (path / "events.json").is_file())
+
+
+# ------------------------------------------------------------ generated streams
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
+_WORDS = (
+    "the tool reads the file and applies the patch before it runs the tests again; "
+    "a question is recorded before anything decides where its answer comes from. "
+)
+
+
+def _text(seed: int, length: int) -> str:
+    start = seed % len(_WORDS)
+    return ((_WORDS[start:] + _WORDS) * (length // len(_WORDS) + 2))[:length]
+
+
+def _stamp(counter: int) -> str:
+    seconds = counter // 1000
+    fraction = f"{counter % 1000 * 1000 + 7:06d}".rstrip("0") or "0"
+    minute, second = divmod(seconds, 60)
+    hour, minute = divmod(minute, 60)
+    day, hour = divmod(hour, 24)
+    return f"2026-03-{1 + day % 28:02d} {hour:02d}:{minute:02d}:{second:02d}.{fraction}"
+
+
+def _turn(number: int, first_id: int, calls: int) -> Iterator[dict[str, Any]]:
+    """One realistic turn: a request, reasoning, tool calls with a question each, an answer."""
+    serial = first_id
+
+    def envelope(kind: str) -> dict[str, Any]:
+        nonlocal serial
+        serial += 1
+        return {"event_id": f"g{serial:09d}", "timestamp": _stamp(serial), "type": kind}
+
+    yield envelope("turn_start")
+    yield envelope("chat_request") | {"content": _text(number, 120)}
+    reasoning = envelope("chat_response") | {"reasoning": _text(number + 3, 300)}
+    yield reasoning | {"metadata": {"anthropic_thinking_signature": _b64(_text(number, 40))}}
+    for call in range(calls):
+        call_id = f"toolu_{number:07d}_{call}"
+        arguments = {"path": _b64(f"src/module_{call}.rs"), "patch": _b64(_text(call, 200))}
+        yield envelope("tool_call_request") | {
+            "id": call_id,
+            "name": "fs_modify_file",
+            "arguments": arguments | {"dry_run": False},
+            "metadata": {"rendered_arguments": _b64(_text(call + 1, 80))},
+        }
+        if call % 2 == 0:
+            inquiry_id = f"{call_id}.apply_changes"
+            yield envelope("inquiry_request") | {
+                "id": inquiry_id,
+                "source": {"source": "tool", "name": "fs_modify_file"},
+                "question": {
+                    "text": "Do you want to apply the following patch?",
+                    "answer_type": {"type": "boolean"},
+                    "default": True,
+                },
+            }
+            yield envelope("inquiry_response") | {"id": inquiry_id, "answer": True}
+        yield envelope("tool_call_response") | {
+            "id": call_id,
+            "content": _b64(_text(call + 2, 250)),
+            "is_error": False,
+        }
+    yield envelope("chat_response") | {"message": _text(number + 5, 200)}
+
+
+def generated_entries(count: int) -> list[dict[str, Any]]:
+    """``count`` wire entries: turns of four tool calls, two of which ask a question."""
+    entries: list[dict[str, Any]] = []
+    number = 0
+    while len(entries) < count:
+        entries.extend(_turn(number, len(entries), calls=4))
+        number += 1
+    del entries[count:]
+    return entries
+
+
+def write_conversation(directory: Path, entries: list[dict[str, Any]]) -> Path:
+    """Write ``entries`` as a conversation in JP's current layout; return the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "events.json").write_bytes(
+        orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n"
+    )
+    (directory / "metadata.json").write_bytes(b'{\n  "title": "generated"\n}\n')
+    config = {"assistant": {"name": "bench", "model": {"id": "anthropic/claude"}}}
+    (directory / "base_config.json").write_bytes(
+        orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n"
+    )
+    return directory

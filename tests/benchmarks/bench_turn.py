@@ -1,0 +1,165 @@
+"""Benchmark 3: one turn with many parallel tool calls, through the async driver.
+
+Each tool is an in-process built-in that asks three questions, one per run:
+the first two have static answers in the configuration, the third was
+remembered earlier in the turn (answered once, with "remember", in a warm-up
+batch). So every question is answered without waiting for anyone, and a call
+runs its tool four times.
+
+The baseline is the tools' own work: the same tools run the same number of
+times with the same answers, in parallel on the same event loop, with no
+coordinator. Overhead per question is what the coordinator adds, divided by
+the number of questions; it should not grow with the number of calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from bench_support import Metric, Sizes, best_time
+
+from coordinator import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Conversation,
+    ScriptedPrompter,
+    Success,
+    ToolCoordinator,
+    parse_tools_config,
+)
+from machines import ChatRequest, ChatResponse, JsonValue, Question, ToolCallRequest, TurnStart
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["run"]
+
+TOOL = "fs_modify_file"
+QUESTIONS = (
+    Question.boolean("apply_changes", "Apply the patch?", default=True),
+    Question.select("strategy", "How?", ["merge", "rebase"]),
+    Question.boolean("run_tests", "Run the tests afterwards?"),
+)
+CONFIG = parse_tools_config(
+    {
+        "defaults": {"run": "unattended"},
+        "tools": {
+            TOOL: {
+                "questions": {
+                    "apply_changes": {"answer": True},
+                    "strategy": {"answer": "rebase"},
+                }
+            }
+        },
+    }
+)
+ANSWERS: dict[str, JsonValue] = {"apply_changes": True, "strategy": "rebase", "run_tests": True}
+
+
+class ThreeQuestions(BuiltinTool):
+    """Asks its three questions one run at a time, then succeeds."""
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """The first unanswered question, or success."""
+        del arguments
+        for question in QUESTIONS:
+            if question.id not in answers:
+                return Ask(question)
+        return Success("applied")
+
+
+def _conversation(calls: int) -> tuple[Conversation, list[ToolCallRequest], ToolCallRequest]:
+    conversation = Conversation.new()
+    stream = conversation.stream
+    stream.append(TurnStart())
+    stream.append(ChatRequest(content="apply every patch"))
+    stream.append(ChatResponse.message("On it."))
+    warm_up = ToolCallRequest(id="warm_up", name=TOOL, arguments={})
+    stream.append(warm_up)
+    requests = [
+        ToolCallRequest(id=f"toolu_{index:06d}", name=TOOL, arguments={"path": f"src/{index}.rs"})
+        for index in range(calls)
+    ]
+    return conversation, requests, warm_up
+
+
+async def _engine(calls: int) -> float:
+    """Seconds for the batch of ``calls`` tool calls (the warm-up batch untimed)."""
+    conversation, requests, warm_up = _conversation(calls)
+    prompter = ScriptedPrompter().answer(True, remember=True, question="run_tests")
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={TOOL: BuiltinExecutor(ThreeQuestions())},
+        config=CONFIG,
+        prompter=prompter,
+    )
+    await coordinator.run([warm_up])  # the person answers run_tests once, "remember"
+    for request in requests:
+        conversation.stream.append(request)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    responses = await coordinator.run(requests)
+    seconds = loop.time() - start
+    if len(responses) != calls or any(response.is_error for response in responses):
+        raise AssertionError("the benchmark turn did not complete")
+    return seconds
+
+
+async def _baseline(calls: int) -> float:
+    """Seconds for the same tool runs, in parallel, without the coordinator."""
+    executor = BuiltinExecutor(ThreeQuestions())
+    requests = _conversation(calls)[1]
+    ids = [question.id for question in QUESTIONS]
+    stages = [{key: ANSWERS[key] for key in ids[:count]} for count in range(len(ids) + 1)]
+
+    async def one(request: ToolCallRequest) -> None:
+        for answers in stages:
+            await executor.execute(request, answers)
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await asyncio.gather(*(one(request) for request in requests))
+    return loop.time() - start
+
+
+def _best(make: object, calls: int, repeats: int) -> float:
+    results: list[float] = []
+
+    def once() -> None:
+        results.append(asyncio.run(make(calls)))  # type: ignore[operator]
+
+    best_time(once, repeats=repeats)
+    return min(results)
+
+
+def run(sizes: Sizes) -> list[Metric]:
+    """Every turn metric."""
+    small, large = min(sizes.tool_calls), max(sizes.tool_calls)
+    questions = {calls: calls * len(QUESTIONS) for calls in (small, large)}
+    engine = {calls: _best(_engine, calls, sizes.repeats) for calls in (small, large)}
+    baseline = {calls: _best(_baseline, calls, sizes.repeats) for calls in (small, large)}
+    overhead = {
+        calls: (engine[calls] - baseline[calls]) / questions[calls] for calls in (small, large)
+    }
+    return [
+        Metric(
+            metric=f"turn.parallel_calls.{large}",
+            value=engine[large] * 1e3,
+            baseline=baseline[large] * 1e3,
+            unit="ms",
+            note=f"{large} calls x 3 questions (static, static, cached) vs the bare tool runs",
+        ),
+        Metric(
+            metric=f"turn.overhead_per_question.{large}_vs_{small}",
+            value=overhead[large] * 1e6,
+            baseline=overhead[small] * 1e6,
+            unit="us/question",
+            target=1.2,
+            note=f"coordinator time per question at {large} calls vs {small} calls",
+        ),
+    ]

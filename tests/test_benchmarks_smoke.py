@@ -1,0 +1,31 @@
+"""The benchmark runner runs: every metric line of a quick run is well formed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+from conftest import PROJECT
+
+RUNNER = PROJECT / "tests" / "benchmarks" / "run.py"
+GROUPS = ("store", "inquiry", "turn", "readers", "startup")
+
+
+def test_a_quick_run_prints_one_json_object_per_metric() -> None:
+    """Each line is a metric with a name, and a positive value, baseline and ratio."""
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), "--quick", "--json"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    metrics = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert metrics
+    for metric in metrics:
+        assert list(metric)[:4] == ["metric", "value", "baseline", "ratio"]
+        assert isinstance(metric["metric"], str)
+        for key in ("value", "baseline", "ratio"):
+            assert isinstance(metric[key], float | int)
+            assert metric[key] > 0, metric
+    assert {metric["metric"].split(".")[0] for metric in metrics} == set(GROUPS)

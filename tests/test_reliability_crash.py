@@ -1,0 +1,182 @@
+"""Crash safety: a process killed (SIGKILL) while it saves, or while a question waits.
+
+A writer saving a large conversation over and over is killed many times, at
+random moments and at each step of the atomic replace (half the temp file
+written; written but not synced; synced but not renamed; renamed but the
+directory not synced). After every kill ``events.json`` is exactly the old or
+the new version, byte for byte, and loads; the next successful save (even one
+with nothing to write) leaves no temp file behind. A process killed while a
+question waits for its answer leaves the request on disk, so the turn is seen
+as blocked on it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from crash_programs import PAUSES, save_next, version_bytes
+
+from coordinator import load_conversation, pair_events, sanitize, save_conversation
+from machines import Answered, InquiryRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+PROGRAMS = Path(__file__).with_name("crash_programs.py")
+#: How long any single step of a child may take before the test gives up on it.
+PATIENCE = 60.0
+
+
+class Lines:
+    """Lines a child process prints, read with a time limit (a hung child fails the test)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        """Read ``process``'s stdout."""
+        assert process.stdout is not None
+        self.process = process
+        self.fd = process.stdout.fileno()
+        self.buffer = b""
+        self.lines: list[str] = []
+
+    def _fill(self) -> None:
+        ready, _, _ = select.select([self.fd], [], [], PATIENCE)
+        assert ready, "a child process stopped answering"
+        chunk = os.read(self.fd, 65536)
+        assert chunk, "a child process exited early"
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        self.lines += [line.decode() for line in complete]
+
+    def expect(self, prefix: str) -> str:
+        """The first unread line starting with ``prefix`` (its remainder); others stay unread."""
+        while True:
+            for line in self.lines:
+                assert not line.startswith("error"), line
+                if line.startswith(f"{prefix} "):
+                    self.lines.remove(line)
+                    return line.removeprefix(f"{prefix} ")
+            self._fill()
+
+    def take(self, prefix: str) -> list[str]:
+        """Every unread line starting with ``prefix`` (remainders), now taken."""
+        taken = [line for line in self.lines if line.startswith(f"{prefix} ")]
+        self.lines = [line for line in self.lines if line not in taken]
+        return [line.removeprefix(f"{prefix} ") for line in taken]
+
+
+@pytest.fixture
+def zygote() -> Iterator[tuple[subprocess.Popen[bytes], Lines]]:
+    """The forking server of ``crash_programs.py``, stopped afterwards."""
+    process = subprocess.Popen(
+        [sys.executable, str(PROGRAMS), "zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    with process:
+        try:
+            yield process, Lines(process)
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            process.wait(timeout=PATIENCE)
+
+
+def _send(process: subprocess.Popen[bytes], line: str) -> None:
+    assert process.stdin is not None
+    process.stdin.write(f"{line}\n".encode())
+    process.stdin.flush()
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(path.name for path in directory.iterdir() if path.name != "events.json")
+
+
+def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
+    tmp_path: Path, zygote: tuple[subprocess.Popen[bytes], Lines]
+) -> None:
+    """SIGKILL mid-save, many times: events.json is the old or new version; no temp survives."""
+    process, lines = zygote
+    directory = tmp_path / "conversation"
+    directory.mkdir()
+    (directory / "events.json").write_bytes(version_bytes(0))
+    rng = random.Random(82)  # noqa: S311 - a reproducible schedule, not a secret
+    schedule = [*PAUSES, *PAUSES, *["random"] * 50]
+    rng.shuffle(schedule)
+    on_disk = 0
+    for number, pause in enumerate(schedule):
+        _send(
+            process, f"go {directory} {'none' if pause == 'random' else pause} {rng.randint(0, 2)}"
+        )
+        pid = int(lines.expect("pid"))
+        assert int(lines.expect("ready")) == on_disk
+        if pause == "random":
+            time.sleep(rng.uniform(0, 0.15))
+        else:
+            lines.expect(f"at {pause}")
+        os.kill(pid, signal.SIGKILL)
+        _send(process, f"reap {pid}")
+        lines.expect("reaped")
+        saved = [int(version) for version in lines.take("saved")]
+        old = max(saved, default=on_disk)
+        candidates = {"random": (old, old + 1), "dirsync": (old + 1,)}.get(pause, (old,))
+        data = (directory / "events.json").read_bytes()
+        matches = [version for version in candidates if data == version_bytes(version)]
+        assert matches, f"kill {number} ({pause}) left neither version {candidates} on disk"
+        on_disk = matches[0]
+        assert len(load_conversation(directory).stream) == len(orjson_entries(data))
+        if pause in ("write", "fsync", "replace"):
+            # Killed with its temp file written: the case the next save must clean up.
+            assert _leftovers(directory), "the kill came before the temp file existed"
+        if number % 2:
+            # A save with nothing to write still clears what a dead writer left.
+            result = save_conversation(load_conversation(directory))
+            assert result.written == ()
+        else:
+            on_disk = save_next(directory)
+            assert (directory / "events.json").read_bytes() == version_bytes(on_disk)
+        assert _leftovers(directory) == []
+
+
+def orjson_entries(data: bytes) -> list[object]:
+    """The entries of an events.json (a parse that is not the loader's own)."""
+    import orjson  # noqa: PLC0415 - kept beside its only use
+
+    entries = orjson.loads(data)
+    assert isinstance(entries, list)
+    return entries
+
+
+@pytest.mark.parametrize("who", ["prompter", "backend"])
+def test_a_process_killed_while_a_question_waits_leaves_the_request_on_disk(
+    tmp_path: Path, who: str
+) -> None:
+    """Killed while a question waits: its request is on disk and the turn is blocked on it."""
+    with subprocess.Popen(
+        [sys.executable, str(PROGRAMS), "blocked", str(tmp_path), who], stdout=subprocess.PIPE
+    ) as process:
+        try:
+            waiting = Lines(process).expect("waiting")
+        finally:
+            process.kill()
+    conversation = load_conversation(tmp_path)
+    pairing = pair_events(conversation.stream)
+    (pending,) = pairing.inquiries.pending
+    assert pending.id == waiting
+    assert isinstance(pending.entry.payload, InquiryRequest)
+    (call,) = pairing.tool_calls.pending
+    assert call.id == "call_1"
+    if who == "prompter":
+        # The first question was answered and saved; the secret one is what it waits for.
+        assert [type(p.response.entry.payload) for p in pairing.inquiries.pairs] == [Answered]
+        assert pending.entry.payload.question.answer_type.is_secret
+    assert not pairing.complete
+    # Before the next provider request, sanitize closes what the crash left open.
+    sanitize(conversation.stream)
+    assert pair_events(conversation.stream).complete
