@@ -260,7 +260,7 @@ class TableMachine(Generic[S, M]):
         return self._built
 
     def _transition(self, row: Row[S, M]) -> dict[str, Any]:
-        row_id = row.id
+        row_id = row.id  # a formatted string: built once here, not on every step
 
         def before(event: EventData) -> None:
             model: M = event.model  # type: ignore[assignment] # transitions is untyped here
