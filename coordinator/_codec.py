@@ -17,6 +17,7 @@ ever sees decoded records.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -107,6 +108,16 @@ def _unstructure_option(option: SelectOption) -> dict[str, Any]:
     return {"value": option.value, "description": option.description}
 
 
+# Wire tags to members: an enum's call by value costs ten times a dict lookup,
+# and these run for every recorded question.
+_ANSWER_KINDS: Final = {kind.value: kind for kind in AnswerKind}
+_SOURCE_KINDS: Final = {kind.value: kind for kind in SourceKind}
+
+#: Records are immutable, so every question of a kind without options can share one.
+_PLAIN_ANSWER_TYPES: Final[Mapping[AnswerKind, AnswerType]] = {
+    kind: AnswerType(kind=kind) for kind in AnswerKind if kind is not AnswerKind.SELECT
+}
+
 _LEGACY_KINDS: Final = {
     "Boolean": "boolean",
     "Select": "select",
@@ -121,20 +132,19 @@ def _structure_answer_type(value: Any, _: Any) -> AnswerType:
         tag = _LEGACY_KINDS.get(value)
         if tag is None or tag == "select":
             raise WireError(f"unknown answer type {value!r}")
-        return AnswerType(kind=AnswerKind(tag))
+        return _PLAIN_ANSWER_TYPES[_ANSWER_KINDS[tag]]
     data = _object(value, "answer_type")
     if "type" in data:
         tag = data["type"]
-        try:
-            kind = AnswerKind(tag)
-        except ValueError:
-            raise WireError(f"unknown answer type {tag!r}") from None
-        options: tuple[SelectOption, ...] = ()
-        if kind is AnswerKind.SELECT:
-            raw = data.get("options")
-            if type(raw) is not list:
-                raise WireError("a select answer type needs an 'options' array")
-            options = tuple(_structure_option(option, SelectOption) for option in raw)
+        kind = _ANSWER_KINDS.get(tag) if type(tag) is str else None
+        if kind is None:
+            raise WireError(f"unknown answer type {tag!r}")
+        if kind is not AnswerKind.SELECT:
+            return _PLAIN_ANSWER_TYPES[kind]
+        raw = data.get("options")
+        if type(raw) is not list:
+            raise WireError("a select answer type needs an 'options' array")
+        options = tuple(_structure_option(option, SelectOption) for option in raw)
         return AnswerType(kind=kind, options=options)
     if len(data) == 1 and "Select" in data:
         # Legacy externally tagged struct variant: {"Select": {"options": [...]}}.
@@ -162,11 +172,20 @@ def _unstructure_answer_type(answer_type: AnswerType, *, options_as_objects: boo
 def _structure_source(value: Any, _: Any) -> InquirySource:
     data = _object(value, "source")
     tag = data.get("source")
-    try:
-        kind = SourceKind(tag)
-    except ValueError:
-        raise WireError(f"unknown inquiry source {tag!r}") from None
-    return InquirySource(kind=kind, name=data.get("name"))
+    kind = _SOURCE_KINDS.get(tag) if type(tag) is str else None
+    if kind is None:
+        raise WireError(f"unknown inquiry source {tag!r}")
+    name = data.get("name")
+    if name is None or type(name) is str:
+        return _shared_source(kind, name)
+    return InquirySource(kind=kind, name=name)  # refused by its validator, with its message
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_source(kind: SourceKind, name: str | None) -> InquirySource:
+    # A stream asks the same few tools over and over; records are immutable, so
+    # their questions can share one source. Invalid ones raise, and are not cached.
+    return InquirySource(kind=kind, name=name)
 
 
 def _unstructure_source(source: InquirySource) -> dict[str, Any]:
@@ -332,16 +351,22 @@ EVENT_KINDS: Final[Mapping[type[Any], str]] = {
 }
 
 
+_CHAT_RESPONSE_KEYS: Final = tuple((kind.value, kind) for kind in ChatResponseKind)
+
+
 def _structure_chat_response(data: dict[str, Any]) -> ChatResponse:
-    present = [kind for kind in ChatResponseKind if kind.value in data]
+    present = [kind for key, kind in _CHAT_RESPONSE_KEYS if key in data]
     if len(present) != 1:
         raise WireError("a chat_response needs exactly one of 'message', 'reasoning', 'data'")
     kind = present[0]
     return ChatResponse(kind=kind, content=data[kind.value])
 
 
+#: A turn marker has no fields: one immutable instance serves every turn.
+_TURN_START: Final = TurnStart()
+
 _EVENT_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    "turn_start": lambda _: TurnStart(),
+    "turn_start": lambda _: _TURN_START,
     "chat_request": lambda data: _structure(data, ChatRequest),
     "chat_response": _structure_chat_response,
     "tool_call_request": lambda data: _structure(data, ToolCallRequest),
@@ -372,6 +397,15 @@ def _fast_tool_call_response(data: dict[str, Any]) -> Event | None:
     return None
 
 
+def _fast_chat_request(data: dict[str, Any]) -> Event | None:
+    content, schema, author = data.get("content"), data.get("schema"), data.get("author")
+    if type(content) is not str or not (schema is None or type(schema) is dict):
+        return None
+    if not _optional_string(author):
+        return None
+    return ChatRequest(content=content, schema=schema, author=author)
+
+
 def _optional_string(value: object) -> bool:
     return value is None or type(value) is str
 
@@ -397,6 +431,7 @@ def _fast_inquiry_request(data: dict[str, Any]) -> Event | None:
 
 
 _FAST_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event | None]]] = {
+    "chat_request": _fast_chat_request,
     "tool_call_request": _fast_tool_call_request,
     "tool_call_response": _fast_tool_call_response,
     "inquiry_request": _fast_inquiry_request,

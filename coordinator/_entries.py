@@ -19,7 +19,7 @@ import attrs
 from coordinator._codec import EVENT_KINDS
 from coordinator._timestamps import Timestamp
 from machines import Event, JsonValue, RecordError
-from machines.validators import json_value, non_empty_string, of_type, optional_of_type
+from machines.validators import is_json, json_value, non_empty_string, of_type, optional_of_type
 
 __all__ = [
     "Compaction",
@@ -42,7 +42,8 @@ def _object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> No
             f"{type(instance).__name__}.{attribute.name} must be an object, "
             f"not {type(value).__name__}"
         )
-    json_value(instance, attribute, value)
+    if not is_json(value):  # checked here first: this runs for every entry loaded
+        json_value(instance, attribute, value)  # raises, naming the record and field
 
 
 #: Every conversation event record type (the payload of an :class:`EventEntry`).

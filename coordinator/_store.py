@@ -26,6 +26,7 @@ from coordinator._atomic import atomic_write, remove_stale_temps
 from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
+from coordinator._gc import collector_paused
 from coordinator._stream import ConversationStream
 from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
 from machines import JsonValue
@@ -117,7 +118,22 @@ class Conversation:
 
 def dump_json(value: Any) -> bytes:
     """JP's on-disk JSON: 2-space indent, one trailing newline."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    return _json_body(value) + _NEWLINE
+
+
+def _json_body(value: Any) -> bytes:
+    """:func:`dump_json` without its newline (the store writes it separately)."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+
+
+_NEWLINE = b"\n"
+
+
+def _holds(current: bytes, body: bytes) -> bool:
+    """Whether file bytes ``current`` are ``body`` and its newline (compared in place)."""
+    return (
+        len(current) == len(body) + 1 and current.endswith(_NEWLINE) and current.startswith(body)
+    )
 
 
 def _read_json(path: Path) -> tuple[Any, _FileState]:
@@ -127,11 +143,13 @@ def _read_json(path: Path) -> tuple[Any, _FileState]:
             state = _FileState.of(os.fstat(handle.fileno()))
     except OSError as error:
         raise StreamFormatError(path, f"cannot be read: {error.strerror or error}") from None
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        raise StreamFormatError(path, f"is not valid JSON: {error}") from None
-    _check_writable(path, value)
+    # Parsing allocates an object per JSON value and makes no cycles (see coordinator._gc).
+    with collector_paused():
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as error:
+            raise StreamFormatError(path, f"is not valid JSON: {error}") from None
+        _check_writable(path, value)
     return value, state
 
 
@@ -212,7 +230,7 @@ def load_conversation(
         (directory / BASE_CONFIG, base_config),
     ):
         if value is not None:
-            conversation._loaded_dumps[loaded_path] = dump_json(value)
+            conversation._loaded_dumps[loaded_path] = _json_body(value)
     if not repairs.total:
         # Ids added at load are not on disk yet: the next save must write them.
         conversation._events_revision[events_path] = stream.revision
@@ -259,14 +277,14 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
 
     stream = conversation.stream
     files: list[tuple[Path, Callable[[], bytes], int | None, type]] = [
-        (directory / EVENTS, lambda: dump_json(stream.to_wire()), stream.revision, list)
+        (directory / EVENTS, lambda: _json_body(stream.to_wire()), stream.revision, list)
     ]
     if conversation.layout is Layout.CURRENT and conversation.base_config is not None:
         config = conversation.base_config
-        files.append((directory / BASE_CONFIG, lambda: dump_json(config), None, dict))
+        files.append((directory / BASE_CONFIG, lambda: _json_body(config), None, dict))
     if conversation.metadata is not None:
         metadata = conversation.metadata
-        files.append((directory / METADATA, lambda: dump_json(metadata), None, dict))
+        files.append((directory / METADATA, lambda: _json_body(metadata), None, dict))
 
     for target, produce, revision, shape in files:
         if _save_file(conversation, target, produce, revision, shape):
@@ -285,7 +303,7 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
 def _save_file(
     conversation: Conversation,
     target: Path,
-    produce: Callable[[], bytes],
+    produce: Callable[[], bytes],  # the JSON body, without its newline
     revision: int | None,
     shape: type,
 ) -> bool:
@@ -299,24 +317,24 @@ def _save_file(
         # The file is exactly what we last read or wrote.
         if revision is not None and conversation._events_revision.get(target) == revision:
             return False
-        data = produce()
-        if data == conversation._loaded_dumps.get(target):
+        body = produce()
+        if body == conversation._loaded_dumps.get(target):
             return False  # the value is what was read: keep the file as it is
-        if len(data) == state.size and target.read_bytes() == data:
+        if len(body) + 1 == state.size and _holds(target.read_bytes(), body):
             return False
     elif state is not None:
         current = target.read_bytes()
-        data = produce()
-        if current == data:
+        body = produce()
+        if _holds(current, body):
             conversation._files[target] = state
             return False
         if known is not None:
             raise ConversationChangedError(target)
         _refuse_unreadable(target, current, shape)
     else:
-        data = produce()
+        body = produce()
 
-    atomic_write(target, data)
+    atomic_write(target, body, _NEWLINE)
     conversation._files[target] = _FileState.of(target.stat())
     conversation._loaded_dumps.pop(target, None)
     return True

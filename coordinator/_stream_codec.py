@@ -122,8 +122,9 @@ def _decode_one(raw: dict[str, Any], kind: str, event_id: str) -> StreamEntry:
     if next(iter(raw)) == "event_id" and raw["event_id"] == event_id:
         stored = raw
     else:
-        stored = {"event_id": event_id}
-        stored.update((key, value) for key, value in raw.items() if key != "event_id")
+        # The id goes first; an unusable or repeated one it replaces keeps no place of its own.
+        stored = {"event_id": event_id, **raw}
+        stored["event_id"] = event_id
     object.__setattr__(entry, "_stored", stored)
     return entry
 

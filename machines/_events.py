@@ -17,7 +17,14 @@ import attrs
 from machines._errors import RecordError
 from machines._inquiry_records import Answered, Cancelled, InquiryRequest, Redacted
 from machines._json import JsonValue
-from machines.validators import json_value, non_empty_string, of_type, optional_of_type, string
+from machines.validators import (
+    is_json,
+    json_value,
+    non_empty_string,
+    of_type,
+    optional_of_type,
+    string,
+)
 
 __all__ = [
     "ChatRequest",
@@ -42,7 +49,8 @@ def _json_object(instance: Any, attribute: attrs.Attribute[Any], value: object) 
             f"{type(instance).__name__}.{attribute.name} must be an object, "
             f"not {type(value).__name__}"
         )
-    json_value(instance, attribute, value)
+    if not is_json(value):  # checked here first: this runs for every entry loaded
+        json_value(instance, attribute, value)  # raises, naming the record and field
 
 
 def _optional_json_object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:

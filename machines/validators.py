@@ -79,7 +79,31 @@ def is_json(value: object) -> bool:
     Strict where JSON is: string keys only, finite floats only (``orjson``
     would silently write NaN as ``null``), and no other types.
     """
-    stack = [value]
+    if type(value) is dict:
+        # Most values checked are objects of plain scalars (arguments, metadata,
+        # a recorded answer's object): those are read without building a stack.
+        nested = _nested_children(value)
+        return nested is not None and (not nested or _all_json(nested))
+    return _all_json([value])
+
+
+def _nested_children(value: dict[Any, object]) -> list[object] | None:
+    """The children of ``value`` that are not strings, booleans, integers or null.
+
+    ``None`` when a key is not a string.
+    """
+    nested = []
+    for key, child in value.items():
+        if type(key) is not str:
+            return None
+        kind = type(child)
+        if not (kind is str or kind is bool or kind is int or child is None):
+            nested.append(child)
+    return nested
+
+
+def _all_json(stack: list[object]) -> bool:
+    """Whether every value on ``stack``, and everything inside them, is JSON (empties it)."""
     while stack:
         item = stack.pop()
         kind = type(item)

@@ -29,3 +29,14 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
             assert isinstance(metric[key], float | int)
             assert metric[key] > 0, metric
     assert {metric["metric"].split(".")[0] for metric in metrics} == set(GROUPS)
+    store = {
+        metric["metric"].split(".")[1]
+        for metric in metrics
+        if metric["metric"].startswith("store.")
+    }
+    assert store >= {
+        "load_save",
+        "peak_memory_per_entry",
+        "retained_memory_per_entry",
+        "per_entry_scaling",
+    }

@@ -359,6 +359,21 @@ def test_a_tool_question_must_be_an_object() -> None:
         ("chat_response", {}, "exactly one of"),
         ("chat_response", {"message": 5}, "ChatResponse.content must be a string"),
         ("inquiry_request", {"id": "q", "source": {"source": "robot"}}, "unknown inquiry source"),
+        ("inquiry_request", {"id": "q", "source": {"source": ["tool"]}}, "unknown inquiry source"),
+        (
+            "inquiry_request",
+            {"id": "q", "source": {"source": "tool", "name": ""}, "question": {}},
+            "InquirySource.name must not be empty",
+        ),
+        (
+            "inquiry_request",
+            {
+                "id": "q",
+                "source": {"source": "user"},
+                "question": {"text": "?", "answer_type": {"type": ["text"]}},
+            },
+            r"unknown answer type \['text'\]",
+        ),
         (
             "inquiry_request",
             {"id": "q", "source": {"source": "tool"}, "question": {}},
@@ -386,3 +401,15 @@ def test_wire_errors_do_not_echo_the_answer() -> None:
     with pytest.raises(WireError) as caught:
         structure_event("inquiry_response", {"id": "", "answer": "hunter2"})
     assert "hunter2" not in str(caught.value)
+
+
+def test_options_beside_an_answer_type_that_has_none_are_ignored() -> None:
+    """A recorded ``text`` question with stray ``options`` reads as a plain text question."""
+    payload = {
+        "id": "q",
+        "source": {"source": "user"},
+        "question": {"text": "?", "answer_type": {"type": "text", "options": ["a"]}},
+    }
+    read = structure_event("inquiry_request", payload)
+    assert isinstance(read, InquiryRequest)
+    assert read.question.answer_type == AnswerType.text()

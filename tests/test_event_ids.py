@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
-import secrets
+import string
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -57,21 +59,43 @@ def test_new_ids_are_seven_lowercase_base36_characters() -> None:
 
 @pytest.mark.parametrize(
     ("drawn", "expected"),
-    [(0, "0000000"), (36**7 - 1, "zzzzzzz")],
+    [
+        (bytes(range(16)), "0123456"),
+        (bytes([35, 36, 71, 72, 251]) + bytes(11), "z0z0z00"),
+        # Bytes 252-255 would make 0-3 likelier than the rest: they are dropped.
+        (bytes([252, 253, 254, 255, 10, 11, 12, 13, 14, 15, 16]) + bytes(5), "abcdefg"),
+    ],
 )
 def test_new_ids_are_drawn_from_the_os_rng(
-    monkeypatch: pytest.MonkeyPatch, drawn: int, expected: str
+    monkeypatch: pytest.MonkeyPatch, drawn: bytes, expected: str
 ) -> None:
-    """Ids come from secrets (the OS RNG) over the whole 36**7 space."""
-    bounds: list[int] = []
+    """Ids come from os.urandom, a byte per character, each byte value mapped evenly."""
+    sizes: list[int] = []
 
-    def randbelow(bound: int) -> int:
-        bounds.append(bound)
-        return drawn
+    def urandom(size: int) -> bytes:
+        sizes.append(size)
+        return drawn[:size]
 
-    monkeypatch.setattr(secrets, "randbelow", randbelow)
+    monkeypatch.setattr(os, "urandom", urandom)
     assert new_event_id() == expected
-    assert bounds == [36**7]
+    assert sizes == [16]
+
+
+def test_a_draw_with_too_few_usable_bytes_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sixteen bytes almost always leave seven characters; when not, another draw is made."""
+    draws = iter([bytes([255] * 10 + [1] * 6), bytes(16)])
+    monkeypatch.setattr(os, "urandom", lambda size: next(draws)[:size])
+    assert new_event_id() == "0000000"
+
+
+def test_every_character_is_equally_likely_in_every_position() -> None:
+    """Over many ids each of the 36 characters turns up about equally often at each position."""
+    ids = [new_event_id() for _ in range(36 * 400)]
+    for position in range(7):
+        counts = Counter(event_id[position] for event_id in ids)
+        assert set(counts) == set(string.digits + string.ascii_lowercase)
+        # 400 expected per character; 6 standard deviations (about 120) either side.
+        assert all(280 <= count <= 520 for count in counts.values()), (position, counts)
 
 
 def test_appended_entries_get_generated_ids() -> None:
@@ -150,6 +174,25 @@ def test_the_earliest_duplicate_keeps_its_id_and_later_ones_are_regenerated(
     assert str(path) in warnings[0].getMessage()
     assert "entry 2" in warnings[0].getMessage()
     assert "entry 3" in warnings[1].getMessage()
+
+
+def test_repaired_ids_are_what_a_save_writes_and_the_next_load_reads(tmp_path: Path) -> None:
+    """Repaired and misplaced ids are saved as repaired, first; the next load repairs nothing."""
+    late_id = {"timestamp": STAMP, "type": "turn_start", "event_id": "late"}
+    path = _write(
+        tmp_path, [_turn("dup"), _turn("dup"), _turn(""), _turn(7), late_id, _turn("dup")]
+    )
+    conversation = load_conversation(tmp_path, new_id=CountingIds())
+    repaired = ["dup", "e000001", "e000002", "e000003", "late", "e000004"]
+    assert _ids(conversation) == repaired
+    save_conversation(conversation)
+    written = orjson.loads(path.read_bytes())
+    assert [entry["event_id"] for entry in written] == repaired
+    assert all(next(iter(entry)) == "event_id" for entry in written)
+    assert all(list(entry)[1:] == ["timestamp", "type"] for entry in written)
+    again = load_conversation(tmp_path)
+    assert _ids(again) == repaired
+    assert again.id_repairs == IdRepairs()
 
 
 def test_a_fresh_id_never_takes_an_id_used_further_down(tmp_path: Path) -> None:

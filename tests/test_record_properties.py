@@ -18,6 +18,7 @@ from strategies import (
     events,
     inquiry_requests,
     inquiry_responses,
+    json_values,
     questions,
     redacted,
     texts,
@@ -28,7 +29,9 @@ from strategies import (
 
 from coordinator import ConversationStream, StreamEntry
 from coordinator._codec import (
+    _EVENT_READERS,
     EVENT_KINDS,
+    WireError,
     structure_event,
     structure_question,
     unstructure_event,
@@ -45,6 +48,7 @@ from machines import (
     InquiryRequest,
     InquiryResponse,
     Question,
+    RecordError,
     Redacted,
     ToolCallRequest,
     ToolCallResponse,
@@ -190,3 +194,52 @@ def test_a_single_entry_round_trips_through_the_wire(entry: StreamEntry) -> None
     if entry.event_id is not None:
         assert repairs.total == 0
         assert next(iter(wire[0])) == "event_id"
+
+
+# ------------------------------------------------------- direct readers
+
+
+def _damage(data: st.DataObject, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with one key changed or gone, maybe inside its question or source."""
+    damaged = dict(payload)
+    holders = [damaged]
+    for key in ("question", "source"):
+        if type(damaged.get(key)) is dict:
+            damaged[key] = inner = dict(damaged[key])
+            holders.append(inner)
+            if type(inner.get("answer_type")) is dict:
+                inner["answer_type"] = dict(inner["answer_type"])
+                holders.append(inner["answer_type"])
+    target = data.draw(st.sampled_from(holders))
+    key = data.draw(st.sampled_from([*target, "id", "text", "type", "name", "schema", "author"]))
+    if data.draw(st.booleans()):
+        target.pop(key, None)
+    else:
+        target[key] = data.draw(json_values(max_leaves=3))
+    return damaged
+
+
+@given(st.data())
+def test_the_direct_readers_build_what_the_converter_builds(data: st.DataObject) -> None:
+    """On any payload, a loaded record is the converter's record, or both refuse it alike."""
+    kinds = st.one_of(
+        chat_requests(), tool_call_requests(), tool_call_responses(), inquiry_requests()
+    )
+    event = data.draw(kinds)
+    kind = EVENT_KINDS[type(event)]
+    payload = through_json(unstructure_event(event))
+    if data.draw(st.booleans()):
+        payload = _damage(data, payload)
+    try:
+        expected: object = _EVENT_READERS[kind](payload)
+    except (WireError, RecordError) as error:
+        expected = WireError(str(error))
+    try:
+        read: object = structure_event(kind, payload)
+    except WireError as error:
+        read = error
+    if isinstance(expected, WireError):
+        assert isinstance(read, WireError)
+        assert str(read) == str(expected)
+    else:
+        assert read == expected

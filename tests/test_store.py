@@ -485,6 +485,23 @@ def test_a_file_changed_on_disk_to_what_we_would_write_is_accepted(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
+    "tail", [b"", b"\n\n", b"\r\n", b" "], ids=["no newline", "two", "crlf", "space"]
+)
+def test_a_file_that_differs_from_ours_only_after_the_json_is_rewritten(
+    tmp_path: Path, tail: bytes
+) -> None:
+    """Our bytes are the JSON and one newline: a file ending otherwise is not already ours."""
+    conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatRequest(content="hi"))
+    ours = dump(conversation.stream.to_wire())
+    target = tmp_path / "events.json"
+    target.write_bytes(ours[:-1] + tail)
+    result = save_conversation(conversation, tmp_path)
+    assert target in result.written
+    assert target.read_bytes() == ours
+
+
+@pytest.mark.parametrize(
     ("name", "content", "problem"),
     [
         ("events.json", b"[{not json", "is not valid JSON"),

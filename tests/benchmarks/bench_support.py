@@ -31,6 +31,7 @@ __all__ = [
     "fixture_dirs",
     "generated_entries",
     "peak_memory",
+    "retained_memory",
     "write_conversation",
 ]
 
@@ -121,6 +122,21 @@ def peak_memory(work: Callable[[], object]) -> int:
     finally:
         tracemalloc.stop()
     return peak - base
+
+
+def retained_memory(build: Callable[[], object]) -> int:
+    """The memory still allocated for what ``build`` returns, in bytes (``tracemalloc``)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base, _ = tracemalloc.get_traced_memory()
+        kept = build()
+        gc.collect()
+        current, _ = tracemalloc.get_traced_memory()
+        del kept
+    finally:
+        tracemalloc.stop()
+    return current - base
 
 
 def fixture_dirs() -> list[Path]:
