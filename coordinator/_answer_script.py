@@ -37,6 +37,7 @@ from coordinator._scripted_backend import ScriptedInquiryBackend
 from coordinator._toml_fields import (
     boolean,
     check_keys,
+    choice,
     json_table,
     json_value,
     load_toml,
@@ -182,13 +183,7 @@ def _permission(data: Mapping[str, Any], origin: str, key: str) -> PermissionRep
     check_keys(
         data, origin, key, allowed=("tool", "reply", "reason", "arguments"), required=("reply",)
     )
-    reply = string(data["reply"], origin, f"{key}.reply")
-    if reply not in _PERMISSION_REPLIES:
-        raise ConfigError(
-            origin,
-            f"{key}.reply",
-            f"expected one of {', '.join(map(repr, _PERMISSION_REPLIES))}, got {reply!r}",
-        )
+    reply = choice(data["reply"], origin, f"{key}.reply", _PERMISSION_REPLIES)
     _only_with(data, origin, key, "reason", allowed=reply == "r", why='reply = "r"')
     _only_with(data, origin, key, "arguments", allowed=reply == "e", why='reply = "e"')
     if reply == "e" and "arguments" not in data:
@@ -253,13 +248,7 @@ def _model(data: Mapping[str, Any], origin: str, key: str) -> ModelAnswer:
         return ModelAnswer(
             value=json_value(data["value"], origin, f"{key}.value"), tool=tool, question=question
         )
-    failure = string(data["fail"], origin, f"{key}.fail")
-    if failure not in _FAILURES:
-        raise ConfigError(
-            origin,
-            f"{key}.fail",
-            f"expected one of {', '.join(map(repr, _FAILURES))}, got {failure!r}",
-        )
+    failure = choice(data["fail"], origin, f"{key}.fail", _FAILURES)
     return ModelAnswer(
         failure=BackendErrorKind(failure),
         message=optional_string(data, "message", origin, key) or "scripted failure",

@@ -46,6 +46,7 @@ from coordinator._local_tools import LocalTool, check_arguments
 from coordinator._providers._tools import ANSWER_INQUIRY, ToolDefinition
 from coordinator._toml_fields import (
     check_keys,
+    choice,
     json_table,
     kind_of,
     load_toml,
@@ -262,13 +263,9 @@ def _tool(name: str, value: object, origin: str, directory: Path) -> ScenarioToo
 def _builtin(
     name: str, data: Mapping[str, Any], origin: str, key: str, description: str
 ) -> ScenarioTool:
-    builtin = string(data["builtin"], origin, f"{key}.builtin")
-    if builtin not in BUILTIN_TOOLS:
-        raise ConfigError(
-            origin,
-            f"{key}.builtin",
-            f"no built-in tool {builtin!r} (expected one of: {', '.join(BUILTIN_TOOLS)})",
-        )
+    builtin = choice(
+        data["builtin"], origin, f"{key}.builtin", tuple(BUILTIN_TOOLS), what="built-in tool"
+    )
     for local_key in _LOCAL_ONLY:
         if local_key in data:
             raise ConfigError(

@@ -40,7 +40,7 @@ def decode_field(text: str) -> str:
         raw = binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         return text
-    if not _padding_bits_clear(text):
+    if text.endswith("=") and not _padding_bits_clear(text):  # unpadded text has no spare bits
         return text
     try:
         return raw.decode("utf-8")
@@ -59,7 +59,11 @@ def decode_leaves(value: Any) -> Any:
     if kind is str:
         return decode_field(value)
     if kind is dict:
-        return {key: decode_leaves(child) for key, child in value.items()}
+        # String leaves decoded in place: most stored objects are flat (arguments, metadata).
+        return {
+            key: decode_field(child) if type(child) is str else decode_leaves(child)
+            for key, child in value.items()
+        }
     if kind is list:
         return [decode_leaves(child) for child in value]
     return value

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator._errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from pathlib import Path
 
     from machines import JsonValue
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "boolean",
     "check_keys",
+    "choice",
     "json_table",
     "json_value",
     "kind_of",
@@ -120,6 +121,16 @@ def string(value: object, origin: str, key: str, *, empty: bool = True) -> str:
     if not empty and not value:
         raise ConfigError(origin, key, "must not be empty")
     return value
+
+
+def choice(value: object, origin: str, key: str, options: Sequence[str], *, what: str = "") -> str:
+    """``value``, which must be a string among ``options``; ``what`` names it in the error."""
+    text = string(value, origin, key)
+    if text not in options:
+        expected = ", ".join(map(repr, options))
+        problem = f"no {what} {text!r}" if what else f"got {text!r}"
+        raise ConfigError(origin, key, f"{problem} (expected one of: {expected})")
+    return text
 
 
 def optional_string(data: Mapping[str, Any], name: str, origin: str, key: str) -> str | None:

@@ -275,7 +275,7 @@ ANSWERS_ERRORS = [
     pytest.param(
         '[[permissions]]\nreply = "maybe"\n',
         "permissions[0].reply",
-        "expected one of 'y', 'Y', 'n', 'N', 'r', 'e', 'cancel', got 'maybe'",
+        "got 'maybe' (expected one of: 'y', 'Y', 'n', 'N', 'r', 'e', 'cancel')",
         id="reply",
     ),
     pytest.param(
@@ -325,7 +325,7 @@ ANSWERS_ERRORS = [
     pytest.param(
         '[[model]]\nfail = "oops"\n',
         "model[0].fail",
-        "expected one of 'cancelled', 'provider'",
+        "expected one of: 'cancelled', 'provider'",
         id="model-fail-kind",
     ),
     pytest.param(
