@@ -24,7 +24,7 @@ class CoordinatorError(Exception):
 
 
 class StreamFormatError(CoordinatorError, ValueError):
-    """A conversation file could not be read.
+    """A conversation file could not be read (or a value could not be written to one).
 
     ``path`` is the file, ``index`` the entry of ``events.json`` at fault (or
     ``None`` when the problem is the file as a whole), ``problem`` what is wrong.

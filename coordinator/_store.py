@@ -126,6 +126,23 @@ def _json_body(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2)
 
 
+def _file_body(target: Path, value: Any) -> bytes:
+    """What ``target`` must hold for ``value``; a value JSON cannot hold is refused, named.
+
+    Records check their values, but a value built in memory can still be
+    nested deeper than ``orjson`` writes (254 levels), and ``metadata`` is the
+    caller's dict: rather than a bare ``TypeError``, say which file and entry.
+    """
+    try:
+        return _json_body(value)
+    except orjson.JSONEncodeError as error:
+        index = None
+        if type(value) is list:
+            index = next((i for i, entry in enumerate(value) if not _dumps_ok([entry])), None)
+        problem = f"cannot be written ({error}); the file was left as it was"
+        raise StreamFormatError(target, problem, index=index) from None
+
+
 _NEWLINE = b"\n"
 
 
@@ -275,19 +292,13 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     written: list[Path] = []
     unchanged: list[Path] = []
 
-    stream = conversation.stream
-    files: list[tuple[Path, Callable[[], bytes], int | None, type]] = [
-        (directory / EVENTS, lambda: _json_body(stream.to_wire()), stream.revision, list)
-    ]
-    if conversation.layout is Layout.CURRENT and conversation.base_config is not None:
-        config = conversation.base_config
-        files.append((directory / BASE_CONFIG, lambda: _json_body(config), None, dict))
-    if conversation.metadata is not None:
-        metadata = conversation.metadata
-        files.append((directory / METADATA, lambda: _json_body(metadata), None, dict))
-
-    for target, produce, revision, shape in files:
-        if _save_file(conversation, target, produce, revision, shape):
+    files = _files(conversation, directory)
+    # A value that cannot be written is refused before any file is written:
+    # events.json is the first written, and the small files are checked now.
+    for target, value, _, _ in files[1:]:
+        _file_body(target, value())
+    for target, value, revision, shape in files:
+        if _save_file(conversation, target, value, revision, shape):
             written.append(target)
         else:
             unchanged.append(target)
@@ -300,10 +311,27 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     return SaveResult(tuple(written), tuple(unchanged))
 
 
+def _files(
+    conversation: Conversation, directory: Path
+) -> list[tuple[Path, Callable[[], Any], int | None, type]]:
+    """Each file to save: where, its value (made on demand), the stream revision, its shape."""
+    stream = conversation.stream
+    files: list[tuple[Path, Callable[[], Any], int | None, type]] = [
+        (directory / EVENTS, stream.to_wire, stream.revision, list)
+    ]
+    if conversation.layout is Layout.CURRENT and conversation.base_config is not None:
+        config = conversation.base_config
+        files.append((directory / BASE_CONFIG, lambda: config, None, dict))
+    if conversation.metadata is not None:
+        metadata = conversation.metadata
+        files.append((directory / METADATA, lambda: metadata, None, dict))
+    return files
+
+
 def _save_file(
     conversation: Conversation,
     target: Path,
-    produce: Callable[[], bytes],  # the JSON body, without its newline
+    value: Callable[[], Any],
     revision: int | None,
     shape: type,
 ) -> bool:
@@ -317,14 +345,14 @@ def _save_file(
         # The file is exactly what we last read or wrote.
         if revision is not None and conversation._events_revision.get(target) == revision:
             return False
-        body = produce()
+        body = _file_body(target, value())
         if body == conversation._loaded_dumps.get(target):
             return False  # the value is what was read: keep the file as it is
         if len(body) + 1 == state.size and _holds(target.read_bytes(), body):
             return False
     elif state is not None:
         current = target.read_bytes()
-        body = produce()
+        body = _file_body(target, value())
         if _holds(current, body):
             conversation._files[target] = state
             return False
@@ -332,7 +360,7 @@ def _save_file(
             raise ConversationChangedError(target)
         _refuse_unreadable(target, current, shape)
     else:
-        body = produce()
+        body = _file_body(target, value())
 
     atomic_write(target, body, _NEWLINE)
     conversation._files[target] = _FileState.of(target.stat())

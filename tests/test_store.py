@@ -25,7 +25,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from machines import ChatRequest, ChatResponse, TurnStart
+from machines import ChatRequest, ChatResponse, ToolCallRequest, TurnStart
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -596,3 +596,55 @@ def test_unknown_entries_that_share_an_id_survive_sanitize_and_save(tmp_path: Pa
     assert report.changed  # the trailing empty turn goes
     save_conversation(conversation)
     assert orjson.loads(path.read_bytes()) == entries[:4]
+
+
+def _nested(depth: int) -> dict[str, JsonValue]:
+    value: dict[str, JsonValue] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["new directory", "over a saved one"])
+def test_a_value_too_deep_to_write_is_refused_naming_the_entry_and_nothing_is_written(
+    tmp_path: Path, fresh: bool
+) -> None:
+    """Records accept any JSON, but orjson writes 254 levels: the save names the entry."""
+    conversation = Conversation.new(
+        metadata={"title": "t"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
+    )
+    conversation.stream.append(ChatRequest(content="hi"))
+    if not fresh:
+        save_conversation(conversation, tmp_path)
+    before = _snapshot(tmp_path)
+    conversation.stream.append(ToolCallRequest(id="c", name="n", arguments=_nested(300)))
+    conversation.metadata = {"title": "changed"}
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation, tmp_path)
+    assert caught.value.index == 1
+    assert str(caught.value).startswith(f"{tmp_path / 'events.json'}: entry 1: cannot be written")
+    assert _snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["metadata.json", "base_config.json"])
+def test_metadata_json_cannot_hold_is_refused_before_any_file_is_written(
+    tmp_path: Path, name: str
+) -> None:
+    """A caller's metadata or base configuration that JSON cannot hold fails the whole save."""
+    conversation = Conversation.new(
+        metadata={"title": "t"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
+    )
+    conversation.stream.append(ChatRequest(content="hi"))
+    save_conversation(conversation, tmp_path)
+    before = _snapshot(tmp_path)
+    conversation.stream.append(ChatResponse.message("more"))
+    broken: Any = {"tags": {"a", "b"}} if name == "metadata.json" else _nested(300)
+    if name == "metadata.json":
+        conversation.metadata = broken
+    else:
+        conversation._base_config = broken
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation, tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / name}: cannot be written")
+    assert caught.value.index is None
+    assert _snapshot(tmp_path) == before
