@@ -598,6 +598,15 @@ def test_unknown_entries_that_share_an_id_survive_sanitize_and_save(tmp_path: Pa
     assert orjson.loads(path.read_bytes()) == entries[:4]
 
 
+def _greeting() -> Conversation:
+    """A new conversation with metadata, a base configuration and one chat request."""
+    conversation = Conversation.new(
+        metadata={"title": "t"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
+    )
+    conversation.stream.append(ChatRequest(content="hi"))
+    return conversation
+
+
 def _nested(depth: int) -> dict[str, JsonValue]:
     value: dict[str, JsonValue] = {}
     for _ in range(depth):
@@ -610,10 +619,7 @@ def test_a_value_too_deep_to_write_is_refused_naming_the_entry_and_nothing_is_wr
     tmp_path: Path, fresh: bool
 ) -> None:
     """Records accept any JSON, but orjson writes 254 levels: the save names the entry."""
-    conversation = Conversation.new(
-        metadata={"title": "t"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
-    )
-    conversation.stream.append(ChatRequest(content="hi"))
+    conversation = _greeting()
     if not fresh:
         save_conversation(conversation, tmp_path)
     before = _snapshot(tmp_path)
@@ -631,10 +637,7 @@ def test_metadata_json_cannot_hold_is_refused_before_any_file_is_written(
     tmp_path: Path, name: str
 ) -> None:
     """A caller's metadata or base configuration that JSON cannot hold fails the whole save."""
-    conversation = Conversation.new(
-        metadata={"title": "t"}, base_config=BASE, clock=FixedClock(), new_id=CountingIds()
-    )
-    conversation.stream.append(ChatRequest(content="hi"))
+    conversation = _greeting()
     save_conversation(conversation, tmp_path)
     before = _snapshot(tmp_path)
     conversation.stream.append(ChatResponse.message("more"))
