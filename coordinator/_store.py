@@ -139,7 +139,7 @@ def _file_body(target: Path, value: Any) -> bytes:
         index = None
         if type(value) is list:
             index = next((i for i, entry in enumerate(value) if not _dumps_ok([entry])), None)
-        problem = f"cannot be written ({error}); the file was left as it was"
+        problem = f"cannot be written ({error}); nothing was saved"
         raise StreamFormatError(target, problem, index=index) from None
 
 
