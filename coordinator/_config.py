@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from coordinator._errors import ConfigError
-from coordinator._toml_fields import check_keys, json_value, kind_of, load_toml, table
+from coordinator._toml_fields import check_keys, choice, json_value, load_toml, table
 from machines import (
     CachedAnswer,
     InquiryFacts,
@@ -120,12 +120,7 @@ def _check_keys(data: Mapping[str, Any], allowed: set[str], origin: str, key: st
 
 
 def _enum(kind: type[RunMode | Target], value: object, origin: str, key: str) -> Any:
-    choices = [member.value for member in kind]
-    if type(value) is not str or value not in choices:
-        shown = repr(value) if type(value) is str else kind_of(value)
-        expected = " or ".join(repr(choice) for choice in choices)
-        raise ConfigError(origin, key, f"expected {expected}, got {shown}")
-    return kind(value)
+    return kind(choice(value, origin, key, [member.value for member in kind]))
 
 
 def _question(value: object, origin: str, key: str) -> QuestionConfig:

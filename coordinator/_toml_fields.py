@@ -124,13 +124,15 @@ def string(value: object, origin: str, key: str, *, empty: bool = True) -> str:
 
 
 def choice(value: object, origin: str, key: str, options: Sequence[str], *, what: str = "") -> str:
-    """``value``, which must be a string among ``options``; ``what`` names it in the error."""
-    text = string(value, origin, key)
-    if text not in options:
-        expected = ", ".join(map(repr, options))
-        problem = f"no {what} {text!r}" if what else f"got {text!r}"
-        raise ConfigError(origin, key, f"{problem} (expected one of: {expected})")
-    return text
+    """``value``, which must be one of the strings ``options``; ``what`` names it in the error."""
+    if type(value) is str and value in options:
+        return value
+    expected = ", ".join(map(repr, options))
+    if type(value) is not str:
+        problem = f"got {kind_of(value)}"
+    else:
+        problem = f"no {what} {value!r}" if what else f"got {value!r}"
+    raise ConfigError(origin, key, f"{problem} (expected one of: {expected})")
 
 
 def optional_string(data: Mapping[str, Any], name: str, origin: str, key: str) -> str | None:

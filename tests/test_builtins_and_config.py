@@ -120,14 +120,14 @@ def test_a_config_file_is_read(tmp_path: Path) -> None:
     ("data", "key", "problem"),
     [
         ({"default": {}}, "default", "unknown key (expected one of: defaults, tools)"),
-        ({"defaults": {"run": "sometimes"}}, "defaults.run", "expected 'ask' or"),
+        ({"defaults": {"run": "sometimes"}}, "defaults.run", "got 'sometimes' (expected one of:"),
         ({"defaults": {"run": True}}, "defaults.run", "got a boolean"),
         ({"tools": []}, "tools", "expected a table, got an array"),
         ({"tools": {"fs": {"runs": "ask"}}}, "tools.fs.runs", "unknown key"),
         (
             {"tools": {"fs": {"questions": {"apply": {"target": "model"}}}}},
             "tools.fs.questions.apply.target",
-            "expected 'user' or 'assistant', got 'model'",
+            "got 'model' (expected one of: 'user', 'assistant')",
         ),
         (
             {"tools": {"fs": {"questions": {"apply": {"answer": dt.date(2026, 1, 1)}}}}},

@@ -128,7 +128,7 @@ SCENARIO_ERRORS = [
     pytest.param(
         VALID.replace("[tools.echo]", '[tools.echo]\nrun = "sometimes"'),
         "tools.echo.run",
-        "expected 'ask' or 'unattended' or 'skip', got 'sometimes'",
+        "got 'sometimes' (expected one of: 'ask', 'unattended', 'skip')",
         id="run-mode",
     ),
     pytest.param(
