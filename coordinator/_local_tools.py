@@ -46,7 +46,7 @@ from machines import InquirySource, SecretValue, ToolAnswer, ToolCallRequest
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["LocalTool", "LocalToolExecutor", "check_arguments"]
+__all__ = ["LocalTool", "LocalToolExecutor", "check_arguments", "schema_problem"]
 
 _LOG = logging.getLogger("coordinator.local_tools")
 _CHUNK = 64 * 1024
@@ -73,9 +73,15 @@ class LocalTool:
     max_output: int = 4 * 1024 * 1024
 
     def __attrs_post_init__(self) -> None:
-        """A command needs a program to run."""
+        """A command needs a program to run, and its schema a shape arguments can be checked by."""
         if not self.command:
             raise ValueError(f"local tool {self.name!r} has an empty command")
+        if self.parameters is not None:
+            if not isinstance(self.parameters, Mapping):
+                raise ValueError(f"local tool {self.name!r}: parameters must be an object")
+            if (found := schema_problem(self.parameters)) is not None:
+                where, problem = found
+                raise ValueError(f"local tool {self.name!r}: parameters.{where}: {problem}")
 
 
 _JSON_TYPES: Mapping[str, tuple[type, ...]] = {
@@ -100,14 +106,53 @@ def _fits(value: object, kind: object) -> bool:
     return False
 
 
+def schema_problem(schema: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A part of ``schema`` that :func:`check_arguments` reads but cannot use: (key, problem).
+
+    ``None`` when every part it reads is well formed; the rest of the schema is
+    the tool's and the model's business.
+    """
+    required = schema.get("required") or []
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        return "required", "expected an array of property names"
+    if not isinstance(schema.get("additionalProperties", True), bool | Mapping):
+        return "additionalProperties", "expected true, false or an object"
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, Mapping):
+        return "properties", "expected an object"
+    return next(
+        (found for name, spec in properties.items() if (found := _property_problem(name, spec))),
+        None,
+    )
+
+
+def _property_problem(name: str, spec: object) -> tuple[str, str] | None:
+    where = f"properties.{name}"
+    if not isinstance(spec, Mapping):
+        return where, "expected an object"
+    kind = spec.get("type", "string")
+    if not isinstance(kind, str) and not (
+        isinstance(kind, list) and all(isinstance(k, str) for k in kind)
+    ):
+        return f"{where}.type", "expected a type name or an array of them"
+    if not isinstance(spec.get("enum", []), list):
+        return f"{where}.enum", "expected an array of the allowed values"
+    return None
+
+
 def check_arguments(schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> str | None:
     """What is wrong with ``arguments`` for ``schema`` (top level only), or ``None``.
 
     Checks ``required``, the JSON ``type`` and ``enum`` of each property, and
     ``additionalProperties: false``. Deeper validation is the tool's own job.
+    Raises ``ValueError`` naming the key when ``schema`` itself is malformed
+    (see :func:`schema_problem`).
     """
     if not schema:
         return None
+    if (found := schema_problem(schema)) is not None:
+        where, problem = found
+        raise ValueError(f"tool schema {where}: {problem}")
     properties: Mapping[str, Any] = schema.get("properties") or {}
     missing = [name for name in schema.get("required") or () if name not in arguments]
     if missing:

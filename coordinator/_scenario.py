@@ -42,7 +42,7 @@ import attrs
 from coordinator._builtins import ASK_USER_PARAMETERS
 from coordinator._config import ToolsConfig, parse_tools_config
 from coordinator._errors import ConfigError
-from coordinator._local_tools import LocalTool, check_arguments
+from coordinator._local_tools import LocalTool, check_arguments, schema_problem
 from coordinator._providers._tools import ANSWER_INQUIRY, ToolDefinition
 from coordinator._toml_fields import (
     check_keys,
@@ -324,26 +324,9 @@ def _argument(argument: str, directory: Path) -> str:
 def _parameters(data: object, origin: str, key: str) -> dict[str, JsonValue]:
     """A tool's JSON schema, with the parts arguments are checked against well formed."""
     schema = json_table(data, origin, key)
-    required = schema.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
-        raise ConfigError(origin, f"{key}.required", "expected an array of property names")
-    extra = schema.get("additionalProperties", True)
-    if not isinstance(extra, bool | dict):
-        raise ConfigError(
-            origin,
-            f"{key}.additionalProperties",
-            f"expected true, false or a table, got {kind_of(extra)}",
-        )
-    for name, value in table(schema.get("properties", {}), origin, f"{key}.properties").items():
-        where = f"{key}.properties.{name}"
-        spec = table(value, origin, where)
-        kind = spec.get("type", "string")
-        if not isinstance(kind, str) and not (
-            isinstance(kind, list) and all(isinstance(k, str) for k in kind)
-        ):
-            raise ConfigError(origin, f"{where}.type", "expected a type name or an array of them")
-        if not isinstance(spec.get("enum", []), list):
-            raise ConfigError(origin, f"{where}.enum", "expected an array of the allowed values")
+    if (found := schema_problem(schema)) is not None:
+        where, problem = found
+        raise ConfigError(origin, f"{key}.{where}", problem)
     return schema
 
 

@@ -276,6 +276,56 @@ def test_check_arguments(arguments: dict[str, object], problem: str | None) -> N
     assert check_arguments(schema, arguments) == problem
 
 
+MALFORMED_SCHEMAS = [
+    pytest.param({"required": "path"}, "required: expected an array", id="required"),
+    pytest.param({"required": [1]}, "required: expected an array", id="required-item"),
+    pytest.param(
+        {"additionalProperties": "no"}, "additionalProperties: expected true", id="extra"
+    ),
+    pytest.param({"properties": ["path"]}, "properties: expected an object", id="properties"),
+    pytest.param(
+        {"properties": {"path": "string"}}, "properties.path: expected an object", id="spec"
+    ),
+    pytest.param(
+        {"properties": {"path": {"type": 3}}},
+        "properties.path.type: expected a type name",
+        id="type",
+    ),
+    pytest.param(
+        {"properties": {"path": {"enum": "a"}}},
+        "properties.path.enum: expected an array",
+        id="enum",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "problem"), MALFORMED_SCHEMAS)
+def test_a_local_tool_with_a_malformed_schema_is_refused_naming_the_key(
+    schema: dict[str, object], problem: str
+) -> None:
+    """The parts of a schema arguments are checked by must be well formed when the tool is made."""
+    with pytest.raises(ValueError, match=r"local tool 'demo': parameters\.") as caught:
+        LocalTool(name="demo", command=["true"], parameters=schema)
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize(("schema", "problem"), MALFORMED_SCHEMAS)
+def test_check_arguments_refuses_a_malformed_schema_naming_the_key(
+    schema: dict[str, object], problem: str
+) -> None:
+    """Given a malformed schema directly, check_arguments says where, not a bare TypeError."""
+    with pytest.raises(ValueError, match="tool schema ") as caught:
+        check_arguments(schema, {"path": "a"})
+    assert problem in str(caught.value)
+
+
+def test_null_parts_of_a_schema_count_as_absent() -> None:
+    """``required: null`` and ``properties: null`` are read as no requirement, as before."""
+    schema: dict[str, object] = {"required": None, "properties": None}
+    assert check_arguments(schema, {"anything": 1}) is None
+    assert LocalTool(name="demo", command=["true"], parameters=schema).parameters == schema
+
+
 def test_a_cancelled_run_kills_the_tool(tmp_path: Path) -> None:
     """Cancelling a run (an interrupted turn) leaves no process behind."""
     pid_file = tmp_path / "pid"

@@ -144,6 +144,14 @@ SCENARIO_ERRORS = [
         id="parameters-type",
     ),
     pytest.param(
+        VALID.replace(
+            "[tools.echo]", "[tools.echo]\nparameters = { properties = { path = { type = 3 } } }"
+        ),
+        "tools.echo.parameters.properties.path.type",
+        "expected a type name or an array of them",
+        id="parameters-property-type",
+    ),
+    pytest.param(
         '[tools.answer_inquiry]\ncommand = ["python3"]\n' + CALL,
         "tools.answer_inquiry",
         "built-in inquiry tool's name",
