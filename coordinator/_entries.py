@@ -19,7 +19,13 @@ import attrs
 from coordinator._codec import EVENT_KINDS
 from coordinator._timestamps import Timestamp
 from machines import Event, JsonValue, RecordError
-from machines.validators import is_json, json_value, non_empty_string, of_type, optional_of_type
+from machines.validators import (
+    json_object,
+    json_value,
+    non_empty_string,
+    of_type,
+    optional_of_type,
+)
 
 __all__ = [
     "Compaction",
@@ -36,16 +42,6 @@ __all__ = [
 _FLAT_RESERVED = frozenset({"event_id", "timestamp", "type", "metadata", "delta"})
 
 
-def _object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not dict:
-        raise RecordError(
-            f"{type(instance).__name__}.{attribute.name} must be an object, "
-            f"not {type(value).__name__}"
-        )
-    if not is_json(value):  # checked here first: this runs for every entry loaded
-        json_value(instance, attribute, value)  # raises, naming the record and field
-
-
 #: Every conversation event record type (the payload of an :class:`EventEntry`).
 _PAYLOAD_TYPES = tuple(EVENT_KINDS)
 
@@ -57,7 +53,7 @@ class EventEntry:
     event_id: str = attrs.field(validator=non_empty_string)
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     payload: Event = attrs.field(validator=of_type(*_PAYLOAD_TYPES))
-    metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=_object)
+    metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=json_object)
     # The loaded form, set only by the codec on load; not part of equality or repr.
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
@@ -77,7 +73,7 @@ class ConfigDelta:
 
     event_id: str = attrs.field(validator=non_empty_string)
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
-    delta: Mapping[str, JsonValue] = attrs.field(validator=_object)
+    delta: Mapping[str, JsonValue] = attrs.field(validator=json_object)
     flattened: bool = attrs.field(default=False, validator=of_type(bool))
     # The loaded form, set only by the codec on load; not part of equality or repr.
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)

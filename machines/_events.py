@@ -14,11 +14,10 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from machines._errors import RecordError
 from machines._inquiry_records import Answered, Cancelled, InquiryRequest, Redacted
 from machines._json import JsonValue
 from machines.validators import (
-    is_json,
+    json_object,
     json_value,
     non_empty_string,
     of_type,
@@ -43,19 +42,9 @@ class TurnStart:
     """Marks where a turn begins."""
 
 
-def _json_object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not dict:
-        raise RecordError(
-            f"{type(instance).__name__}.{attribute.name} must be an object, "
-            f"not {type(value).__name__}"
-        )
-    if not is_json(value):  # checked here first: this runs for every entry loaded
-        json_value(instance, attribute, value)  # raises, naming the record and field
-
-
 def _optional_json_object(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
-        _json_object(instance, attribute, value)
+        json_object(instance, attribute, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -117,7 +106,7 @@ class ToolCallRequest:
 
     id: str = attrs.field(validator=non_empty_string)
     name: str = attrs.field(validator=non_empty_string)
-    arguments: Mapping[str, JsonValue] = attrs.field(validator=_json_object)
+    arguments: Mapping[str, JsonValue] = attrs.field(validator=json_object)
 
 
 @attrs.frozen(kw_only=True)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_json",
     "is_json",
+    "json_object",
     "json_value",
     "non_empty_string",
     "of_type",
@@ -135,3 +136,11 @@ def json_value(instance: object, attribute: attrs.Attribute[Any], value: object)
     # The field's name is formatted only for the error: this runs for every record built.
     if not is_json(value):
         check_json(f"{type(instance).__name__}.{attribute.name}", value)
+
+
+def json_object(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a ``dict`` that is a JSON value (see :func:`is_json`)."""
+    if type(value) is not dict:
+        _fail(instance, attribute, "an object", value)
+    if not is_json(value):  # checked here first: this runs for every entry loaded
+        json_value(instance, attribute, value)  # raises, naming the record and field
