@@ -26,6 +26,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.orjson import make_converter
 from cattrs.v import format_exception
 
+from coordinator._storage_fields import decode_field, decode_object
 from machines import (
     Answered,
     AnswerKind,
@@ -55,6 +56,7 @@ from machines import (
 
 __all__ = [
     "EVENT_KINDS",
+    "STORED_READERS",
     "WireError",
     "structure_event",
     "structure_question",
@@ -453,6 +455,10 @@ def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
             event = None
         if event is not None:
             return event
+    return _converter_event(kind, data)
+
+
+def _converter_event(kind: str, data: dict[str, Any]) -> Event | None:
     reader = _EVENT_READERS.get(kind)
     if reader is None:
         return None
@@ -460,6 +466,85 @@ def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
         return reader(data)
     except RecordError as error:
         raise WireError(str(error)) from None
+
+
+# Reading an entry as it is stored: its storage fields decoded, then its
+# record built. One function per kind, so that a load of thousands of entries
+# pays for no dispatch and no copy of the entry beyond what it must decode.
+
+
+def _stored_tool_call_request(raw: dict[str, Any]) -> Event:
+    arguments = raw.get("arguments")
+    if type(arguments) is not dict:
+        return _stored_by_converter("tool_call_request", raw)
+    arguments = decode_object(arguments)
+    call_id, name = raw.get("id"), raw.get("name")
+    if type(call_id) is str and type(name) is str:
+        try:
+            return ToolCallRequest(id=call_id, name=name, arguments=arguments)
+        except RecordError:
+            pass  # refused: the converter words the refusal
+    return _stored_by_converter("tool_call_request", {**raw, "arguments": arguments})
+
+
+def _stored_tool_call_response(raw: dict[str, Any]) -> Event:
+    content = raw.get("content")
+    if type(content) is not str:
+        return _stored_by_converter("tool_call_response", raw)
+    content = decode_field(content)
+    call_id, is_error = raw.get("id"), raw.get("is_error")
+    if type(call_id) is str and type(is_error) is bool:
+        try:
+            return ToolCallResponse(id=call_id, content=content, is_error=is_error)
+        except RecordError:
+            pass  # refused: the converter words the refusal
+    return _stored_by_converter("tool_call_response", {**raw, "content": content})
+
+
+def _stored_by_converter(kind: str, data: dict[str, Any]) -> Event:
+    event = _converter_event(kind, data)
+    if event is None:  # pragma: no cover - only called for conversation event kinds
+        raise WireError(f"{kind!r} is not a conversation event")
+    return event
+
+
+def _stored_plain(kind: str) -> Callable[[dict[str, Any]], Event]:
+    """The stored reader of a kind without storage fields: the decoded reader itself."""
+
+    def read(raw: dict[str, Any]) -> Event:
+        event = structure_event(kind, raw)
+        if event is None:  # pragma: no cover - only made for conversation event kinds
+            raise WireError(f"{kind!r} is not a conversation event")
+        return event
+
+    return read
+
+
+def _stored_chat_response(raw: dict[str, Any]) -> Event:
+    try:
+        return _structure_chat_response(raw)
+    except RecordError as error:
+        raise WireError(str(error)) from None
+
+
+def _stored_inquiry_response(raw: dict[str, Any]) -> Event:
+    try:
+        return _structure_response(raw, None)
+    except RecordError as error:
+        raise WireError(str(error)) from None
+
+
+#: For each conversation event kind, its reader of an entry as stored (storage
+#: fields still encoded; ``metadata`` is the envelope's, read by the caller).
+STORED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
+    "turn_start": lambda _: _TURN_START,
+    "chat_request": _stored_plain("chat_request"),
+    "chat_response": _stored_chat_response,
+    "tool_call_request": _stored_tool_call_request,
+    "tool_call_response": _stored_tool_call_response,
+    "inquiry_request": _stored_plain("inquiry_request"),
+    "inquiry_response": _stored_inquiry_response,
+}
 
 
 def unstructure_event(event: Event) -> dict[str, Any]:

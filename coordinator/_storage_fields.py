@@ -16,20 +16,13 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-__all__ = ["decode_field", "decode_leaves", "encode_field", "encode_leaves"]
+__all__ = ["decode_field", "decode_leaves", "decode_object", "encode_field", "encode_leaves"]
+
+_a2b_base64 = binascii.a2b_base64
 
 _B64_INDEX = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 }
-
-
-def _padding_bits_clear(text: str) -> bool:
-    """Whether the bits a padded base64 string leaves unused are zero (canonical)."""
-    if text.endswith("=="):
-        return _B64_INDEX[text[-3]] & 0x0F == 0
-    if text.endswith("="):
-        return _B64_INDEX[text[-2]] & 0x03 == 0
-    return True
 
 
 def decode_field(text: str) -> str:
@@ -37,10 +30,14 @@ def decode_field(text: str) -> str:
     try:
         # Strict mode accepts exactly what b64decode(validate=True) does, without
         # its regular-expression pre-check: this runs for every stored field.
-        raw = binascii.a2b_base64(text, strict_mode=True)
+        raw = _a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         return text
-    if text.endswith("=") and not _padding_bits_clear(text):  # unpadded text has no spare bits
+    # Canonical only if the bits that padding leaves unused are zero (text
+    # without padding has none); checked inline, as this runs for every field.
+    if text[-1:] == "=" and (
+        _B64_INDEX[text[-3]] & 0x0F if text[-2] == "=" else _B64_INDEX[text[-2]] & 0x03
+    ):
         return text
     try:
         return raw.decode("utf-8")
@@ -59,14 +56,19 @@ def decode_leaves(value: Any) -> Any:
     if kind is str:
         return decode_field(value)
     if kind is dict:
-        # String leaves decoded in place: most stored objects are flat (arguments, metadata).
-        return {
-            key: decode_field(child) if type(child) is str else decode_leaves(child)
-            for key, child in value.items()
-        }
+        return decode_object(value)
     if kind is list:
         return [decode_leaves(child) for child in value]
     return value
+
+
+def decode_object(value: dict[str, Any]) -> dict[str, Any]:
+    """:func:`decode_leaves` of an object (the stored fields that are objects start here)."""
+    # String leaves decoded in place: most stored objects are flat (arguments, metadata).
+    return {
+        key: decode_field(child) if type(child) is str else decode_leaves(child)
+        for key, child in value.items()
+    }
 
 
 def encode_leaves(value: Any) -> Any:

@@ -109,12 +109,12 @@ class ConversationStream(Sequence[StreamEntry]):
         it cannot read.
         """
         new_id = new_id or new_event_id
-        entries, repairs = decode_entries(raw_entries, new_id=new_id, origin=origin)
+        decoded = decode_entries(raw_entries, new_id=new_id, origin=origin)
         stream = cls(clock=clock, new_id=new_id)
-        stream._entries = entries
-        stream._ids = {event_id for entry in entries if (event_id := _entry_id(entry))}
+        stream._entries = decoded.entries
+        stream._ids = decoded.ids
         stream._index_turns()
-        return stream, repairs
+        return stream, decoded.repairs
 
     def to_wire(self) -> list[dict[str, Any]]:
         """The on-disk array."""

@@ -10,21 +10,31 @@ fresh ids (each logged as a warning). ``event_id`` is always the first key.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
-from coordinator._codec import EVENT_KINDS, WireError, structure_event, unstructure_event
-from coordinator._entries import Compaction, ConfigDelta, EventEntry, StreamEntry, UnknownEntry
+from coordinator._codec import STORED_READERS, WireError, unstructure_event
+from coordinator._entries import (
+    Compaction,
+    ConfigDelta,
+    EventEntry,
+    GlobalEntry,
+    StreamEntry,
+    UnknownEntry,
+    loaded_event_entry,
+)
 from coordinator._gc import collector_paused
-from coordinator._storage_fields import decode_field, decode_leaves, encode_field, encode_leaves
-from coordinator._timestamps import Timestamp
-from machines import RecordError
+from coordinator._storage_fields import decode_object, encode_field, encode_leaves
+from coordinator._timestamps import Timestamp, read_timestamp
+from machines import Event, RecordError
+from machines.validators import check_json, is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Iterable, Sequence
 
-__all__ = ["EntryDecodeError", "IdRepairs", "decode_entries", "encode_entries"]
+__all__ = ["DecodedEntries", "EntryDecodeError", "IdRepairs", "decode_entries", "encode_entries"]
 
 _LOG = logging.getLogger("coordinator.stream")
 
@@ -49,40 +59,50 @@ class _EntryError(ValueError):
     """A problem with one entry; the caller adds the file and the index."""
 
 
+class _IdConflict(Exception):  # noqa: N818 - a signal between two passes, never raised out
+    """An id seen late shows an earlier entry's id had to change: decode again, carefully."""
+
+
+#: Stands for an absent key in ``dict.get`` (``None`` is a value the wire can hold).
+_ABSENT: Any = object()
+
+
 def _timestamp(raw: dict[str, Any]) -> Timestamp:
-    if "timestamp" not in raw:
+    text = raw.get("timestamp", _ABSENT)
+    if text is _ABSENT:
         raise _EntryError("entry has no 'timestamp'")
     try:
-        return Timestamp(raw["timestamp"])
+        return read_timestamp(text)
     except ValueError as error:
         raise _EntryError(str(error)) from None
 
 
-def _decode_event(kind: str, raw: dict[str, Any], event_id: str) -> EventEntry:
-    data = raw
-    if kind == "tool_call_request":
-        arguments = raw.get("arguments")
-        if type(arguments) is dict:
-            data = {**raw, "arguments": decode_leaves(arguments)}
-    elif kind == "tool_call_response":
-        content = raw.get("content")
-        if type(content) is str:
-            data = {**raw, "content": decode_field(content)}
-    payload = structure_event(kind, data)
-    if payload is None:  # pragma: no cover - the caller dispatches on known kinds
-        raise _EntryError(f"{kind!r} is not a conversation event")
-    metadata = raw.get("metadata", {})
-    if type(metadata) is not dict:
-        raise _EntryError("'metadata' must be an object")
-    return EventEntry(
-        event_id=event_id,
-        timestamp=_timestamp(raw),
-        payload=payload,
-        metadata=decode_leaves(metadata) if metadata else {},
-    )
+def _event_reader(read_payload: Callable[[dict[str, Any]], Event]) -> _EntryReader:
+    """The reader of entries of one event kind, whose payloads ``read_payload`` reads."""
+
+    def read(raw: dict[str, Any], event_id: str) -> EventEntry:
+        payload = read_payload(raw)
+        metadata = raw.get("metadata", _ABSENT)
+        if metadata is _ABSENT or (type(metadata) is dict and not metadata):
+            metadata = {}
+        elif type(metadata) is not dict:
+            raise _EntryError("'metadata' must be an object")
+        else:
+            if not is_json(metadata):
+                check_json("EventEntry.metadata", metadata)  # raises, in the validator's words
+            metadata = decode_object(metadata)
+        # Every fact EventEntry's validators check holds here: event_id is a
+        # non-empty string (see _decode_entries and _fresh), the payload and
+        # the timestamp were built and checked by their own readers, and
+        # metadata is a JSON object (decoding keeps it one: it only replaces
+        # strings).
+        timestamp = _timestamp(raw)
+        return loaded_event_entry(event_id, timestamp, payload, metadata, _stored(raw, event_id))
+
+    return read
 
 
-def _decode_config_delta(raw: dict[str, Any], event_id: str) -> ConfigDelta:
+def _config_delta(raw: dict[str, Any], event_id: str) -> ConfigDelta:
     if "delta" in raw:
         delta = raw["delta"]
         if type(delta) is not dict:
@@ -97,7 +117,7 @@ def _decode_config_delta(raw: dict[str, Any], event_id: str) -> ConfigDelta:
     )
 
 
-def _decode_compaction(raw: dict[str, Any], event_id: str) -> Compaction:
+def _compaction(raw: dict[str, Any], event_id: str) -> Compaction:
     for key in ("from_turn", "to_turn"):
         if key not in raw:
             raise _EntryError(f"compaction has no {key!r}")
@@ -112,29 +132,37 @@ def _decode_compaction(raw: dict[str, Any], event_id: str) -> Compaction:
     )
 
 
-def _decode_one(raw: dict[str, Any], kind: str, event_id: str) -> StreamEntry:
-    if kind in _EVENT_TAGS:
-        entry: StreamEntry = _decode_event(kind, raw, event_id)
-    elif kind == "config_delta":
-        entry = _decode_config_delta(raw, event_id)
-    else:
-        entry = _decode_compaction(raw, event_id)
-    if next(iter(raw)) == "event_id" and raw["event_id"] == event_id:
-        stored = raw
-    else:
-        # The id goes first; an unusable or repeated one it replaces keeps no place of its own.
-        stored = {"event_id": event_id, **raw}
-        stored["event_id"] = event_id
-    object.__setattr__(entry, "_stored", stored)
-    return entry
+def _global_reader(read: Callable[[dict[str, Any], str], GlobalEntry]) -> _EntryReader:
+    """The reader of a global entry kind, remembering the loaded form as events do."""
+
+    def read_entry(raw: dict[str, Any], event_id: str) -> GlobalEntry:
+        entry = read(raw, event_id)
+        object.__setattr__(entry, "_stored", _stored(raw, event_id))
+        return entry
+
+    return read_entry
 
 
-_EVENT_TAGS = frozenset(EVENT_KINDS.values())
-_KNOWN = _EVENT_TAGS | {"config_delta", "compaction"}
+def _stored(raw: dict[str, Any], event_id: str) -> dict[str, Any]:
+    """The loaded form ``raw`` as its entry will be written: its id first."""
+    for first, value in raw.items():  # only the first key: is it the id, unchanged?
+        if first == "event_id" and value == event_id:
+            return raw
+        break
+    # The id goes first; an unusable or repeated one it replaces keeps no place of its own.
+    stored = {"event_id": event_id, **raw}
+    stored["event_id"] = event_id
+    return stored
 
 
-def _usable_id(value: object) -> str | None:
-    return value if type(value) is str and value else None
+_EntryReader: TypeAlias = Callable[[dict[str, Any], str], StreamEntry]
+
+#: The reader of each entry kind this build knows, by its wire ``type``.
+_READERS: Final[Mapping[str, _EntryReader]] = {
+    **{kind: _event_reader(read) for kind, read in STORED_READERS.items()},
+    "config_delta": _global_reader(_config_delta),
+    "compaction": _global_reader(_compaction),
+}
 
 
 def _ids_in_file(raw_entries: Sequence[Any]) -> tuple[set[str], set[str]]:
@@ -146,11 +174,20 @@ def _ids_in_file(raw_entries: Sequence[Any]) -> tuple[set[str], set[str]]:
     for raw in raw_entries:
         if type(raw) is dict:
             event_id = raw.get("event_id")
-            if type(event_id) is str and event_id:  # a usable id (see _usable_id)
+            if type(event_id) is str and event_id:
                 reserved.add(event_id)
-                if type(kind := raw.get("type")) is str and kind not in _KNOWN:
+                if type(kind := raw.get("type")) is str and kind not in _READERS:
                     verbatim.add(event_id)
     return reserved, verbatim
+
+
+@attrs.frozen
+class DecodedEntries:
+    """A decoded stream: its entries, what loading did to ids, and every id it holds."""
+
+    entries: list[StreamEntry]
+    repairs: IdRepairs
+    ids: set[str]
 
 
 def decode_entries(
@@ -158,70 +195,101 @@ def decode_entries(
     *,
     new_id: Callable[[], str],
     origin: str = "<stream>",
-) -> tuple[list[StreamEntry], IdRepairs]:
+) -> DecodedEntries:
     """Decode the parsed ``events.json`` array into entries.
 
     Raises :class:`EntryDecodeError` naming the first entry that cannot be read.
     """
     with collector_paused():  # a bulk pass that makes no cycles (see coordinator._gc)
-        return _decode_entries(raw_entries, new_id=new_id, origin=origin)
+        try:
+            # Most files need no look ahead: their ids are unique, or missing
+            # altogether (JP's own files have none).
+            decoded, warnings = _decode_entries(raw_entries, new_id=new_id, ahead=None)
+        except _IdConflict:
+            ahead = _ids_in_file(raw_entries)
+            decoded, warnings = _decode_entries(raw_entries, new_id=new_id, ahead=ahead)
+    for message, *args in warnings:
+        _LOG.warning(message, origin, *args)
+    return decoded
 
 
-def _decode_entries(
-    raw_entries: Sequence[Any], *, new_id: Callable[[], str], origin: str
-) -> tuple[list[StreamEntry], IdRepairs]:
-    # Every usable id in the file, so that a fresh id never takes one that an
-    # entry further down already carries.
-    reserved, verbatim = _ids_in_file(raw_entries)
+def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an id in it
+    raw_entries: Sequence[Any],
+    *,
+    new_id: Callable[[], str],
+    ahead: tuple[set[str], set[str]] | None,
+) -> tuple[DecodedEntries, list[tuple[Any, ...]]]:
+    """One pass over the entries; ``ahead`` is every id in the file, and those kept verbatim.
+
+    Without ``ahead``, ids are checked only against the entries before: a
+    fresh id that a later entry turns out to carry, or a later unknown entry
+    sharing an earlier known entry's id, raises :class:`_IdConflict`, and the
+    caller decodes again with ``ahead``. Either way the result is the same:
+    the earliest holder of an id keeps it, unless an unknown entry (kept
+    verbatim) holds it too, and a fresh id is used nowhere in the file.
+    """
+    reserved, verbatim = ahead if ahead is not None else (set(), set())
     seen: set[str] = set()
+    fresh: set[str] = set()
     entries: list[StreamEntry] = []
+    warnings: list[tuple[Any, ...]] = []
     assigned = regenerated = 0
+    append = entries.append
     for index, raw in enumerate(raw_entries):
         if type(raw) is not dict:
             raise EntryDecodeError(index, f"entry is not an object but {_kind_name(raw)}")
         kind = raw.get("type")
         if type(kind) is not str:
             raise EntryDecodeError(index, "entry has no string 'type'")
-        event_id = _usable_id(raw.get("event_id"))
-        if kind not in _KNOWN:
+        event_id = raw.get("event_id")
+        if type(event_id) is not str or not event_id:
+            event_id = None
+        reader = _READERS.get(kind)
+        if reader is None:
             # Kept verbatim, so its id cannot be changed even when it repeats.
             if event_id is not None:
                 if event_id in seen:
-                    _LOG.warning(
-                        "%s: entry %d (%s) repeats event id %r; kept as is (unknown kind)",
-                        origin,
-                        index,
-                        kind,
-                        event_id,
+                    if ahead is None and (event_id in fresh or event_id not in verbatim):
+                        raise _IdConflict  # an earlier entry has to give this id up
+                    warnings.append(
+                        (
+                            "%s: entry %d (%s) repeats event id %r; kept as is (unknown kind)",
+                            index,
+                            kind,
+                            event_id,
+                        )
                     )
                 seen.add(event_id)
-            entries.append(UnknownEntry(raw))
+                verbatim.add(event_id)
+            append(UnknownEntry(raw))
             continue
         if event_id is None:
             event_id = _fresh(new_id, reserved, seen)
+            fresh.add(event_id)
             assigned += 1
         elif event_id in seen or event_id in verbatim:
-            fresh = _fresh(new_id, reserved, seen)
-            _LOG.warning(
-                "%s: entry %d repeats event id %r; regenerated as %r",
-                origin,
-                index,
-                event_id,
-                fresh,
+            if ahead is None and event_id in fresh:
+                raise _IdConflict  # a fresh id given earlier is this entry's own
+            repeated, event_id = event_id, _fresh(new_id, reserved, seen)
+            fresh.add(event_id)
+            warnings.append(
+                ("%s: entry %d repeats event id %r; regenerated as %r", index, repeated, event_id)
             )
-            event_id = fresh
             regenerated += 1
         seen.add(event_id)
         try:
-            entries.append(_decode_one(raw, kind, event_id))
+            append(reader(raw, event_id))
         except (_EntryError, WireError, RecordError) as error:
             raise EntryDecodeError(index, f"{kind}: {error}") from None
-    return entries, IdRepairs(assigned=assigned, regenerated=regenerated)
+    repairs = IdRepairs(assigned=assigned, regenerated=regenerated)
+    return DecodedEntries(entries, repairs, seen), warnings
 
 
 def _fresh(new_id: Callable[[], str], reserved: set[str], seen: set[str]) -> str:
     while True:
         candidate = new_id()
+        if type(candidate) is not str or not candidate:
+            raise TypeError(f"new_id must return a non-empty string, not {candidate!r}")
         if candidate not in reserved and candidate not in seen:
             reserved.add(candidate)
             return candidate
@@ -283,4 +351,11 @@ def _encode_event(entry: EventEntry) -> dict[str, Any]:
 
 def encode_entries(entries: Iterable[StreamEntry]) -> list[dict[str, Any]]:
     """The on-disk array for ``entries``."""
-    return [encode_entry(entry) for entry in entries]
+    # Most entries of a long stream were loaded and are written as they were
+    # read: those are taken here, without a call each.
+    return [
+        stored
+        if type(entry) is EventEntry and (stored := entry._stored) is not None
+        else encode_entry(entry)
+        for entry in entries
+    ]

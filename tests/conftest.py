@@ -12,12 +12,19 @@ import os
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 
+import coordinator._stream_codec
+from coordinator._entries import loaded_event_entry
+from coordinator._timestamps import Timestamp, read_timestamp
+
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
+
+    from coordinator._entries import EventEntry
 
 PROJECT = Path(__file__).resolve().parent.parent
 JP_FIXTURES = Path(
@@ -81,3 +88,30 @@ class CountingIds:
         """The next id."""
         self.count += 1
         return f"e{self.count:06d}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _loaded_records_are_validated() -> Iterator[None]:
+    """Every entry and timestamp a load builds directly is held to its validators.
+
+    The codec builds them without the attrs constructor (see
+    ``loaded_event_entry`` and ``read_timestamp``), on the strength of checks
+    of its own. For the whole run, each one is also checked by
+    ``attrs.validate``, and a timestamp must read as ``Timestamp(text)`` does.
+    """
+
+    def checked_entry(*args: Any) -> EventEntry:
+        entry = loaded_event_entry(*args)
+        attrs.validate(entry)
+        return entry
+
+    def checked_timestamp(value: object) -> Timestamp:
+        stamp = read_timestamp(value)
+        attrs.validate(stamp)
+        assert stamp == Timestamp(stamp.text)
+        return stamp
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(coordinator._stream_codec, "loaded_event_entry", checked_entry)
+        patch.setattr(coordinator._stream_codec, "read_timestamp", checked_timestamp)
+        yield

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coordinator import (
     Conversation,
@@ -268,3 +270,73 @@ def test_the_rest_of_an_entry_keeps_its_key_order(tmp_path: Path) -> None:
     save_conversation(conversation)
     (entry,) = orjson.loads(path.read_bytes())
     assert list(entry) == ["event_id", "type", "timestamp", "delta"]
+
+
+# ------------------------------------------------------- repair, as a property
+
+#: Ids drawn from a handful, so that entries share them and fresh ids collide.
+_POOL = ("a", "b", "c", "e000001", "e000002")
+
+
+def _id_entries() -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Entries of known and unknown kinds whose ids repeat, are missing, or are unusable."""
+    ids = st.sampled_from([*_POOL, None, "", 7])
+    kinds = st.sampled_from(["turn_start", "turn_start", "future_kind"])
+    return st.lists(st.tuples(ids, kinds), max_size=10).map(
+        lambda drawn: [_id_entry(event_id, kind) for event_id, kind in drawn]
+    )
+
+
+def _id_entry(event_id: object, kind: str) -> dict[str, Any]:
+    head: dict[str, Any] = {} if event_id is None else {"event_id": event_id}
+    return head | {"timestamp": STAMP, "type": kind}
+
+
+class _PoolIds:
+    """A deterministic id source that offers the pool's ids first, then unique ones."""
+
+    def __init__(self) -> None:
+        self.offered = 0
+
+    def __call__(self) -> str:
+        self.offered += 1
+        return _POOL[self.offered - 1] if self.offered <= len(_POOL) else f"new{self.offered:04d}"
+
+
+@given(_id_entries())
+def test_repair_keeps_each_first_usable_id_and_takes_no_id_of_the_file(
+    entries: list[dict[str, Any]],
+) -> None:
+    """RFD D24 on any file: the first holder keeps a usable id unless an unknown entry holds it."""
+    stream, repairs = ConversationStream.from_wire(entries, new_id=_PoolIds())
+    in_file = {entry["event_id"] for entry in entries if _usable(entry.get("event_id"))}
+    unknown_ids = {entry.get("event_id") for entry in entries if entry["type"] == "future_kind"}
+    kept: set[object] = set()
+    changed = 0
+    for raw, loaded in zip(entries, stream, strict=True):
+        if raw["type"] == "future_kind":
+            assert isinstance(loaded, UnknownEntry)
+            assert loaded.raw == raw  # verbatim, its id too
+            continue
+        event_id = raw.get("event_id")
+        if _usable(event_id) and event_id not in kept and event_id not in unknown_ids:
+            assert loaded.event_id == event_id
+            kept.add(event_id)
+        else:
+            assert loaded.event_id not in in_file  # fresh, and no other entry's
+            changed += 1
+    known = [entry.event_id for entry in stream if isinstance(entry, EventEntry)]
+    assert len(set(known)) == len(known)
+    assert repairs.total == changed
+
+
+def _usable(event_id: object) -> bool:
+    return type(event_id) is str and bool(event_id)
+
+
+@pytest.mark.parametrize("bad", ["", 7, None])
+def test_an_id_source_that_returns_no_usable_id_is_refused(tmp_path: Path, bad: object) -> None:
+    """A new_id callable returning an empty or non-string id fails the load, saying so."""
+    _write(tmp_path, [_turn()])
+    with pytest.raises(TypeError, match="new_id must return a non-empty string"):
+        load_conversation(tmp_path, new_id=lambda: bad)  # type: ignore[arg-type, return-value]

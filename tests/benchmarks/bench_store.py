@@ -15,13 +15,13 @@ import binascii
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from bench_support import (
     Metric,
     Sizes,
-    best_time,
+    best_times,
     fixture_dirs,
     generated_entries,
     peak_memory,
@@ -31,9 +31,6 @@ from bench_support import (
 
 from coordinator import load_conversation, save_conversation
 from coordinator._atomic import atomic_write
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 __all__ = ["run"]
 
@@ -106,34 +103,29 @@ def engine_pipeline(source: Path, target: Path) -> None:
 # ------------------------------------------------------------------- timing
 
 
-def _timed(
-    pipeline: Callable[[Path, Path], None], source: Path, scratch: Path, repeats: int
-) -> float:
-    target = scratch / "out"
-
-    def clear() -> None:
-        shutil.rmtree(target, ignore_errors=True)
-
-    seconds = best_time(lambda: pipeline(source, target), repeats=repeats, setup=clear)
-    clear()
-    return seconds
-
-
 def _compare(
     name: str, source: Path, *, entries: int, scratch: Path, repeats: int, note: str = ""
 ) -> tuple[Metric, float]:
     """The load+save metric for ``source``, and the engine's seconds per entry."""
-    baseline = _timed(raw_pipeline, source, scratch, repeats)
-    value = _timed(engine_pipeline, source, scratch, repeats)
+    target = scratch / "out"
+    times = best_times(
+        {
+            "baseline": lambda: raw_pipeline(source, target),
+            "engine": lambda: engine_pipeline(source, target),
+        },
+        repeats=repeats,
+        setup=lambda: shutil.rmtree(target, ignore_errors=True),
+    )
+    shutil.rmtree(target, ignore_errors=True)
     metric = Metric(
         metric=f"store.load_save.{name}",
-        value=value * 1e3,
-        baseline=baseline * 1e3,
+        value=times["engine"] * 1e3,
+        baseline=times["baseline"] * 1e3,
         unit="ms",
         target=1.5,
         note=note or f"{entries} entries",
     )
-    return metric, value / entries
+    return metric, times["engine"] / entries
 
 
 def _memory(name: str, source: Path, entries: int, scratch: Path) -> list[Metric]:

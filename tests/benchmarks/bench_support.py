@@ -21,13 +21,14 @@ import attrs
 import orjson
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
 __all__ = [
     "JP_FIXTURES",
     "Metric",
     "Sizes",
     "best_time",
+    "best_times",
     "fixture_dirs",
     "generated_entries",
     "peak_memory",
@@ -107,6 +108,25 @@ def best_time(
         start = time.perf_counter()
         work()
         best = min(best, time.perf_counter() - start)
+    return best
+
+
+def best_times(
+    works: Mapping[str, Callable[[], object]],
+    *,
+    repeats: int,
+    setup: Callable[[], object] | None = None,
+) -> dict[str, float]:
+    """The shortest of ``repeats`` timed runs of each of ``works``, in seconds, by name.
+
+    The works take turns (a, b, a, b, ...): a slow spell of the machine, which
+    on a shared host can last seconds, then falls on each of them rather than
+    on whichever was running. ``setup`` runs untimed before every run.
+    """
+    best = dict.fromkeys(works, float("inf"))
+    for _ in range(repeats):
+        for name, work in works.items():
+            best[name] = min(best[name], best_time(work, repeats=1, setup=setup))
     return best
 
 
