@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from coordinator._codec import EVENT_KINDS
+from coordinator._slots import slot_setters
 from coordinator._timestamps import Timestamp
 from machines import Event, JsonValue, RecordError
 from machines.validators import (
@@ -64,17 +65,10 @@ class EventEntry:
         return EVENT_KINDS[type(self.payload)]
 
 
-# The codec builds an entry for every event it loads, and building one through
-# its validated constructor costs more than anything else a load does for it
-# (an attrs __init__ taking keywords, a bound setattr per field, a call per
-# validator). The codec establishes what the validators would check as it
-# goes, so it builds loaded entries by setting their slots directly.
-_ENVELOPE_FIELDS = ("event_id", "timestamp", "payload", "metadata", "_stored")
-if tuple(field.name for field in attrs.fields(EventEntry)) != _ENVELOPE_FIELDS:  # pragma: no cover
-    raise ImportError("EventEntry's fields changed: update loaded_event_entry with them")
+# The codec builds an entry for every event it loads; see coordinator._slots.
 _new_entry = object.__new__
-_set_event_id, _set_timestamp, _set_payload, _set_metadata, _set_stored = (
-    EventEntry.__dict__[name].__set__ for name in _ENVELOPE_FIELDS
+_set_event_id, _set_timestamp, _set_payload, _set_metadata, _set_stored = slot_setters(
+    EventEntry, ("event_id", "timestamp", "payload", "metadata", "_stored")
 )
 
 

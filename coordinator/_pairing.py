@@ -33,9 +33,12 @@ import attrs
 
 from coordinator._entries import EventEntry
 from coordinator._gc import collector_paused
+from coordinator._slots import slot_setters
 from machines import (
     Answered,
     Cancelled,
+    ChatRequest,
+    ChatResponse,
     InquiryRequest,
     Redacted,
     ToolCallRequest,
@@ -185,6 +188,29 @@ class StreamPairing:
         return self.inquiries.complete and self.tool_calls.complete
 
 
+# A pass builds a Located for every request and response and a Pair for
+# every match: plain holders without validators, built by setting their
+# slots (see coordinator._slots).
+_new = object.__new__
+_set_index, _set_entry, _set_id = slot_setters(Located, ("index", "entry", "id"))
+_set_request, _set_response = slot_setters(Pair, ("request", "response"))
+
+
+def _located(index: int, entry: EventEntry, id: str) -> Located:
+    located = _new(Located)
+    _set_index(located, index)
+    _set_entry(located, entry)
+    _set_id(located, id)
+    return located
+
+
+def _pair(request: Located, response: Located) -> Pair:
+    pair = _new(Pair)
+    _set_request(pair, request)
+    _set_response(pair, response)
+    return pair
+
+
 class _Matcher:
     """The open requests of one kind within one turn."""
 
@@ -211,7 +237,7 @@ class _Matcher:
             return
         request = waiting.popleft()
         self.paired.add(request.index)
-        self.pairs.append(Pair(request, located))
+        self.pairs.append(_pair(request, located))
 
     def finish(self, turn: int) -> TurnPairing:
         # Walking the requests in order (rather than what is left in the
@@ -230,16 +256,40 @@ class _Turn:
         self.inquiries = _Matcher()
         self.tools = _Matcher()
 
-    def feed(self, index: int, entry: EventEntry) -> None:
-        payload = entry.payload
-        if isinstance(payload, InquiryRequest):
-            self.inquiries.request(Located(index, entry, payload.id))
-        elif isinstance(payload, Answered | Cancelled | Redacted):
-            self.inquiries.response(Located(index, entry, payload.id))
-        elif isinstance(payload, ToolCallRequest):
-            self.tools.request(Located(index, entry, payload.id))
-        elif isinstance(payload, ToolCallResponse):
-            self.tools.response(Located(index, entry, payload.id))
+    def feed(self, index: int, entry: EventEntry, role: tuple[bool, bool]) -> None:
+        inquiry, request = role
+        matcher = self.inquiries if inquiry else self.tools
+        located = _located(index, entry, entry.payload.id)  # type: ignore[union-attr]
+        if request:
+            matcher.request(located)
+        else:
+            matcher.response(located)
+
+
+#: What a payload is to pairing, by its type: (an inquiry's, a request), or
+#: ``None`` when it is not paired. A type not listed (a subclass) is looked up
+#: once, by ``isinstance``, and remembered.
+_ROLES: dict[type, tuple[bool, bool] | None] = {
+    InquiryRequest: (True, True),
+    Answered: (True, False),
+    Cancelled: (True, False),
+    Redacted: (True, False),
+    ToolCallRequest: (False, True),
+    ToolCallResponse: (False, False),
+    ChatRequest: None,
+    ChatResponse: None,
+    TurnStart: None,
+}
+
+
+def _role(payload: object) -> tuple[bool, bool] | None:
+    kind = type(payload)
+    try:
+        return _ROLES[kind]
+    except KeyError:
+        role = next((r for cls, r in _ROLES.items() if r and isinstance(payload, cls)), None)
+        _ROLES[kind] = role
+        return role
 
 
 def pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
@@ -265,7 +315,8 @@ def _pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
     for index, entry in indexed:
         if not isinstance(entry, EventEntry):
             continue
-        if isinstance(entry.payload, TurnStart):
+        payload = entry.payload
+        if isinstance(payload, TurnStart):
             if current is not None:
                 close(current)
             current = _Turn(len(inquiry_turns))
@@ -273,7 +324,9 @@ def _pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
         if current is None:
             # Events before any turn_start: the implicit leading turn.
             current = _Turn(0)
-        current.feed(index, entry)
+        role = _role(payload)
+        if role is not None:
+            current.feed(index, entry, role)
 
     if current is not None:
         close(current)
