@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given
@@ -35,6 +36,7 @@ from coordinator import (
 from machines import (
     Answered,
     Cancelled,
+    ChatRequest,
     InquiryRequest,
     Redacted,
     ToolCallRequest,
@@ -44,6 +46,7 @@ from machines import (
 
 if TYPE_CHECKING:
     from coordinator import StreamEntry
+    from machines import JsonValue
 
 
 def pair_positions(pairing: Pairing) -> list[tuple[int, int]]:
@@ -322,3 +325,35 @@ def test_every_request_and_response_is_accounted_for_once(items: list[Item]) -> 
     ):
         counts = found.counts
         assert counts.paired + counts.pending == sum(isinstance(p, request_type) for p in payloads)
+
+
+@attrs.frozen(kw_only=True)
+class _LoggedCall(ToolCallRequest):
+    """A tool-call request of an embedder's own, a subclass of the record."""
+
+
+@attrs.frozen(kw_only=True)
+class _LoggedResult(ToolCallResponse):
+    """A tool-call response of an embedder's own."""
+
+
+@attrs.frozen(kw_only=True)
+class _LoggedChat(ChatRequest):
+    """A chat request of an embedder's own: nothing to pair."""
+
+
+def test_a_subclass_of_a_record_is_paired_as_its_record_is() -> None:
+    """Pairing goes by what a payload is, not only by its exact type."""
+    arguments: dict[str, JsonValue] = {}
+    stream = make_stream(
+        turn(),
+        _LoggedChat(content="hi"),
+        _LoggedCall(id="c", name="t", arguments=arguments),
+        call("d"),
+        _LoggedResult(id="d", content="ok", is_error=False),
+        result("c"),
+    )
+    for _ in range(2):  # the second time, from what the first remembered of the types
+        pairing = pair_events(stream)
+        assert pair_positions(pairing.tool_calls) == [(3, 4), (2, 5)]
+        assert pairing.inquiries.counts == PairCounts()

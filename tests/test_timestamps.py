@@ -19,7 +19,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator._timestamps import format_jp_timestamp
+from coordinator._timestamps import format_jp_timestamp, read_timestamp
 from machines import ChatRequest, TurnStart
 
 if TYPE_CHECKING:
@@ -199,3 +199,17 @@ def test_a_missing_timestamp_in_a_file_names_the_entry(tmp_path: Path) -> None:
         StreamFormatError, match=r"entry 0: chat_request: entry has no 'timestamp'"
     ):
         load_conversation(tmp_path)
+
+
+@given(st.one_of(timestamp_texts(), st.text(max_size=30), st.integers(), st.none()))
+def test_reading_a_timestamp_accepts_and_refuses_what_the_constructor_does(value: object) -> None:
+    """The loader's reader and Timestamp(text) agree: the same record, or the same error."""
+    try:
+        expected: object = Timestamp(value)  # type: ignore[arg-type]
+    except ValueError as error:
+        expected = str(error)
+    try:
+        read: object = read_timestamp(value)
+    except ValueError as error:
+        read = str(error)
+    assert read == expected
