@@ -67,10 +67,13 @@ class _IdConflict(Exception):  # noqa: N818 - a signal between two passes, never
 _ABSENT: Any = object()
 
 
+_NO_TIMESTAMP = "entry has no 'timestamp'"
+
+
 def _timestamp(raw: dict[str, Any]) -> Timestamp:
     text = raw.get("timestamp", _ABSENT)
     if text is _ABSENT:
-        raise _EntryError("entry has no 'timestamp'")
+        raise _EntryError(_NO_TIMESTAMP)
     try:
         return read_timestamp(text)
     except ValueError as error:
@@ -91,12 +94,16 @@ def _event_reader(read_payload: Callable[[dict[str, Any]], Event]) -> _EntryRead
             if not is_json(metadata):
                 check_json("EventEntry.metadata", metadata)  # raises, in the validator's words
             metadata = decode_object(metadata)
+        text = raw.get("timestamp", _ABSENT)
+        try:
+            timestamp = read_timestamp(text)
+        except ValueError as error:
+            raise _EntryError(_NO_TIMESTAMP if text is _ABSENT else str(error)) from None
         # Every fact EventEntry's validators check holds here: event_id is a
         # non-empty string (see _decode_entries and _fresh), the payload and
         # the timestamp were built and checked by their own readers, and
         # metadata is a JSON object (decoding keeps it one: it only replaces
         # strings).
-        timestamp = _timestamp(raw)
         return loaded_event_entry(event_id, timestamp, payload, metadata, _stored(raw, event_id))
 
     return read
