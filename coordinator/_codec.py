@@ -473,32 +473,49 @@ def _converter_event(kind: str, data: dict[str, Any]) -> Event | None:
 # pays for no dispatch and no copy of the entry beyond what it must decode.
 
 
-def _stored_tool_call_request(raw: dict[str, Any]) -> Event:
-    arguments = raw.get("arguments")
-    if type(arguments) is not dict:
-        return _stored_by_converter("tool_call_request", raw)
-    arguments = decode_object(arguments)
+def _stored_field(
+    kind: str,
+    field: str,
+    stored_type: type,
+    decode: Callable[[Any], Any],
+    build: Callable[[dict[str, Any], Any], Event | None],
+) -> Callable[[dict[str, Any]], Event]:
+    """The stored reader of a kind with one storage field, ``field``.
+
+    ``decode`` reads the field when it is stored as a ``stored_type``;
+    ``build`` makes the record directly from the entry and the decoded field,
+    or gives up (``None``, or a refusal), and the converter reads the entry
+    instead and words any refusal.
+    """
+
+    def read(raw: dict[str, Any]) -> Event:
+        value = raw.get(field)
+        if type(value) is not stored_type:
+            return _stored_by_converter(kind, raw)
+        value = decode(value)
+        try:
+            event = build(raw, value)
+        except RecordError:
+            event = None
+        if event is None:
+            event = _stored_by_converter(kind, {**raw, field: value})
+        return event
+
+    return read
+
+
+def _build_tool_call_request(raw: dict[str, Any], arguments: Any) -> Event | None:
     call_id, name = raw.get("id"), raw.get("name")
     if type(call_id) is str and type(name) is str:
-        try:
-            return ToolCallRequest(id=call_id, name=name, arguments=arguments)
-        except RecordError:
-            pass  # refused: the converter words the refusal
-    return _stored_by_converter("tool_call_request", {**raw, "arguments": arguments})
+        return ToolCallRequest(id=call_id, name=name, arguments=arguments)
+    return None
 
 
-def _stored_tool_call_response(raw: dict[str, Any]) -> Event:
-    content = raw.get("content")
-    if type(content) is not str:
-        return _stored_by_converter("tool_call_response", raw)
-    content = decode_field(content)
+def _build_tool_call_response(raw: dict[str, Any], content: Any) -> Event | None:
     call_id, is_error = raw.get("id"), raw.get("is_error")
     if type(call_id) is str and type(is_error) is bool:
-        try:
-            return ToolCallResponse(id=call_id, content=content, is_error=is_error)
-        except RecordError:
-            pass  # refused: the converter words the refusal
-    return _stored_by_converter("tool_call_response", {**raw, "content": content})
+        return ToolCallResponse(id=call_id, content=content, is_error=is_error)
+    return None
 
 
 def _stored_by_converter(kind: str, data: dict[str, Any]) -> Event:
@@ -540,8 +557,12 @@ STORED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
     "turn_start": lambda _: _TURN_START,
     "chat_request": _stored_plain("chat_request"),
     "chat_response": _stored_chat_response,
-    "tool_call_request": _stored_tool_call_request,
-    "tool_call_response": _stored_tool_call_response,
+    "tool_call_request": _stored_field(
+        "tool_call_request", "arguments", dict, decode_object, _build_tool_call_request
+    ),
+    "tool_call_response": _stored_field(
+        "tool_call_response", "content", str, decode_field, _build_tool_call_response
+    ),
     "inquiry_request": _stored_plain("inquiry_request"),
     "inquiry_response": _stored_inquiry_response,
 }

@@ -1,7 +1,10 @@
 """Reading and writing ``events.json`` entries.
 
 Reading validates every entry of a kind this build knows, so a broken file is
-refused at load with the entry's index, not later at some use. Event ids are
+refused at load with the entry's index, not later at some use. Payloads are
+built by their own validated constructors; the envelope around them (the
+entry and its timestamp) is checked here, field by field, and built by
+setting its slots (see :func:`coordinator._entries.loaded_event_entry`). Event ids are
 made usable and unique as RFD D24 says: a missing, empty or non-string id gets
 a fresh one, and where ids repeat the earliest keeps its id and later ones get
 fresh ids (each logged as a warning). ``event_id`` is always the first key.
@@ -67,13 +70,10 @@ class _IdConflict(Exception):  # noqa: N818 - a signal between two passes, never
 _ABSENT: Any = object()
 
 
-_NO_TIMESTAMP = "entry has no 'timestamp'"
-
-
 def _timestamp(raw: dict[str, Any]) -> Timestamp:
     text = raw.get("timestamp", _ABSENT)
     if text is _ABSENT:
-        raise _EntryError(_NO_TIMESTAMP)
+        raise _EntryError("entry has no 'timestamp'")
     try:
         return read_timestamp(text)
     except ValueError as error:
@@ -94,11 +94,7 @@ def _event_reader(read_payload: Callable[[dict[str, Any]], Event]) -> _EntryRead
             if not is_json(metadata):
                 check_json("EventEntry.metadata", metadata)  # raises, in the validator's words
             metadata = decode_object(metadata)
-        text = raw.get("timestamp", _ABSENT)
-        try:
-            timestamp = read_timestamp(text)
-        except ValueError as error:
-            raise _EntryError(_NO_TIMESTAMP if text is _ABSENT else str(error)) from None
+        timestamp = _timestamp(raw)
         # Every fact EventEntry's validators check holds here: event_id is a
         # non-empty string (see _decode_entries and _fresh), the payload and
         # the timestamp were built and checked by their own readers, and

@@ -31,12 +31,14 @@ from coordinator import ConversationStream, StreamEntry
 from coordinator._codec import (
     _EVENT_READERS,
     EVENT_KINDS,
+    STORED_READERS,
     WireError,
     structure_event,
     structure_question,
     unstructure_event,
     unstructure_question,
 )
+from coordinator._storage_fields import encode_field, encode_leaves
 from machines import (
     Answered,
     AnswerKind,
@@ -236,6 +238,49 @@ def test_the_direct_readers_build_what_the_converter_builds(data: st.DataObject)
         expected = WireError(str(error))
     try:
         read: object = structure_event(kind, payload)
+    except WireError as error:
+        read = error
+    if isinstance(expected, WireError):
+        assert isinstance(read, WireError)
+        assert str(read) == str(expected)
+    else:
+        assert read == expected
+
+
+def _as_stored(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` as a file holds it: its storage field encoded where it has the right type."""
+    stored = dict(payload)
+    if kind == "tool_call_request" and type(stored.get("arguments")) is dict:
+        stored["arguments"] = encode_leaves(stored["arguments"])
+    elif kind == "tool_call_response" and type(stored.get("content")) is str:
+        stored["content"] = encode_field(stored["content"])
+    return stored
+
+
+@given(st.data())
+def test_the_stored_readers_build_what_the_converter_builds_from_the_decoded_entry(
+    data: st.DataObject,
+) -> None:
+    """On any entry as stored, a load's record is the converter's, or both refuse it alike."""
+    kinds = st.one_of(
+        chat_requests(),
+        chat_responses(),
+        tool_call_requests(),
+        tool_call_responses(),
+        inquiry_requests(),
+        inquiry_responses(),
+    )
+    event = data.draw(kinds)
+    kind = EVENT_KINDS[type(event)]
+    payload = through_json(unstructure_event(event))
+    if data.draw(st.booleans()):
+        payload = _damage(data, payload)
+    try:
+        expected: object = _EVENT_READERS[kind](payload)
+    except (WireError, RecordError) as error:
+        expected = WireError(str(error))
+    try:
+        read: object = STORED_READERS[kind](_as_stored(kind, payload))
     except WireError as error:
         read = error
     if isinstance(expected, WireError):
