@@ -166,6 +166,22 @@ def _label(count: int) -> str:
     return str(count)
 
 
+def _repeats(sizes: Sizes, count: int) -> int:
+    """How many runs of each side for a stream of ``count`` entries.
+
+    A run of ten thousand entries lasts a tenth of a second, which a slow
+    spell of a shared machine often fills: those get many runs, so that the
+    best of them finds the machine as quiet as a long run's best does. A run
+    of a million lasts tens of seconds: fewer, but never one alone (a single
+    run's page faults and fsync vary by a third).
+    """
+    if count <= 10_000:
+        return sizes.repeats * 4
+    if count <= 100_000:
+        return sizes.repeats
+    return max(2, sizes.repeats // 2)
+
+
 def run(sizes: Sizes) -> list[Metric]:
     """Every store metric."""
     metrics: list[Metric] = []
@@ -190,11 +206,12 @@ def run(sizes: Sizes) -> list[Metric]:
         per_entry: dict[int, float] = {}
         for count in sizes.streams:
             source = write_conversation(scratch / f"gen{count}", generated_entries(count))
-            # A run at a million entries takes tens of seconds: fewer repeats, but
-            # never one alone (a single run's page faults and fsync vary by a third).
-            repeats = sizes.repeats if count <= 100_000 else max(2, sizes.repeats // 2)
             metric, per_entry[count] = _compare(
-                _label(count), source, entries=count, scratch=scratch, repeats=repeats
+                _label(count),
+                source,
+                entries=count,
+                scratch=scratch,
+                repeats=_repeats(sizes, count),
             )
             metrics.append(metric)
             if count == sizes.memory_stream:

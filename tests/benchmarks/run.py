@@ -30,7 +30,7 @@ FULL = Sizes(
     memory_stream=100_000,
     inquiries=(10, 1_000, 100_000),
     tool_calls=(100, 1_000),
-    reader_streams=(10_000, 1_000_000),
+    reader_streams=(10_000, 100_000, 1_000_000),
     repeats=5,
     startup_runs=15,
 )
@@ -40,7 +40,7 @@ QUICK = Sizes(
     memory_stream=500,
     inquiries=(10, 200),
     tool_calls=(5, 20),
-    reader_streams=(500, 2_000),
+    reader_streams=(500, 1_000, 2_000),
     repeats=1,
     startup_runs=1,
 )
