@@ -201,7 +201,9 @@ def decode_entries(
 ) -> DecodedEntries:
     """Decode the parsed ``events.json`` array into entries.
 
-    Raises :class:`EntryDecodeError` naming the first entry that cannot be read.
+    Raises :class:`EntryDecodeError` naming the first entry that cannot be
+    read. The warnings about repaired ids are logged once every entry has
+    been read, in stream order: a file that cannot be read logs none.
     """
     with collector_paused():  # a bulk pass that makes no cycles (see coordinator._gc)
         try:
