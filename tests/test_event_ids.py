@@ -20,6 +20,7 @@ from coordinator import (
     ConversationStream,
     EventEntry,
     IdRepairs,
+    StreamFormatError,
     UnknownEntry,
     load_conversation,
     new_event_id,
@@ -340,3 +341,17 @@ def test_an_id_source_that_returns_no_usable_id_is_refused(tmp_path: Path, bad: 
     _write(tmp_path, [_turn()])
     with pytest.raises(TypeError, match="new_id must return a non-empty string"):
         load_conversation(tmp_path, new_id=lambda: bad)  # type: ignore[arg-type, return-value]
+
+
+def test_a_file_that_cannot_be_read_logs_no_repairs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Id warnings are for loads that succeed: a broken entry further down means none."""
+    _write(tmp_path, [_turn("dup"), _turn("dup"), {"type": "turn_start", "timestamp": 5}])
+    with (
+        caplog.at_level(logging.WARNING, logger="coordinator.stream"),
+        pytest.raises(StreamFormatError, match="timestamp must be a string") as raised,
+    ):
+        load_conversation(tmp_path)
+    assert raised.value.index == 2
+    assert caplog.records == []
