@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from hypothesis import given
@@ -56,6 +56,9 @@ from machines import (
     ToolCallResponse,
     UnknownCancellationReason,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def through_json(value: Any) -> Any:
@@ -227,24 +230,7 @@ def test_the_direct_readers_build_what_the_converter_builds(data: st.DataObject)
     kinds = st.one_of(
         chat_requests(), tool_call_requests(), tool_call_responses(), inquiry_requests()
     )
-    event = data.draw(kinds)
-    kind = EVENT_KINDS[type(event)]
-    payload = through_json(unstructure_event(event))
-    if data.draw(st.booleans()):
-        payload = _damage(data, payload)
-    try:
-        expected: object = _EVENT_READERS[kind](payload)
-    except (WireError, RecordError) as error:
-        expected = WireError(str(error))
-    try:
-        read: object = structure_event(kind, payload)
-    except WireError as error:
-        read = error
-    if isinstance(expected, WireError):
-        assert isinstance(read, WireError)
-        assert str(read) == str(expected)
-    else:
-        assert read == expected
+    _reads_as_the_converter(data, kinds, structure_event)
 
 
 def _as_stored(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -262,14 +248,17 @@ def test_the_stored_readers_build_what_the_converter_builds_from_the_decoded_ent
     data: st.DataObject,
 ) -> None:
     """On any entry as stored, a load's record is the converter's, or both refuse it alike."""
-    kinds = st.one_of(
-        chat_requests(),
-        chat_responses(),
-        tool_call_requests(),
-        tool_call_responses(),
-        inquiry_requests(),
-        inquiry_responses(),
+    _reads_as_the_converter(
+        data, events(), lambda kind, payload: STORED_READERS[kind](_as_stored(kind, payload))
     )
+
+
+def _reads_as_the_converter(
+    data: st.DataObject,
+    kinds: st.SearchStrategy[Event],
+    reader: Callable[[str, dict[str, Any]], object],
+) -> None:
+    """``reader`` reads a drawn payload, maybe damaged, as the converter does, or refuses alike."""
     event = data.draw(kinds)
     kind = EVENT_KINDS[type(event)]
     payload = through_json(unstructure_event(event))
@@ -280,7 +269,7 @@ def test_the_stored_readers_build_what_the_converter_builds_from_the_decoded_ent
     except (WireError, RecordError) as error:
         expected = WireError(str(error))
     try:
-        read: object = STORED_READERS[kind](_as_stored(kind, payload))
+        read: object = reader(kind, payload)
     except WireError as error:
         read = error
     if isinstance(expected, WireError):
