@@ -385,18 +385,28 @@ _EVENT_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
 # the record, and every error message, is exactly the converter's.
 
 
-def _fast_tool_call_request(data: dict[str, Any]) -> Event | None:
-    call_id, name, arguments = data.get("id"), data.get("name"), data.get("arguments")
-    if type(call_id) is str and type(name) is str and type(arguments) is dict:
+def _build_tool_call_request(raw: dict[str, Any], arguments: Any) -> Event | None:
+    call_id, name = raw.get("id"), raw.get("name")
+    if type(call_id) is str and type(name) is str:
         return ToolCallRequest(id=call_id, name=name, arguments=arguments)
     return None
 
 
-def _fast_tool_call_response(data: dict[str, Any]) -> Event | None:
-    call_id, content, is_error = data.get("id"), data.get("content"), data.get("is_error")
-    if type(call_id) is str and type(content) is str and type(is_error) is bool:
+def _build_tool_call_response(raw: dict[str, Any], content: Any) -> Event | None:
+    call_id, is_error = raw.get("id"), raw.get("is_error")
+    if type(call_id) is str and type(is_error) is bool:
         return ToolCallResponse(id=call_id, content=content, is_error=is_error)
     return None
+
+
+def _fast_tool_call_request(data: dict[str, Any]) -> Event | None:
+    arguments = data.get("arguments")
+    return _build_tool_call_request(data, arguments) if type(arguments) is dict else None
+
+
+def _fast_tool_call_response(data: dict[str, Any]) -> Event | None:
+    content = data.get("content")
+    return _build_tool_call_response(data, content) if type(content) is str else None
 
 
 def _fast_chat_request(data: dict[str, Any]) -> Event | None:
@@ -502,20 +512,6 @@ def _stored_field(
         return event
 
     return read
-
-
-def _build_tool_call_request(raw: dict[str, Any], arguments: Any) -> Event | None:
-    call_id, name = raw.get("id"), raw.get("name")
-    if type(call_id) is str and type(name) is str:
-        return ToolCallRequest(id=call_id, name=name, arguments=arguments)
-    return None
-
-
-def _build_tool_call_response(raw: dict[str, Any], content: Any) -> Event | None:
-    call_id, is_error = raw.get("id"), raw.get("is_error")
-    if type(call_id) is str and type(is_error) is bool:
-        return ToolCallResponse(id=call_id, content=content, is_error=is_error)
-    return None
 
 
 def _stored_by_converter(kind: str, data: dict[str, Any]) -> Event:
