@@ -515,52 +515,30 @@ def _stored_field(
 
 
 def _stored_by_converter(kind: str, data: dict[str, Any]) -> Event:
-    event = _converter_event(kind, data)
-    if event is None:  # pragma: no cover - only called for conversation event kinds
-        raise WireError(f"{kind!r} is not a conversation event")
-    return event
+    return _conversation_event(kind, _converter_event(kind, data))
 
 
 def _stored_plain(kind: str) -> Callable[[dict[str, Any]], Event]:
     """The stored reader of a kind without storage fields: the decoded reader itself."""
-
-    def read(raw: dict[str, Any]) -> Event:
-        event = structure_event(kind, raw)
-        if event is None:  # pragma: no cover - only made for conversation event kinds
-            raise WireError(f"{kind!r} is not a conversation event")
-        return event
-
-    return read
+    return lambda raw: _conversation_event(kind, structure_event(kind, raw))
 
 
-def _stored_chat_response(raw: dict[str, Any]) -> Event:
-    try:
-        return _structure_chat_response(raw)
-    except RecordError as error:
-        raise WireError(str(error)) from None
-
-
-def _stored_inquiry_response(raw: dict[str, Any]) -> Event:
-    try:
-        return _structure_response(raw, None)
-    except RecordError as error:
-        raise WireError(str(error)) from None
+def _conversation_event(kind: str, event: Event | None) -> Event:
+    if event is None:  # pragma: no cover - stored readers exist only for conversation events
+        raise WireError(f"{kind!r} is not a conversation event")
+    return event
 
 
 #: For each conversation event kind, its reader of an entry as stored (storage
 #: fields still encoded; ``metadata`` is the envelope's, read by the caller).
 STORED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    "turn_start": lambda _: _TURN_START,
-    "chat_request": _stored_plain("chat_request"),
-    "chat_response": _stored_chat_response,
+    **{kind: _stored_plain(kind) for kind in _EVENT_READERS},
     "tool_call_request": _stored_field(
         "tool_call_request", "arguments", dict, decode_object, _build_tool_call_request
     ),
     "tool_call_response": _stored_field(
         "tool_call_response", "content", str, decode_field, _build_tool_call_response
     ),
-    "inquiry_request": _stored_plain("inquiry_request"),
-    "inquiry_response": _stored_inquiry_response,
 }
 
 

@@ -233,9 +233,9 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
     the earliest holder of an id keeps it, unless an unknown entry (kept
     verbatim) holds it too, and a fresh id is used nowhere in the file.
     """
+    # Without ``ahead``, ``reserved`` holds exactly the fresh ids given so far.
     reserved, verbatim = ahead if ahead is not None else (set(), set())
     seen: set[str] = set()
-    fresh: set[str] = set()
     entries: list[StreamEntry] = []
     warnings: list[tuple[Any, ...]] = []
     assigned = regenerated = 0
@@ -254,7 +254,7 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
             # Kept verbatim, so its id cannot be changed even when it repeats.
             if event_id is not None:
                 if event_id in seen:
-                    if ahead is None and (event_id in fresh or event_id not in verbatim):
+                    if ahead is None and (event_id in reserved or event_id not in verbatim):
                         raise _IdConflict  # an earlier entry has to give this id up
                     warnings.append(
                         (
@@ -270,13 +270,11 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
             continue
         if event_id is None:
             event_id = _fresh(new_id, reserved, seen)
-            fresh.add(event_id)
             assigned += 1
         elif event_id in seen or event_id in verbatim:
-            if ahead is None and event_id in fresh:
+            if ahead is None and event_id in reserved:
                 raise _IdConflict  # a fresh id given earlier is this entry's own
             repeated, event_id = event_id, _fresh(new_id, reserved, seen)
-            fresh.add(event_id)
             warnings.append(
                 ("%s: entry %d repeats event id %r; regenerated as %r", index, repeated, event_id)
             )
