@@ -450,6 +450,45 @@ _FAST_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event | None]]] = {
 }
 
 
+def _by_converter(read: Callable[[dict[str, Any]], Event]) -> Callable[[dict[str, Any]], Event]:
+    """``read``, with a record's refusal worded as the codec's."""
+
+    def by_converter(data: dict[str, Any]) -> Event:
+        try:
+            return read(data)
+        except RecordError as error:
+            raise WireError(str(error)) from None
+
+    return by_converter
+
+
+def _fast_first(
+    fast: Callable[[dict[str, Any]], Event | None], converter: Callable[[dict[str, Any]], Event]
+) -> Callable[[dict[str, Any]], Event]:
+    """``fast``, or ``converter`` where it gives up (``None``, or anything raised)."""
+
+    def read(data: dict[str, Any]) -> Event:
+        try:
+            event = fast(data)
+        except Exception:  # noqa: BLE001 - anything unusual is the converter's to judge
+            event = None
+        return converter(data) if event is None else event
+
+    return read
+
+
+#: Each conversation event kind's reader of the converter, errors worded.
+_CONVERTER_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
+    kind: _by_converter(read) for kind, read in _EVENT_READERS.items()
+}
+
+#: Each conversation event kind's reader of a decoded entry: fast where it can be.
+_DECODED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
+    kind: _fast_first(_FAST_READERS[kind], read) if kind in _FAST_READERS else read
+    for kind, read in _CONVERTER_READERS.items()
+}
+
+
 def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
     """Read the payload of a conversation event of wire type ``kind``.
 
@@ -457,25 +496,8 @@ def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
     belong to the envelope or to a newer writer are ignored. Returns ``None``
     when ``kind`` is not a conversation event.
     """
-    fast = _FAST_READERS.get(kind)
-    if fast is not None:
-        try:
-            event = fast(data)
-        except Exception:  # noqa: BLE001 - anything unusual is the converter's to judge
-            event = None
-        if event is not None:
-            return event
-    return _converter_event(kind, data)
-
-
-def _converter_event(kind: str, data: dict[str, Any]) -> Event | None:
-    reader = _EVENT_READERS.get(kind)
-    if reader is None:
-        return None
-    try:
-        return reader(data)
-    except RecordError as error:
-        raise WireError(str(error)) from None
+    read = _DECODED_READERS.get(kind)
+    return None if read is None else read(data)
 
 
 # Reading an entry as it is stored: its storage fields decoded, then its
@@ -497,42 +519,27 @@ def _stored_field(
     or gives up (``None``, or a refusal), and the converter reads the entry
     instead and words any refusal.
     """
+    converter = _CONVERTER_READERS[kind]
 
     def read(raw: dict[str, Any]) -> Event:
         value = raw.get(field)
         if type(value) is not stored_type:
-            return _stored_by_converter(kind, raw)
+            return converter(raw)
         value = decode(value)
         try:
             event = build(raw, value)
         except RecordError:
             event = None
-        if event is None:
-            event = _stored_by_converter(kind, {**raw, field: value})
-        return event
+        return converter({**raw, field: value}) if event is None else event
 
     return read
 
 
-def _stored_by_converter(kind: str, data: dict[str, Any]) -> Event:
-    return _conversation_event(kind, _converter_event(kind, data))
-
-
-def _stored_plain(kind: str) -> Callable[[dict[str, Any]], Event]:
-    """The stored reader of a kind without storage fields: the decoded reader itself."""
-    return lambda raw: _conversation_event(kind, structure_event(kind, raw))
-
-
-def _conversation_event(kind: str, event: Event | None) -> Event:
-    if event is None:  # pragma: no cover - stored readers exist only for conversation events
-        raise WireError(f"{kind!r} is not a conversation event")
-    return event
-
-
 #: For each conversation event kind, its reader of an entry as stored (storage
 #: fields still encoded; ``metadata`` is the envelope's, read by the caller).
+#: Kinds without storage fields read it as their decoded form.
 STORED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    **{kind: _stored_plain(kind) for kind in _EVENT_READERS},
+    **_DECODED_READERS,
     "tool_call_request": _stored_field(
         "tool_call_request", "arguments", dict, decode_object, _build_tool_call_request
     ),
