@@ -40,3 +40,5 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
         "retained_memory_per_entry",
         "per_entry_scaling",
     }
+    startup = {metric["metric"] for metric in metrics if metric["metric"].startswith("startup.")}
+    assert startup == {"startup.inquiry_check", "startup.inquiry_check.bytecode_cached"}
