@@ -21,10 +21,7 @@ the comparison measures the machine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeAlias
-
-from bench_support import Metric, Sizes, best_time, generated_entries
+from bench_support import Metric, Run, Sizes, best_times, generated_entries
 
 from coordinator import ConversationStream, pair_events, sanitize
 
@@ -39,11 +36,7 @@ def _stream(count: int) -> ConversationStream:
     return ConversationStream.from_wire(entries)[0]
 
 
-#: A timed run, and what to do untimed before it.
-_Run: TypeAlias = tuple[Callable[[], object], Callable[[], object] | None]
-
-
-def _reader_runs(stream: ConversationStream, passes: int) -> dict[str, _Run]:
+def _reader_runs(stream: ConversationStream, passes: int) -> dict[str, Run]:
     """For each reader, a timed run of ``passes`` passes over ``stream`` and its setup."""
     copies: list[ConversationStream] = []
 
@@ -67,19 +60,23 @@ def run(sizes: Sizes) -> list[Metric]:
     passes = {count: max(1, large // count) for count in sizes.reader_streams}
     streams = {count: _stream(count) for count in passes}
     runs = {count: _reader_runs(streams[count], passes[count]) for count in passes}
-    best: dict[tuple[str, int], float] = {}
-    for _ in range(max(2, sizes.repeats)):
-        for name in ("pair_events", "sanitize"):
-            for count, times in passes.items():
-                work, setup = runs[count][name]
-                seconds = best_time(work, repeats=1, setup=setup)
-                seconds /= times * len(streams[count])
-                best[name, count] = min(best.get((name, count), seconds), seconds)
+    best = {
+        name: best_times(
+            {count: runs[count][name] for count in passes}, repeats=max(2, sizes.repeats)
+        )
+        for name in ("pair_events", "sanitize")
+    }
+    # Per entry: each run read ``passes[count]`` times the stream of ``count``.
+    per_entry = {
+        (name, count): seconds / (passes[count] * len(streams[count]))
+        for name, times in best.items()
+        for count, seconds in times.items()
+    }
     return [
         Metric(
             metric=f"readers.{name}.per_entry.{large}_vs_{small}",
-            value=best[name, large] * 1e9,
-            baseline=best[name, small] * 1e9,
+            value=per_entry[name, large] * 1e9,
+            baseline=per_entry[name, small] * 1e9,
             unit="ns/entry",
             target=1.2,
             note=f"{name} per entry on {large} entries vs {small} ({passes[small]} passes)",

@@ -108,15 +108,18 @@ def _compare(
 ) -> tuple[Metric, float]:
     """The load+save metric for ``source``, and the engine's seconds per entry."""
     target = scratch / "out"
+
+    def clear() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+
     times = best_times(
         {
-            "baseline": lambda: raw_pipeline(source, target),
-            "engine": lambda: engine_pipeline(source, target),
+            "baseline": (lambda: raw_pipeline(source, target), clear),
+            "engine": (lambda: engine_pipeline(source, target), clear),
         },
         repeats=repeats,
-        setup=lambda: shutil.rmtree(target, ignore_errors=True),
     )
-    shutil.rmtree(target, ignore_errors=True)
+    clear()
     metric = Metric(
         metric=f"store.load_save.{name}",
         value=times["engine"] * 1e3,

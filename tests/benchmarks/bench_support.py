@@ -14,18 +14,20 @@ import gc
 import os
 import time
 import tracemalloc
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import attrs
 import orjson
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Iterator
 
 __all__ = [
     "JP_FIXTURES",
     "Metric",
+    "Run",
     "Sizes",
     "best_time",
     "best_times",
@@ -111,21 +113,22 @@ def best_time(
     return best
 
 
-def best_times(
-    works: Mapping[str, Callable[[], object]],
-    *,
-    repeats: int,
-    setup: Callable[[], object] | None = None,
-) -> dict[str, float]:
-    """The shortest of ``repeats`` timed runs of each of ``works``, in seconds, by name.
+#: A timed run, and what to do untimed before it (``None``: nothing).
+Run: TypeAlias = tuple[Callable[[], object], Callable[[], object] | None]
 
-    The works take turns (a, b, a, b, ...): a slow spell of the machine, which
+_Name = TypeVar("_Name", bound=Hashable)
+
+
+def best_times(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, float]:
+    """The shortest of ``repeats`` timed runs of each of ``runs``, in seconds, by name.
+
+    The runs take turns (a, b, a, b, ...): a slow spell of the machine, which
     on a shared host can last seconds, then falls on each of them rather than
-    on whichever was running. ``setup`` runs untimed before every run.
+    on whichever was running. Each run's setup runs untimed before it.
     """
-    best = dict.fromkeys(works, float("inf"))
+    best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeats):
-        for name, work in works.items():
+        for name, (work, setup) in runs.items():
             best[name] = min(best[name], best_time(work, repeats=1, setup=setup))
     return best
 
