@@ -27,6 +27,7 @@ from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
 from coordinator._gc import collector_paused
+from coordinator._json_read import loads_writable, writable
 from coordinator._stream import ConversationStream
 from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
 from machines import JsonValue
@@ -138,7 +139,7 @@ def _file_body(target: Path, value: Any) -> bytes:
     except orjson.JSONEncodeError as error:
         index = None
         if type(value) is list:
-            index = next((i for i, entry in enumerate(value) if not _dumps_ok([entry])), None)
+            index = next((i for i, entry in enumerate(value) if not writable([entry])), None)
         problem = f"cannot be written ({error}); nothing was saved"
         raise StreamFormatError(target, problem, index=index) from None
 
@@ -163,34 +164,25 @@ def _read_json(path: Path) -> tuple[Any, _FileState]:
     # Parsing allocates an object per JSON value and makes no cycles (see coordinator._gc).
     with collector_paused():
         try:
-            value = orjson.loads(data)
+            value, can_write = loads_writable(data)
         except orjson.JSONDecodeError as error:
             raise StreamFormatError(path, f"is not valid JSON: {error}") from None
-        _check_writable(path, value)
+    if not can_write:
+        _refuse_too_deep(path, value)
     return value, state
 
 
-def _check_writable(path: Path, value: Any) -> None:
+def _refuse_too_deep(path: Path, value: Any) -> None:
     """Refuse JSON nested deeper than can be written back (orjson writes 254 levels, reads 1024).
 
     Loading such a file would only defer the failure to the first save, as a
     bare ``TypeError``; the entry at fault is named when there is one.
     """
-    if _dumps_ok(value):
-        return
     index = None
     if type(value) is list:
-        index = next((i for i, entry in enumerate(value) if not _dumps_ok([entry])), None)
+        index = next((i for i, entry in enumerate(value) if not writable([entry])), None)
     problem = "is nested too deeply to be written back"
     raise StreamFormatError(path, problem if index is None else f"entry {problem}", index=index)
-
-
-def _dumps_ok(value: Any) -> bool:
-    try:
-        orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        return False
-    return True
 
 
 def _kind(value: object) -> str:
@@ -371,12 +363,12 @@ def _save_file(
 def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
     """Raise rather than overwrite a file that is not what it should be."""
     try:
-        value = orjson.loads(current)
+        value, can_write = loads_writable(current)
     except orjson.JSONDecodeError as error:
         raise StreamFormatError(
             target, f"is not valid JSON ({error}); not overwriting it"
         ) from None
-    if not _dumps_ok(value):
+    if not can_write:
         raise StreamFormatError(target, "is nested too deeply to read; not overwriting it")
     if type(value) is not shape:
         raise StreamFormatError(

@@ -1,0 +1,177 @@
+"""Parsing a file and learning whether it can be written back (coordinator._json_read).
+
+The parse proves a file writable by reading it inside extra levels of arrays.
+These tests hold it to what it replaces: ``orjson.loads`` of the file as it
+is, and writing the value once to see whether ``orjson`` can.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from reliability_inputs import own_events
+from strategies import json_values
+
+from coordinator import StreamFormatError, _json_read, load_conversation, save_conversation
+from coordinator._json_read import loads_writable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _nested(depth: int, kind: str) -> bytes:
+    """A value ``depth`` containers deep: arrays, objects, or the two in turn."""
+    text = b"7"
+    for level in range(depth):
+        if kind == "array" or (kind == "mixed" and level % 2):
+            text = b"[" + text + b"]"
+        else:
+            text = b'{"k":' + text + b"}"
+    return text
+
+
+def _as_orjson(data: bytes) -> tuple[Any, bool] | str:
+    """What ``loads_writable`` must give: orjson's value and whether it writes, or its error."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        return str(error)
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return value, False
+    return value, True
+
+
+def _ours(data: bytes) -> tuple[Any, bool] | str:
+    try:
+        return loads_writable(data)
+    except orjson.JSONDecodeError as error:
+        return str(error)
+
+
+def _same(ours: tuple[Any, bool] | str, expected: tuple[Any, bool] | str) -> bool:
+    """Equality without recursion (``==`` on a value 1024 levels deep exceeds Python's limit)."""
+    if isinstance(ours, str) or isinstance(expected, str):
+        return ours == expected
+    pairs = [(ours[1], expected[1]), (ours[0], expected[0])]
+    while pairs:
+        left, right = pairs.pop()
+        if type(left) is not type(right):
+            return False
+        if type(left) is dict:
+            if list(left) != list(right):
+                return False
+            left, right = list(left.values()), list(right.values())
+        if type(left) is list:
+            if len(left) != len(right):
+                return False
+            pairs.extend(zip(left, right, strict=True))
+        elif left != right:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("kind", ["array", "object", "mixed"])
+@pytest.mark.parametrize("depth", [0, 1, 253, 254, 255, 256, 1023, 1024, 1025])
+def test_depth_decides_writable_as_writing_does(kind: str, depth: int) -> None:
+    """At and around orjson's limits (writes 254 levels, reads 1024), for every container."""
+    data = _nested(depth, kind)
+    assert _same(_ours(data), _as_orjson(data))
+
+
+def test_the_limits_are_orjsons() -> None:
+    """The limits assumed are the installed orjson's, so files are parsed once, wrapped."""
+    read, write = _json_read.READ_DEPTH, _json_read.WRITE_DEPTH
+
+    def writes(depth: int) -> bool:
+        result = _as_orjson(_nested(depth, "mixed"))
+        assert not isinstance(result, str)
+        return result[1]
+
+    assert writes(write)
+    assert not writes(write + 1)
+    assert isinstance(_as_orjson(_nested(read + 1, "mixed")), str)
+    assert _json_read._wrapping() == (b"[" * (read - write), b"]" * (read - write))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"  \n", b"]", b"][", b"1], [2", b"[1],[2]", b"1 2", b"{}]", b"[]][[]", b'"a"]'],
+)
+def test_text_that_is_json_only_once_wrapped_is_refused_as_orjson_refuses_it(
+    data: bytes,
+) -> None:
+    """Same message, with the offsets of the file itself."""
+    expected = _as_orjson(data)
+    assert isinstance(expected, str)
+    assert _ours(data) == expected
+
+
+def test_whitespace_around_the_value_is_allowed_as_orjson_allows_it() -> None:
+    """The file's value, whatever whitespace surrounds it."""
+    data = b' \n\t[1, {"a": [true]}]\r\n '
+    assert _ours(data) == ([1, {"a": [True]}], True)
+
+
+@given(
+    value=json_values(max_leaves=12),
+    cuts=st.lists(st.tuples(st.integers(0, 200), st.sampled_from(b'[]{},:" 1')), max_size=3),
+)
+def test_any_text_reads_as_orjson_reads_it(value: Any, cuts: list[tuple[int, int]]) -> None:
+    """Valid JSON, and JSON with brackets, commas and quotes put in or taken out."""
+    data = bytearray(orjson.dumps(value))
+    for position, byte in cuts:
+        at = position % (len(data) + 1)
+        if byte == ord(" ") and at < len(data):
+            del data[at]
+        else:
+            data.insert(at, byte)
+    assert _ours(bytes(data)) == _as_orjson(bytes(data))
+
+
+def test_with_other_limits_every_file_is_read_the_plain_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An orjson whose limits differ gets no wrapping, and the results stay right."""
+    monkeypatch.setattr(_json_read, "READ_DEPTH", 2048)
+    assert _json_read._wrapping.__wrapped__() == (b"", b"")
+    monkeypatch.setattr(_json_read, "_wrapping", lambda: (b"", b""))
+    for depth in (3, 254, 255, 1024, 1025):
+        data = _nested(depth, "mixed")
+        assert _same(_ours(data), _as_orjson(data))
+    assert _same(_ours(b"1], [2"), _as_orjson(b"1], [2"))
+
+
+def _with_deep_arguments(tmp_path: Path, depth: int) -> bytes:
+    """Our small conversation whose sixth entry's arguments make the file ``depth`` deep."""
+    events = own_events()
+    events[5]["arguments"]["deep"] = "\x00deep\x00"
+    # The file's array, the entry and its arguments are three levels already.
+    deep = b"[" * (depth - 3) + b"]" * (depth - 3)
+    data = orjson.dumps(events).replace(orjson.dumps("\x00deep\x00"), deep)
+    (tmp_path / "events.json").write_bytes(data)
+    return data
+
+
+def test_a_file_exactly_as_deep_as_orjson_writes_loads_and_saves(tmp_path: Path) -> None:
+    """254 levels, counting the file's array: the deepest value that can be saved."""
+    data = _with_deep_arguments(tmp_path, 254)
+    conversation = load_conversation(tmp_path)
+    save_conversation(conversation, tmp_path / "copy")
+    saved = orjson.loads((tmp_path / "copy" / "events.json").read_bytes())
+    assert saved[5]["arguments"]["deep"] == orjson.loads(data)[5]["arguments"]["deep"]
+
+
+def test_a_file_one_level_deeper_is_refused_naming_the_entry(tmp_path: Path) -> None:
+    """255 levels: refused at load, by entry, and the file left as it was."""
+    data = _with_deep_arguments(tmp_path, 255)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert caught.value.index == 5
+    assert str(caught.value).endswith("entry is nested too deeply to be written back")
+    assert (tmp_path / "events.json").read_bytes() == data
