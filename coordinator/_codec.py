@@ -431,15 +431,43 @@ def _fast_inquiry_request(data: dict[str, Any]) -> Event | None:
         return None
     if "answer_type" not in question or "source" not in data:
         return None
-    recorded = InquiryQuestion(
+    answer_type, default = question["answer_type"], question.get("default")
+    # {"type": tag}: a kind without options ("select" here is refused, and not cached).
+    tag = answer_type.get("type") if type(answer_type) is dict and len(answer_type) == 1 else None
+    if type(tag) is str and type(default) in _SHAREABLE_DEFAULTS:
+        recorded = _shared_question(text, tag, default, question_id, context)
+    else:
+        recorded = _recorded_question(text, answer_type, default, question_id, context)
+    source = _structure_source(data["source"], None)
+    return InquiryRequest(id=request_id, source=source, question=recorded)
+
+
+def _recorded_question(
+    text: str, answer_type: Any, default: Any, question_id: str | None, context: str | None
+) -> InquiryQuestion:
+    return InquiryQuestion(
         text=text,
-        answer_type=_structure_answer_type(question["answer_type"], None),
-        default=question.get("default"),
+        answer_type=_structure_answer_type(answer_type, None),
+        default=default,
         id=question_id,
         context=context,
     )
-    source = _structure_source(data["source"], None)
-    return InquiryRequest(id=request_id, source=source, question=recorded)
+
+
+#: Defaults a shared question may hold: immutable, and equal only to what writes
+#: the same (the cache tells true from 1 by type). Not floats: -0.0 == 0.0.
+_SHAREABLE_DEFAULTS: Final = frozenset({str, bool, int, type(None)})
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _shared_question(
+    text: str, tag: str, default: Any, question_id: str | None, context: str | None
+) -> InquiryQuestion:
+    # A tool asks the same question call after call (every question in the
+    # real conversations we test with is one of a few). Records are immutable,
+    # so the requests can share it, as they share sources. `typed` keeps a
+    # default of true apart from 1 and 1.0. Invalid ones raise, and are not cached.
+    return _recorded_question(text, {"type": tag}, default, question_id, context)
 
 
 _FAST_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event | None]]] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from coordinator._codec import (
 )
 from machines import (
     Answered,
+    AnswerKind,
     AnswerType,
     CancellationReason,
     Cancelled,
@@ -413,3 +415,69 @@ def test_options_beside_an_answer_type_that_has_none_are_ignored() -> None:
     read = structure_event("inquiry_request", payload)
     assert isinstance(read, InquiryRequest)
     assert read.question.answer_type == AnswerType.text()
+
+
+def _read_request(question: dict[str, Any], request_id: str = "q") -> InquiryRequest:
+    payload = {"id": request_id, "source": {"source": "tool", "name": "t"}, "question": question}
+    read = structure_event("inquiry_request", payload)
+    assert isinstance(read, InquiryRequest)
+    return read
+
+
+def test_requests_asking_the_same_question_share_one_record() -> None:
+    """A tool's repeated question is read once; every request holds that record."""
+    wire = {"text": "Apply?", "answer_type": {"type": "boolean"}, "default": True}
+    first, second = _read_request(dict(wire), "q1"), _read_request(dict(wire), "q2")
+    assert first.question is second.question
+    assert first.question == InquiryQuestion(
+        text="Apply?", answer_type=AnswerType.boolean(), default=True
+    )
+    assert unstructure_event(second)["question"] == wire
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ({"default": True}, {"default": 1}),
+        ({"default": 0}, {"default": False}),
+        ({"default": "1"}, {"default": 1}),
+        ({"default": None}, {}),
+        ({"id": "a"}, {"id": "b"}),
+        ({"context": "x"}, {}),
+        ({"answer_type": {"type": "text"}}, {"answer_type": {"type": "secret"}}),
+    ],
+)
+def test_questions_that_write_differently_are_not_shared(
+    one: dict[str, Any], other: dict[str, Any]
+) -> None:
+    """Sharing never changes what is written back: true stays true, 1 stays 1."""
+    base = {"text": "Go?", "answer_type": {"type": "boolean"}}
+    for fields in (one, other, one):
+        read = _read_request(base | fields)
+        written = unstructure_event(read)["question"]
+        wire = base | fields
+        expected = InquiryQuestion(
+            text="Go?",
+            answer_type=AnswerType(kind=AnswerKind(wire["answer_type"]["type"])),
+            default=fields.get("default"),
+            id=fields.get("id"),
+            context=fields.get("context"),
+        )
+        assert read.question == expected
+        assert type(read.question.default) is type(fields.get("default"))
+        assert written.get("default") == fields.get("default")
+
+
+def test_a_float_default_keeps_its_sign() -> None:
+    """-0.0 equals 0.0, so questions with float defaults are never shared."""
+    base = {"text": "How much?", "answer_type": {"type": "text"}}
+    _read_request(base | {"default": 0.0})
+    negative = _read_request(base | {"default": -0.0})
+    assert math.copysign(1.0, negative.question.default) == -1.0  # type: ignore[arg-type]
+
+
+def test_a_select_without_options_is_refused_every_time() -> None:
+    """A refused question is not remembered as if it had been read."""
+    for _ in range(2):
+        with pytest.raises(WireError, match="needs an 'options' array"):
+            _read_request({"text": "Pick?", "answer_type": {"type": "select"}})
