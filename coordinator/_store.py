@@ -27,7 +27,7 @@ from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
 from coordinator._gc import collector_paused
-from coordinator._json_read import loads_writable, writable
+from coordinator._json_read import loads_wrapped, loads_writable, wrap, writable
 from coordinator._stream import ConversationStream
 from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
 from machines import JsonValue
@@ -157,14 +157,14 @@ def _holds(current: bytes, body: bytes) -> bool:
 def _read_json(path: Path) -> tuple[Any, _FileState]:
     try:
         with path.open("rb") as handle:
-            data = handle.read()
+            text = wrap(handle.read())  # the file's bytes are held only wrapped
             state = _FileState.of(os.fstat(handle.fileno()))
     except OSError as error:
         raise StreamFormatError(path, f"cannot be read: {error.strerror or error}") from None
     # Parsing allocates an object per JSON value and makes no cycles (see coordinator._gc).
     with collector_paused():
         try:
-            value, can_write = loads_writable(data)
+            value, can_write = loads_wrapped(text)
         except orjson.JSONDecodeError as error:
             raise StreamFormatError(path, f"is not valid JSON: {error}") from None
     if not can_write:

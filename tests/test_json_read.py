@@ -175,3 +175,15 @@ def test_a_file_one_level_deeper_is_refused_naming_the_entry(tmp_path: Path) -> 
     assert caught.value.index == 5
     assert str(caught.value).endswith("entry is nested too deeply to be written back")
     assert (tmp_path / "events.json").read_bytes() == data
+
+
+def test_a_broken_file_is_refused_at_its_own_offsets(tmp_path: Path) -> None:
+    """The error a load reports is orjson's for the file, not for the wrapped text."""
+    data = b'[\n  {"type": "turn_start",\n   oops\n]\n'
+    (tmp_path / "events.json").write_bytes(data)
+    expected = _as_orjson(data)
+    assert isinstance(expected, str)
+    assert "line 3" in expected
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert str(caught.value).endswith(f"is not valid JSON: {expected}")

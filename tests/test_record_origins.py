@@ -2,9 +2,10 @@
 
 Every call that constructs an ``InquiryRequest``, ``Answered``, ``Cancelled``
 or ``Redacted`` in ``machines/`` and ``coordinator/`` (directly, or through a
-``record_builder`` of one) is found by walking the syntax tree. The only places allowed are functions of the inquiry machine's
-module that its table rows' actions reach, and the codec's reader (which
-rebuilds records from disk rather than producing new ones).
+``record_builder`` of one) is found by walking the syntax tree. The only
+places allowed are functions of the inquiry machine's module that its table
+rows' actions reach, and the codec's reader (which rebuilds records from disk
+rather than producing new ones).
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ the number of questions; it should not grow with the number of calls.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import gc
+from typing import TYPE_CHECKING, Any
 
-from bench_support import Metric, Sizes, best_time
+from bench_support import Metric, Sizes
 
 from coordinator import (
     Ask,
@@ -33,7 +34,7 @@ from coordinator import (
 from machines import ChatRequest, ChatResponse, JsonValue, Question, ToolCallRequest, TurnStart
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Coroutine, Mapping
 
 __all__ = ["run"]
 
@@ -127,22 +128,37 @@ async def _baseline(calls: int) -> float:
     return loop.time() - start
 
 
-def _best(make: object, calls: int, repeats: int) -> float:
-    results: list[float] = []
+def _best_in_turns(
+    sides: Mapping[str, Callable[[int], Coroutine[Any, Any, float]]],
+    sizes: tuple[int, ...],
+    repeats: int,
+) -> dict[tuple[str, int], float]:
+    """The shortest of ``repeats`` runs of each side at each size, by (side, size).
 
-    def once() -> None:
-        results.append(asyncio.run(make(calls)))  # type: ignore[operator]
-
-    best_time(once, repeats=repeats)
-    return min(results)
+    Each run times itself, inside its event loop (setting up the conversation
+    and the warm-up batch is not timed). The runs take turns, as the other
+    benchmarks' do (see ``bench_support.best_times``): a slow spell of the
+    machine then falls on every side and size, not on whichever was running.
+    """
+    best: dict[tuple[str, int], float] = {}
+    for _ in range(repeats):
+        for side, make in sides.items():
+            for calls in sizes:
+                gc.collect()
+                seconds = asyncio.run(make(calls))
+                best[side, calls] = min(best.get((side, calls), seconds), seconds)
+    return best
 
 
 def run(sizes: Sizes) -> list[Metric]:
     """Every turn metric."""
     small, large = min(sizes.tool_calls), max(sizes.tool_calls)
     questions = {calls: calls * len(QUESTIONS) for calls in (small, large)}
-    engine = {calls: _best(_engine, calls, sizes.repeats) for calls in (small, large)}
-    baseline = {calls: _best(_baseline, calls, sizes.repeats) for calls in (small, large)}
+    best = _best_in_turns(
+        {"engine": _engine, "baseline": _baseline}, (small, large), repeats=sizes.repeats
+    )
+    engine = {calls: best["engine", calls] for calls in (small, large)}
+    baseline = {calls: best["baseline", calls] for calls in (small, large)}
     overhead = {
         calls: (engine[calls] - baseline[calls]) / questions[calls] for calls in (small, large)
     }
