@@ -160,9 +160,18 @@ class Question:
     default: JsonValue = attrs.field(default=None, validator=json_value)
 
     def __attrs_post_init__(self) -> None:
-        """A question must be answerable, and its default must be an answer."""
+        """A question must be answerable, and its default must be an answer.
+
+        A secret question has no default: the question is recorded in the
+        conversation as asked, so a default would put the secret on disk.
+        """
         if self.answer_type.kind is AnswerKind.SELECT and not self.answer_type.options:
             raise RecordError(f"select question {self.id!r} has no options")
+        if self.default is not None and self.answer_type.is_secret:
+            raise RecordError(
+                f"secret question {self.id!r} cannot have a default "
+                "(the question is recorded, and the default with it)"
+            )
         if self.default is not None and not self.answer_type.accepts(self.default):
             raise RecordError(
                 f"the default of question {self.id!r} must be {self.answer_type.expected()}, "

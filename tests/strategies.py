@@ -213,6 +213,8 @@ def _default_for(answer_type: AnswerType) -> st.SearchStrategy[JsonValue]:
         return _cached.optional_booleans
     if answer_type.kind is AnswerKind.SELECT:
         return st.none() | st.sampled_from(answer_type.option_values)
+    if answer_type.is_secret:
+        return st.none()  # a secret question has none (it would be recorded)
     return _cached.optional_texts
 
 

@@ -154,6 +154,13 @@ def test_a_select_question_needs_options() -> None:
         Question.select("pick", "Which?", [])
 
 
+def test_a_secret_question_has_no_default() -> None:
+    """Its default would be recorded with the question: refused, without echoing it."""
+    with pytest.raises(RecordError, match="secret question 'pw' cannot have a default") as caught:
+        Question(id="pw", text="Passphrase?", answer_type=AnswerType.secret(), default="hunter2")
+    assert "hunter2" not in str(caught.value)
+
+
 def test_a_question_id_must_not_be_empty() -> None:
     """Answers come back keyed by the question id, so it cannot be empty."""
     with pytest.raises(RecordError, match=r"Question\.id must not be empty"):
