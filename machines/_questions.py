@@ -221,12 +221,13 @@ class Question:
         return cls(id=id, text=text, answer_type=AnswerType.secret(), context=context)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class InquiryQuestion:
     """The question as recorded in an ``inquiry_request``.
 
     Lenient where the tool-facing question is strict, because it is read back
-    from files other writers made: a recorded default need not fit.
+    from files other writers made: a recorded default need not fit, and a
+    secret question may carry one (ours never do), which its ``repr`` hides.
     """
 
     text: str = attrs.field(validator=string)
@@ -234,6 +235,15 @@ class InquiryQuestion:
     default: JsonValue = attrs.field(default=None, validator=json_value)
     id: str | None = attrs.field(default=None, validator=optional_of_type(str))
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
+
+    def __repr__(self) -> str:
+        """The fields, with a secret question's default (if a file recorded one) hidden."""
+        hidden = self.answer_type.is_secret and self.default is not None
+        default = "<redacted>" if hidden else repr(self.default)
+        return (
+            f"InquiryQuestion(text={self.text!r}, answer_type={self.answer_type!r}, "
+            f"default={default}, id={self.id!r}, context={self.context!r})"
+        )
 
     @classmethod
     def from_question(cls, question: Question) -> InquiryQuestion:

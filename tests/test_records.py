@@ -161,6 +161,18 @@ def test_a_secret_question_has_no_default() -> None:
     assert "hunter2" not in str(caught.value)
 
 
+def test_a_recorded_secret_default_is_hidden_from_repr() -> None:
+    """A file may record one (reading is lenient); the record's repr does not show it."""
+    secret = InquiryQuestion(text="Token?", answer_type=AnswerType.secret(), default="hunter2")
+    assert "hunter2" not in repr(secret)
+    assert "default=<redacted>" in repr(secret)
+    plain = InquiryQuestion(text="Go?", answer_type=AnswerType.boolean(), default=True)
+    assert repr(plain) == (
+        "InquiryQuestion(text='Go?', answer_type=AnswerType(kind=<AnswerKind.BOOLEAN: "
+        "'boolean'>, options=()), default=True, id=None, context=None)"
+    )
+
+
 def test_a_question_id_must_not_be_empty() -> None:
     """Answers come back keyed by the question id, so it cannot be empty."""
     with pytest.raises(RecordError, match=r"Question\.id must not be empty"):
