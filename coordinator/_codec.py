@@ -445,8 +445,9 @@ def _fast_inquiry_request(data: dict[str, Any]) -> Event | None:
         return None
     answer_type, default = question["answer_type"], question.get("default")
     # {"type": tag}: a kind without options ("select" here is refused, and not cached).
+    # Never a secret: a file may have recorded one with a default, which no cache may keep.
     tag = answer_type.get("type") if type(answer_type) is dict and len(answer_type) == 1 else None
-    if type(tag) is str and type(default) in _SHAREABLE_DEFAULTS:
+    if type(tag) is str and tag != "secret" and type(default) in _SHAREABLE_DEFAULTS:
         recorded = _shared_question(text, tag, default, question_id, context)
     else:
         recorded = _recorded_question(text, answer_type, default, question_id, context)

@@ -238,12 +238,10 @@ class InquiryQuestion:
 
     def __repr__(self) -> str:
         """The fields, with a secret question's default (if a file recorded one) hidden."""
-        hidden = self.answer_type.is_secret and self.default is not None
-        default = "<redacted>" if hidden else repr(self.default)
-        return (
-            f"InquiryQuestion(text={self.text!r}, answer_type={self.answer_type!r}, "
-            f"default={default}, id={self.id!r}, context={self.context!r})"
-        )
+        shown = {field.name: repr(getattr(self, field.name)) for field in attrs.fields(type(self))}
+        if self.answer_type.is_secret and self.default is not None:
+            shown["default"] = "<redacted>"
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in shown.items())})"
 
     @classmethod
     def from_question(cls, question: Question) -> InquiryQuestion:

@@ -481,3 +481,11 @@ def test_a_select_without_options_is_refused_every_time() -> None:
     for _ in range(2):
         with pytest.raises(WireError, match="needs an 'options' array"):
             _read_request({"text": "Pick?", "answer_type": {"type": "select"}})
+
+
+def test_a_secret_question_is_never_shared() -> None:
+    """A file may record a secret question with a default: no cache keeps it."""
+    wire = {"text": "Token?", "answer_type": {"type": "secret"}, "default": "hunter2"}
+    first, second = _read_request(dict(wire), "q1"), _read_request(dict(wire), "q2")
+    assert first.question == second.question
+    assert first.question is not second.question
