@@ -13,16 +13,18 @@ is on these. ``.machine_only`` variants append to a list on both sides,
 which leaves the machines' own cost bare: every step goes through
 ``transitions`` (one machine per table, built once; about twenty
 microseconds a trigger), so they are shown for information, without a
-target. Flatness
-compares the per-inquiry cost in a turn of many inquiries with that in a turn
-of ten (the same total number of inquiries either way).
+target. Flatness compares the per-inquiry cost in a turn of many inquiries
+with that in a turn of ten (the same total number of inquiries either way).
+The two sides of each comparison take turns, run by run, as every
+benchmark's do: a slow spell of a shared machine then falls on both.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from bench_support import Metric, Sizes, best_time
+from bench_support import Metric, Run, Sizes, best_times
 
 from coordinator import ConversationStream
 from machines import (
@@ -127,16 +129,19 @@ def baseline_turn(path: str, call_ids: list[str], append: Callable[[Any], object
 # ------------------------------------------------------------------- timing
 
 
-def per_inquiry(
+#: What a set of runs compared is keyed by: a side, or a turn size.
+_Side = TypeVar("_Side", bound=Hashable)
+
+
+def _turns(
     turn: Callable[[str, list[str], Callable[[Any], object]], None],
     *,
     path: str,
     sink: str,
     size: int,
     total: int,
-    repeats: int,
-) -> float:
-    """Seconds per inquiry, running ``total // size`` turns of ``size`` inquiries."""
+) -> tuple[Run, int]:
+    """A run of ``total // size`` turns of ``size`` inquiries, and how many inquiries it asks."""
     call_ids = [f"toolu_{index:08d}" for index in range(size)]
     turns = max(1, total // size)
     fresh = _sink(sink)
@@ -145,7 +150,13 @@ def per_inquiry(
         for _ in range(turns):
             turn(path, call_ids, fresh())
 
-    return best_time(work, repeats=repeats) / (turns * size)
+    return (work, None), turns * size
+
+
+def _per_inquiry(runs: dict[_Side, tuple[Run, int]], repeats: int) -> dict[_Side, float]:
+    """Seconds per inquiry of each run; the runs take turns (see ``best_times``)."""
+    times = best_times({side: run for side, (run, _) in runs.items()}, repeats=repeats)
+    return {side: seconds / runs[side][1] for side, seconds in times.items()}
 
 
 def run(sizes: Sizes) -> list[Metric]:
@@ -153,42 +164,35 @@ def run(sizes: Sizes) -> list[Metric]:
     metrics: list[Metric] = []
     small, large = min(sizes.inquiries), max(sizes.inquiries)
     middle = sorted(sizes.inquiries)[len(sizes.inquiries) // 2]
+    sides = {"engine": engine_turn, "baseline": baseline_turn}
     for path in FACTS:
         for sink in ("stream", "list"):
             suffix = "" if sink == "stream" else ".machine_only"
-            value, baseline = (
-                per_inquiry(
-                    turn,
-                    path=path,
-                    sink=sink,
-                    size=middle,
-                    total=middle * 10,
-                    repeats=sizes.repeats,
-                )
-                for turn in (engine_turn, baseline_turn)
+            per = _per_inquiry(
+                {
+                    side: _turns(turn, path=path, sink=sink, size=middle, total=middle * 10)
+                    for side, turn in sides.items()
+                },
+                sizes.repeats,
             )
             metrics.append(
                 Metric(
                     metric=f"inquiry.{path}{suffix}",
-                    value=value * 1e6,
-                    baseline=baseline * 1e6,
+                    value=per["engine"] * 1e6,
+                    baseline=per["baseline"] * 1e6,
                     unit="us/inquiry",
                     target=10 if sink == "stream" else None,
                     note=f"turns of {middle} inquiries, records to a {sink}",
                 )
             )
     for path in FACTS:
-        at = {
-            size: per_inquiry(
-                engine_turn,
-                path=path,
-                sink="stream",
-                size=size,
-                total=large,
-                repeats=sizes.repeats,
-            )
-            for size in (small, large)
-        }
+        at = _per_inquiry(
+            {
+                size: _turns(engine_turn, path=path, sink="stream", size=size, total=large)
+                for size in (small, large)
+            },
+            sizes.repeats,
+        )
         metrics.append(
             Metric(
                 metric=f"inquiry.flat.{path}.{large}_vs_{small}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import gc
 import os
+import resource
 import time
 import tracemalloc
 from collections.abc import Callable, Hashable, Mapping
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JP_FIXTURES",
+    "Cost",
     "Metric",
     "Run",
     "Sizes",
+    "best_costs",
     "best_time",
     "best_times",
     "fixture_dirs",
@@ -94,6 +97,46 @@ class Sizes:
     startup_runs: int
 
 
+@attrs.frozen
+class Cost:
+    """What runs of some work cost, in seconds: the least of each measure over the runs.
+
+    ``user`` is the CPU time the process spent in user space: its own code
+    and the libraries', waits for memory included. The rest of ``wall`` is
+    the kernel's (page faults, writing, returning memory) and the disk's.
+    """
+
+    wall: float
+    user: float
+
+    def least(self, other: Cost) -> Cost:
+        """The lesser of each measure of both."""
+        return Cost(min(self.wall, other.wall), min(self.user, other.user))
+
+    def per(self, count: int) -> Cost:
+        """Each measure divided by ``count`` (the cost per entry, say)."""
+        return Cost(self.wall / count, self.user / count)
+
+
+_NO_RUN = Cost(float("inf"), float("inf"))
+
+
+def _user_time() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
+
+
+def _cost(work: Callable[[], object], setup: Callable[[], object] | None) -> Cost:
+    """One run of ``work``, after ``setup`` and a collection (neither measured)."""
+    if setup is not None:
+        setup()
+    gc.collect()  # a run does not pay for the garbage of the one before
+    user = _user_time()
+    start = time.perf_counter()
+    work()
+    wall = time.perf_counter() - start
+    return Cost(wall, _user_time() - user)
+
+
 def best_time(
     work: Callable[[], object], *, repeats: int, setup: Callable[[], object] | None = None
 ) -> float:
@@ -102,15 +145,7 @@ def best_time(
     ``setup`` runs untimed before each run. Garbage left by one run is
     collected before the next, so a run does not pay for its predecessor.
     """
-    best = float("inf")
-    for _ in range(repeats):
-        if setup is not None:
-            setup()
-        gc.collect()
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return min(_cost(work, setup).wall for _ in range(repeats))
 
 
 #: A timed run, and what to do untimed before it (``None``: nothing).
@@ -126,10 +161,15 @@ def best_times(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, float]
     on a shared host can last seconds, then falls on each of them rather than
     on whichever was running. Each run's setup runs untimed before it.
     """
-    best = dict.fromkeys(runs, float("inf"))
+    return {name: cost.wall for name, cost in best_costs(runs, repeats=repeats).items()}
+
+
+def best_costs(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, Cost]:
+    """As :func:`best_times`, each measure of :class:`Cost` the least over the runs."""
+    best = dict.fromkeys(runs, _NO_RUN)
     for _ in range(repeats):
         for name, (work, setup) in runs.items():
-            best[name] = min(best[name], best_time(work, repeats=1, setup=setup))
+            best[name] = best[name].least(_cost(work, setup))
     return best
 
 
