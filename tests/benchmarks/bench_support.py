@@ -15,7 +15,7 @@ import os
 import resource
 import time
 import tracemalloc
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -99,26 +99,32 @@ class Sizes:
 
 @attrs.frozen
 class Cost:
-    """What runs of some work cost, in seconds: the least of each measure over the runs.
+    """What a run of some work costs, in seconds.
 
-    ``user`` is the CPU time the process spent in user space: its own code
-    and the libraries', waits for memory included. The rest of ``wall`` is
-    the kernel's (page faults, writing, returning memory) and the disk's.
+    ``wall`` is the time the run took. ``user`` is the CPU time the process
+    spent in user space: its own code and the libraries', waits for memory
+    included. The rest of ``wall`` is the kernel's (page faults, writing,
+    returning memory) and the disk's.
     """
 
     wall: float
     user: float
 
-    def least(self, other: Cost) -> Cost:
-        """The lesser of each measure of both."""
-        return Cost(min(self.wall, other.wall), min(self.user, other.user))
-
     def per(self, count: int) -> Cost:
         """Each measure divided by ``count`` (the cost per entry, say)."""
         return Cost(self.wall / count, self.user / count)
 
+    @staticmethod
+    def best(runs: Sequence[Cost]) -> Cost:
+        """The shortest wall time of ``runs``, and their mean user time.
 
-_NO_RUN = Cost(float("inf"), float("inf"))
+        The least disturbed run is the shortest. But the kernel splits CPU
+        time between user and kernel space by sampling at its clock ticks
+        (every 4 ms on a 250 Hz kernel), so one short run's split is a
+        sample: the least of many would be the luckiest, and the mean is
+        the estimate.
+        """
+        return Cost(min(run.wall for run in runs), sum(run.user for run in runs) / len(runs))
 
 
 def _user_time() -> float:
@@ -165,12 +171,12 @@ def best_times(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, float]
 
 
 def best_costs(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, Cost]:
-    """As :func:`best_times`, each measure of :class:`Cost` the least over the runs."""
-    best = dict.fromkeys(runs, _NO_RUN)
+    """As :func:`best_times`, with each run's :class:`Cost` (see :meth:`Cost.best`)."""
+    costs: dict[_Name, list[Cost]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, (work, setup) in runs.items():
-            best[name] = best[name].least(_cost(work, setup))
-    return best
+            costs[name].append(_cost(work, setup))
+    return {name: Cost.best(measured) for name, measured in costs.items()}
 
 
 def peak_memory(work: Callable[[], object]) -> int:

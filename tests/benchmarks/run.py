@@ -36,7 +36,7 @@ FULL = Sizes(
 )
 #: A smoke run: every metric, in seconds; its figures are too small to judge by.
 QUICK = Sizes(
-    streams=(500, 2_000),
+    streams=(1_000, 4_000),
     memory_stream=500,
     inquiries=(10, 200),
     tool_calls=(5, 20),
