@@ -89,12 +89,18 @@ class Sizes:
     """How big the generated workloads are (full run or ``--quick``)."""
 
     streams: tuple[int, ...]
-    memory_stream: int
+    #: The stream whose memory is measured: one of ``streams``, which are generated.
+    memory_stream: int = attrs.field()
     inquiries: tuple[int, ...]
     tool_calls: tuple[int, ...]
     reader_streams: tuple[int, ...]
     repeats: int
     startup_runs: int
+
+    @memory_stream.validator
+    def _generated(self, _: attrs.Attribute[int], value: int) -> None:
+        if value not in self.streams:
+            raise ValueError(f"memory_stream {value} is not one of the streams {self.streams}")
 
 
 @attrs.frozen

@@ -37,7 +37,7 @@ FULL = Sizes(
 #: A smoke run: every metric, in seconds; its figures are too small to judge by.
 QUICK = Sizes(
     streams=(1_000, 4_000),
-    memory_stream=500,
+    memory_stream=1_000,
     inquiries=(10, 200),
     tool_calls=(5, 20),
     reader_streams=(500, 1_000, 2_000),
