@@ -137,11 +137,15 @@ def _file_body(target: Path, value: Any) -> bytes:
     try:
         return _json_body(value)
     except orjson.JSONEncodeError as error:
-        index = None
-        if type(value) is list:
-            index = next((i for i, entry in enumerate(value) if not writable([entry])), None)
         problem = f"cannot be written ({error}); nothing was saved"
-        raise StreamFormatError(target, problem, index=index) from None
+        raise StreamFormatError(target, problem, index=_unwritable_entry(value)) from None
+
+
+def _unwritable_entry(value: Any) -> int | None:
+    """The index of the first entry ``orjson`` cannot write, when ``value`` is a stream."""
+    if type(value) is not list:
+        return None
+    return next((i for i, entry in enumerate(value) if not writable([entry])), None)
 
 
 _NEWLINE = b"\n"
@@ -178,9 +182,7 @@ def _refuse_too_deep(path: Path, value: Any) -> None:
     Loading such a file would only defer the failure to the first save, as a
     bare ``TypeError``; the entry at fault is named when there is one.
     """
-    index = None
-    if type(value) is list:
-        index = next((i for i, entry in enumerate(value) if not writable([entry])), None)
+    index = _unwritable_entry(value)
     problem = "is nested too deeply to be written back"
     raise StreamFormatError(path, problem if index is None else f"entry {problem}", index=index)
 

@@ -3,8 +3,9 @@
 A metric compares a measured ``value`` with a ``baseline`` measured in the
 same run; ``ratio`` is ``value / baseline``, and a metric with a ``target``
 passes when the ratio is at most the target. Times are the best of several
-repeats (the least disturbed run); memory is measured in a separate pass,
-since ``tracemalloc`` slows everything it watches.
+repeats (the least disturbed run), CPU time in user space their mean (see
+:meth:`Cost.best`); memory is measured in a separate pass, since
+``tracemalloc`` slows everything it watches.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "Run",
     "Sizes",
     "best_costs",
-    "best_time",
     "best_times",
     "fixture_dirs",
     "generated_entries",
@@ -147,17 +147,6 @@ def _cost(work: Callable[[], object], setup: Callable[[], object] | None) -> Cos
     work()
     wall = time.perf_counter() - start
     return Cost(wall, _user_time() - user)
-
-
-def best_time(
-    work: Callable[[], object], *, repeats: int, setup: Callable[[], object] | None = None
-) -> float:
-    """The shortest of ``repeats`` timed runs of ``work``, in seconds.
-
-    ``setup`` runs untimed before each run. Garbage left by one run is
-    collected before the next, so a run does not pay for its predecessor.
-    """
-    return min(_cost(work, setup).wall for _ in range(repeats))
 
 
 #: A timed run, and what to do untimed before it (``None``: nothing).
