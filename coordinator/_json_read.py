@@ -19,11 +19,20 @@ use; where they are not the ones above, every file takes that second path.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-__all__ = ["READ_DEPTH", "WRITE_DEPTH", "loads_wrapped", "loads_writable", "wrap", "writable"]
+__all__ = [
+    "READ_BLOCK",
+    "READ_DEPTH",
+    "WRITE_DEPTH",
+    "loads_wrapped",
+    "loads_writable",
+    "read_file",
+    "wrap",
+    "writable",
+]
 
 #: How deeply nested a value ``orjson`` reads (arrays and objects alike).
 READ_DEPTH = 1024
@@ -66,14 +75,17 @@ def _wrapping() -> tuple[bytes, bytes]:
     return b"", b""
 
 
-def wrap(data: bytes) -> bytes:
-    """``data`` inside the wrapping levels, for :func:`loads_wrapped`.
+def wrap(*parts: bytes | bytearray | memoryview) -> bytes:
+    """``parts``, one after the other, inside the wrapping levels, for :func:`loads_wrapped`.
 
     A caller holding a large file drops its own copy once this returns, so
     that the text is not held twice while it parses.
     """
     opening, closing = _wrapping()
-    return b"".join((opening, data, closing)) if opening else data
+    if opening:
+        return b"".join((opening, *parts, closing))
+    only = parts[0] if len(parts) == 1 else None
+    return only if isinstance(only, bytes) else b"".join(parts)
 
 
 def loads_wrapped(wrapped: bytes) -> tuple[Any, bool]:
@@ -107,3 +119,76 @@ def loads_writable(data: bytes) -> tuple[Any, bool]:
     Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads(data)`` does.
     """
     return loads_wrapped(wrap(data))
+
+
+#: How much of a file :func:`read_file` reads at a time.
+READ_BLOCK = 1 << 20
+#: How JP's files (an array written with a 2-space indent) start, and go from
+#: one entry to the next: nowhere else in such a file, since a string holds
+#: no raw newline and everything inside an entry is indented further.
+_ARRAY_START = b"[\n  {"
+_ENTRY_BREAK = b"\n  },\n  {"
+_BREAK_COMMA = len(b"\n  }")  # the comma's offset in _ENTRY_BREAK
+#: The whitespace JSON allows after the value (``bytes.rstrip`` would take more).
+_JSON_SPACE = b" \t\n\r"
+
+
+def read_file(handle: BinaryIO, *, block: int = READ_BLOCK) -> tuple[Any, bool]:
+    """The value of the JSON file ``handle`` reads from its start, and whether it can be written.
+
+    Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads`` of the whole
+    file does, at the file's own offsets.
+
+    A file laid out as JP writes an array is read ``block`` bytes at a time
+    and parsed in pieces of whole entries: the file's text is never held
+    whole, nor ``orjson``'s working copy of all of it (at a million entries
+    that is half a gigabyte of text, and more in ``orjson``). The pieces are
+    cut at entry breaks, each one's comma dropped; when every piece is an
+    array's items, the file is those items with the commas between them, so
+    their values, in order, are the file's. Should a piece not parse (a file
+    laid out otherwise that happens to hold the break, or one that is not
+    valid), or be too deep to write, the whole file is read again and parsed
+    as it is, which gives the error, or the value, for the file as a whole.
+    """
+    first = handle.read(block)
+    if not first.startswith(_ARRAY_START):
+        return loads_wrapped(wrap(first, handle.read()))
+    items: list[Any] = []
+    pending = bytearray(first)
+    del pending[:1]  # the array's "["
+    cut_before = False
+    while chunk := handle.read(block):
+        pending += chunk
+        # Only the new bytes (and a break begun just before them) can hold a new break.
+        cut = pending.rfind(_ENTRY_BREAK, max(0, len(pending) - len(chunk) - len(_ENTRY_BREAK)))
+        if cut < 0:
+            continue
+        cut += _BREAK_COMMA
+        if not _parsed_into(items, pending, cut):
+            return _whole(handle)
+        del pending[: cut + 1]
+        cut_before = True
+    if not cut_before:
+        return loads_wrapped(wrap(b"[", pending))  # the file in one piece, as it is
+    end = len(pending.rstrip(_JSON_SPACE)) - 1
+    if end < 0 or pending[end] != ord("]") or not _parsed_into(items, pending, end):
+        return _whole(handle)
+    return items, True
+
+
+def _parsed_into(items: list[Any], pending: bytearray, end: int) -> bool:
+    """Add the items of ``pending[:end]`` to ``items``: ``False`` unless they parse, writable."""
+    with memoryview(pending) as view:
+        text = wrap(b"[", view[:end], b"]")
+    try:
+        value, can_write = loads_wrapped(text)
+    except orjson.JSONDecodeError:
+        return False
+    if can_write:
+        items.extend(value)
+    return can_write
+
+
+def _whole(handle: BinaryIO) -> tuple[Any, bool]:
+    handle.seek(0)
+    return loads_wrapped(wrap(handle.read()))

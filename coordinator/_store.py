@@ -27,7 +27,7 @@ from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
 from coordinator._gc import collector_paused
-from coordinator._json_read import loads_wrapped, loads_writable, wrap, writable
+from coordinator._json_read import loads_writable, read_file, writable
 from coordinator._stream import ConversationStream
 from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
 from machines import JsonValue
@@ -161,16 +161,14 @@ def _holds(current: bytes, body: bytes) -> bool:
 def _read_json(path: Path) -> tuple[Any, _FileState]:
     try:
         with path.open("rb") as handle:
-            text = wrap(handle.read())  # the file's bytes are held only wrapped
+            # Parsing allocates an object per JSON value and makes no cycles (see coordinator._gc).
+            with collector_paused():
+                value, can_write = read_file(handle)
             state = _FileState.of(os.fstat(handle.fileno()))
     except OSError as error:
         raise StreamFormatError(path, f"cannot be read: {error.strerror or error}") from None
-    # Parsing allocates an object per JSON value and makes no cycles (see coordinator._gc).
-    with collector_paused():
-        try:
-            value, can_write = loads_wrapped(text)
-        except orjson.JSONDecodeError as error:
-            raise StreamFormatError(path, f"is not valid JSON: {error}") from None
+    except orjson.JSONDecodeError as error:
+        raise StreamFormatError(path, f"is not valid JSON: {error}") from None
     if not can_write:
         _refuse_too_deep(path, value)
     return value, state

@@ -7,17 +7,19 @@ is, and writing the value once to see whether ``orjson`` can.
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
+from conftest import jp_params
 from hypothesis import given
 from hypothesis import strategies as st
 from reliability_inputs import own_events
 from strategies import json_values
 
 from coordinator import StreamFormatError, _json_read, load_conversation, save_conversation
-from coordinator._json_read import loads_writable
+from coordinator._json_read import loads_writable, read_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -187,3 +189,149 @@ def test_a_broken_file_is_refused_at_its_own_offsets(tmp_path: Path) -> None:
     with pytest.raises(StreamFormatError) as caught:
         load_conversation(tmp_path)
     assert str(caught.value).endswith(f"is not valid JSON: {expected}")
+
+
+# ------------------------------------------------------------- read in pieces
+
+
+class _Handle(io.BytesIO):
+    """A file that counts how it is read: whole, in blocks, or again from its start."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.whole_reads = 0
+        self.seeks = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        if size is None or size < 0:
+            self.whole_reads += 1
+        return super().read(size)
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        self.seeks += 1
+        return super().seek(offset, whence)
+
+
+def _read(data: bytes, block: int) -> tuple[tuple[Any, bool] | str, _Handle]:
+    handle = _Handle(data)
+    try:
+        return read_file(handle, block=block), handle
+    except orjson.JSONDecodeError as error:
+        return str(error), handle
+
+
+def _laid_out(entries: list[Any]) -> bytes:
+    """``entries`` as JP writes a stream: a 2-space indent and a newline."""
+    return orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def test_a_stream_as_jp_lays_it_out_is_read_in_pieces(tmp_path: Path) -> None:
+    """The file is never held whole, nor read twice, and its value is orjson's."""
+    entries = own_events()
+    data = _laid_out(entries)
+    result, handle = _read(data, block=64)
+    assert result == (orjson.loads(data), True)
+    assert (handle.whole_reads, handle.seeks) == (0, 0)
+    (tmp_path / "events.json").write_bytes(data)
+    loaded = load_conversation(tmp_path).stream.to_wire()
+    assert [{k: v for k, v in entry.items() if k != "event_id"} for entry in loaded] == entries
+
+
+@pytest.mark.parametrize("path", jp_params())
+def test_real_conversations_are_read_in_pieces_as_orjson_reads_them(path: Path) -> None:
+    """JP's own files take the path that reads them a block at a time."""
+    data = (path / "events.json").read_bytes()
+    result, handle = _read(data, block=4096)
+    assert result == (orjson.loads(data), True)
+    assert (handle.whole_reads, handle.seeks) == (0, 0)
+
+
+@given(
+    entries=st.lists(
+        st.dictionaries(st.sampled_from("abc"), json_values(max_leaves=6)), max_size=6
+    ),
+    cuts=st.lists(
+        st.tuples(
+            st.integers(0, 400),
+            st.sampled_from([b"[", b"]", b"{", b"}", b",", b'"', b" ", b"\n", b"\n  },\n  {"]),
+        ),
+        max_size=3,
+    ),
+    block=st.integers(1, 40),
+)
+def test_any_text_read_in_pieces_reads_as_orjson_reads_it(
+    entries: list[dict[str, Any]], cuts: list[tuple[int, bytes]], block: int
+) -> None:
+    """Any laid-out stream, mutated, reads as orjson reads it: value, writability or error.
+
+    Brackets, commas, quotes and entry breaks are put in or taken out, and the
+    error must be orjson's for the file, at its own offsets.
+    """
+    data = bytearray(_laid_out(entries))
+    for position, text in cuts:
+        at = position % (len(data) + 1)
+        if text == b" " and at < len(data):
+            del data[at]
+        else:
+            data[at:at] = text
+    assert _read(bytes(data), block)[0] == _as_orjson(bytes(data))
+
+
+def test_an_entry_break_inside_an_entry_is_read_as_orjson_reads_it() -> None:
+    """A file laid out otherwise, whose break sits deeper than the entries: read again whole."""
+    data = b'[\n  {"a": [\n  {\n  },\n  {\n  }\n  ]},\n  {"d": [\n  {"e": 1\n  },\n  {}]}\n]\n'
+    assert data.count(b"\n  },\n  {") == 2  # both inside an entry
+    result, handle = _read(data, block=8)
+    assert result == (orjson.loads(data), True)
+    assert handle.seeks == 1
+
+
+def test_a_break_split_across_two_blocks_is_found() -> None:
+    """Every block size, so that the break starts in one block and ends in the next."""
+    data = _laid_out([{"n": number, "text": "x" * number} for number in range(12)])
+    for block in range(1, 40):
+        result, handle = _read(data, block)
+        assert result == (orjson.loads(data), True)
+        assert handle.seeks == 0
+
+
+def test_a_laid_out_file_too_deep_in_a_later_piece_is_refused_naming_the_entry(
+    tmp_path: Path,
+) -> None:
+    """The too-deep entry is in a piece after the first: refused, by entry, file untouched."""
+    events = own_events()
+    events[5]["arguments"]["deep"] = "\x00deep\x00"
+    deep = b"[" * 252 + b"]" * 252
+    data = _laid_out(events).replace(orjson.dumps("\x00deep\x00"), deep)
+    (tmp_path / "events.json").write_bytes(data)
+    assert _read(data, block=64)[0] == _as_orjson(data)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert caught.value.index == 5
+    assert (tmp_path / "events.json").read_bytes() == data
+
+
+def test_a_laid_out_file_broken_in_a_later_piece_is_refused_at_its_own_offsets(
+    tmp_path: Path,
+) -> None:
+    """The error is orjson's for the whole file, not for the piece that would not parse."""
+    data = _laid_out(own_events()).replace(b'"type": "tool_call_response"', b'"type" "x"', 1)
+    (tmp_path / "events.json").write_bytes(data)
+    expected = _as_orjson(data)
+    assert isinstance(expected, str)
+    assert not expected.endswith("line 1 column 1 (char 0)")
+    assert _read(data, block=64)[0] == expected
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert str(caught.value).endswith(f"is not valid JSON: {expected}")
+
+
+@pytest.mark.parametrize("ending", [b"\n1\n", b"\n", b"\n]]\n", b"\n] 1\n", b"\n]\x0c", b"\n}\n"])
+def test_a_laid_out_file_that_does_not_end_its_array_is_refused_as_orjson_refuses_it(
+    ending: bytes,
+) -> None:
+    """The last piece ends at the array's own "]": anything else there is the file's error."""
+    data = _laid_out(own_events()).removesuffix(b"\n]\n") + ending
+    expected = _as_orjson(data)
+    assert isinstance(expected, str)
+    assert _read(data, block=64)[0] == expected
