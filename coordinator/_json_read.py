@@ -122,7 +122,7 @@ def loads_writable(data: bytes) -> tuple[Any, bool]:
 
 
 #: How much of a file :func:`read_file` reads at a time.
-READ_BLOCK = 1 << 20
+READ_BLOCK = 1 << 19
 #: How JP's files (an array written with a 2-space indent) start, and go from
 #: one entry to the next: nowhere else in such a file, since a string holds
 #: no raw newline and everything inside an entry is indented further.
@@ -151,23 +151,24 @@ def read_file(handle: BinaryIO, *, block: int = READ_BLOCK) -> tuple[Any, bool]:
     as it is, which gives the error, or the value, for the file as a whole.
     """
     first = handle.read(block)
-    if not first.startswith(_ARRAY_START):
+    if len(first) < block or not first.startswith(_ARRAY_START):
+        # A file read in one block is parsed at once; one laid out otherwise, as it is.
         return loads_wrapped(wrap(first, handle.read()))
     items: list[Any] = []
     pending = bytearray(first)
     del pending[:1]  # the array's "["
-    cut_before = False
-    while chunk := handle.read(block):
-        pending += chunk
+    chunk, cut_before = first, False
+    while chunk:
         # Only the new bytes (and a break begun just before them) can hold a new break.
         cut = pending.rfind(_ENTRY_BREAK, max(0, len(pending) - len(chunk) - len(_ENTRY_BREAK)))
-        if cut < 0:
-            continue
-        cut += _BREAK_COMMA
-        if not _parsed_into(items, pending, cut):
-            return _whole(handle)
-        del pending[: cut + 1]
-        cut_before = True
+        if cut >= 0:
+            cut += _BREAK_COMMA
+            if not _parsed_into(items, pending, cut):
+                return _whole(handle)
+            del pending[: cut + 1]
+            cut_before = True
+        chunk = handle.read(block)
+        pending += chunk
     if not cut_before:
         return loads_wrapped(wrap(b"[", pending))  # the file in one piece, as it is
     end = len(pending.rstrip(_JSON_SPACE)) - 1
