@@ -84,8 +84,9 @@ def wrap(*parts: bytes | bytearray | memoryview) -> bytes:
     opening, closing = _wrapping()
     if opening:
         return b"".join((opening, *parts, closing))
-    only = parts[0] if len(parts) == 1 else None
-    return only if isinstance(only, bytes) else b"".join(parts)
+    if len(parts) == 1 and isinstance(parts[0], bytes):
+        return parts[0]  # already the text to parse: no copy
+    return b"".join(parts)
 
 
 def loads_wrapped(wrapped: bytes) -> tuple[Any, bool]:

@@ -1,8 +1,10 @@
 """Parsing a file and learning whether it can be written back (coordinator._json_read).
 
-The parse proves a file writable by reading it inside extra levels of arrays.
-These tests hold it to what it replaces: ``orjson.loads`` of the file as it
-is, and writing the value once to see whether ``orjson`` can.
+The parse proves a file writable by reading it inside extra levels of arrays,
+and a large file laid out as JP writes it is read a block at a time and parsed
+in pieces of whole entries. These tests hold both to what they replace:
+``orjson.loads`` of the whole file as it is (its value, or its error at the
+file's own offsets), and writing the value once to see whether ``orjson`` can.
 """
 
 from __future__ import annotations
