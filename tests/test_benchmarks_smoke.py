@@ -39,6 +39,7 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
         "peak_memory_per_entry",
         "retained_memory_per_entry",
         "per_entry_scaling",
+        "machine",
     }
     startup = {metric["metric"] for metric in metrics if metric["metric"].startswith("startup.")}
     assert startup == {"startup.inquiry_check", "startup.inquiry_check.bytecode_cached"}

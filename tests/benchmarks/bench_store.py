@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import mmap
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +226,57 @@ def run(sizes: Sizes) -> list[Metric]:
                 metrics.extend(_memory(_label(count), source, count, scratch))
             shutil.rmtree(source)
         metrics.extend(_scaling(per_entry))
+    metrics.append(_freed_pages(sizes))
     return metrics
+
+
+#: About the fresh memory a load and save touches for an entry: half a page.
+_FRESH_PER_ENTRY = 2048
+
+
+def _touch(size: int) -> float:
+    """Seconds to write to every page of ``size`` bytes of newly mapped memory."""
+    memory = mmap.mmap(-1, size)
+    start = time.perf_counter()
+    for offset in range(0, size, mmap.PAGESIZE):
+        memory[offset] = 1
+    seconds = time.perf_counter() - start
+    memory.close()
+    return seconds
+
+
+def _freed_pages(sizes: Sizes) -> Metric:
+    """The machine's own: a page freed a while ago against one freed just before.
+
+    Under a hypervisor that takes back the memory a guest has freed (free
+    page reporting, a balloon), the guest's kernel gets such a page back
+    from the host the next time it is touched, which costs several times an
+    ordinary page fault. A run over a short stream reuses the memory its
+    process has just freed; a run over the longest frees and touches again
+    more than the kernel keeps at hand, seconds apart, so its fresh pages
+    cost what the value here costs. Both sides touch as much memory as a
+    load and save of the longest stream, each right after the other side
+    freed it or ``freed_pause`` seconds after; on a machine that keeps freed
+    memory the ratio is about 1.
+    """
+    size = max(sizes.streams) * _FRESH_PER_ENTRY // mmap.PAGESIZE * mmap.PAGESIZE
+    pages = size // mmap.PAGESIZE
+    _touch(size)  # the memory the measured runs free and take again
+    recent = returned = float("inf")
+    for _ in range(max(2, sizes.repeats // 2)):
+        recent = min(recent, _touch(size))
+        time.sleep(sizes.freed_pause)
+        returned = min(returned, _touch(size))
+    return Metric(
+        metric="store.machine.page_freed_a_while_ago",
+        value=returned / pages * 1e6,
+        baseline=recent / pages * 1e6,
+        unit="us/page",
+        note=(
+            f"writing {size >> 20} MB of fresh memory freed {sizes.freed_pause:g} s before,"
+            " against freed just before"
+        ),
+    )
 
 
 def _scaling(per_entry: dict[int, dict[str, Cost]]) -> list[Metric]:

@@ -96,6 +96,9 @@ class Sizes:
     reader_streams: tuple[int, ...]
     repeats: int
     startup_runs: int
+    #: How long, in seconds, memory stays freed before the machine's own page
+    #: measure touches it again (a host takes freed memory back after a while).
+    freed_pause: float
 
     @memory_stream.validator
     def _generated(self, _: attrs.Attribute[int], value: int) -> None:

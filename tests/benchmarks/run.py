@@ -33,6 +33,7 @@ FULL = Sizes(
     reader_streams=(10_000, 100_000, 1_000_000),
     repeats=5,
     startup_runs=15,
+    freed_pause=5.0,
 )
 #: A smoke run: every metric, in seconds; its figures are too small to judge by.
 QUICK = Sizes(
@@ -43,6 +44,7 @@ QUICK = Sizes(
     reader_streams=(500, 1_000, 2_000),
     repeats=1,
     startup_runs=1,
+    freed_pause=0.1,
 )
 
 
