@@ -263,7 +263,7 @@ def _freed_pages(sizes: Sizes) -> Metric:
     pages = size // mmap.PAGESIZE
     _touch(size)  # the memory the measured runs free and take again
     recent = returned = float("inf")
-    for _ in range(max(2, sizes.repeats // 2)):
+    for _ in range(_repeats(sizes, max(sizes.streams))):  # as many as that stream's runs
         recent = min(recent, _touch(size))
         time.sleep(sizes.freed_pause)
         returned = min(returned, _touch(size))
