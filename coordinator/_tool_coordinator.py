@@ -20,12 +20,18 @@ Rules:
    conversation is saved (when it has a store), so its request is on disk
    first. It is saved again when the batch ends.
 3. Whatever happens — an explicit :meth:`ToolCoordinator.cancel`, the run's
-   task being cancelled, an executor or prompter crashing — every open
-   question is closed (``Cancelled(user)``) and every tool call gets its
-   response before :meth:`ToolCoordinator.run` returns or raises.
+   task being cancelled (once or again while it stops), an executor or
+   prompter crashing or returning what it must not, the ``on_record``
+   callback raising — every open question is closed (``Cancelled(user)``)
+   and every tool call gets its response before :meth:`ToolCoordinator.run`
+   returns or raises.
 4. A secret answer is revealed only inside the executor. Should a tool echo
-   one back (in its output, an error, or a question), it is replaced by
-   ``<secret>`` before anything is recorded.
+   one back (in its output, an error, or a question's text, context,
+   options or default), it is replaced by ``<secret>`` before anything is
+   recorded: as it is, and as JSON or ``repr()`` would have escaped it, the
+   longest first, so a secret holding another is masked whole. A question
+   whose id holds a secret cannot be masked (the tool matches answers by
+   it), so its tool call fails instead.
 5. A fresh :class:`~machines.TurnState` begins with each turn of the stream
    (a new ``turn_start``); ids of inquiries the turn already holds, say after
    a restart, are never reused.
@@ -34,16 +40,18 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
+import orjson
 
 from coordinator._backend import BackendErrorKind, InquiryBackendError, InquiryTask
 from coordinator._config import ToolsConfig
 from coordinator._entries import EventEntry
-from coordinator._executors import Completed, ExecutorResult
+from coordinator._executors import Completed, ExecutorResult, NeedsInput
 from coordinator._prompting import Deny, PermissionAnswer, PromptCancelled, QuestionAnswer
 from coordinator._store import save_conversation
 from machines import (
@@ -53,6 +61,7 @@ from machines import (
     InquiryRequest,
     InvalidAnswerError,
     JsonValue,
+    MachineError,
     Question,
     QueuePermissionPrompt,
     QueueQuestion,
@@ -69,7 +78,7 @@ from machines import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Mapping, Sequence
+    from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 
     from coordinator._backend import InquiryBackend
     from coordinator._executors import Executor
@@ -133,6 +142,8 @@ class _Batch:
         self.waiting: deque[tuple[int, QueuePermissionPrompt | QueueQuestion]] = deque()
         self.terminal_holder: int | None = None
         self.pumping = False
+        #: The first exception ``on_record`` raised; the callback is not called again.
+        self.observer_error: Exception | None = None
         self._closed_prefix = 0
 
     @property
@@ -156,7 +167,11 @@ class ToolCoordinator:
     conversation was loaded from or saved to a directory) saves the
     conversation before each question is shown or sent, and after each batch.
     ``on_record`` is called with each entry as it is appended (to show
-    progress; it never sees a secret, since none is recorded).
+    progress; it never sees a secret, since none is recorded). Should it
+    raise, it is not called again in that batch; the batch stops as on
+    :meth:`cancel` (every record of the step it was told of is in the
+    stream, every call is closed, the conversation saved), and then
+    :meth:`run` raises what it raised.
     """
 
     def __init__(
@@ -188,9 +203,9 @@ class ToolCoordinator:
         self.on_record = on_record
         self._turn = TurnState()
         self._turn_key: object = None
-        self._secrets: list[SecretValue] = []
+        # Each spelling of each secret answer revealed this turn, longest first.
+        self._masks: tuple[SecretValue, ...] = ()
         self._batch: _Batch | None = None
-        self._cancel_requested = False
 
     @property
     def turn_state(self) -> TurnState:
@@ -207,7 +222,6 @@ class ToolCoordinator:
         """
         if self._batch is None:
             return
-        self._cancel_requested = True
         self._batch.events.put_nowait(_Cancel())
 
     async def run(self, tool_calls: Sequence[ToolCallRequest]) -> list[ToolCallResponse]:
@@ -224,7 +238,6 @@ class ToolCoordinator:
         self._enter_turn()
         batch = _Batch(len(requests))
         self._batch = batch
-        self._cancel_requested = False
         try:
             for index, request in enumerate(requests):
                 call, step = ToolCall.begin(
@@ -238,15 +251,21 @@ class ToolCoordinator:
                 )
                 batch.calls.append(call)
                 self._apply(batch, index, step)
+                _raise_observer_error(batch)
             while not batch.done:
                 self._handle(batch, await batch.events.get())
+                _raise_observer_error(batch)
         except BaseException:
             self._close_everything(batch)
             self._save_quietly()
             raise
         finally:
-            await self._stop_tasks(batch)
-            self._batch = None
+            try:
+                await self._stop_tasks(batch)
+            finally:
+                # Reached even when the task is cancelled again while its tools
+                # stop: the coordinator must take the next batch all the same.
+                self._batch = None
         self._save()
         return [response for response in batch.responses if response is not None]
 
@@ -283,16 +302,23 @@ class ToolCoordinator:
         ]
         self._turn = TurnState(recorded_ids=recorded)
         self._turn_key = key
-        self._secrets = []
+        self._masks = ()
 
     # ----------------------------------------------------------- effects
 
     def _apply(self, batch: _Batch, index: int, step: Step) -> None:
         stream = self.conversation.stream
-        for record in step.records:
-            entry = stream.append(record)  # type: ignore[arg-type] # steps emit events only
-            if self.on_record is not None:
-                self.on_record(entry)
+        # The machine has moved on: every record of the step goes in before
+        # anyone is told of one, and a failing callback stops the batch only
+        # after the step is carried out whole (see _raise_observer_error).
+        entries = [stream.append(record) for record in step.records]  # type: ignore[arg-type] # steps emit events only
+        if self.on_record is not None and batch.observer_error is None:
+            for entry in entries:
+                try:
+                    self.on_record(entry)
+                except Exception as error:  # noqa: BLE001 - raised by run once the step is whole
+                    batch.observer_error = error
+                    break
         if any(isinstance(e, QueueQuestion | ShowQuestion | AskAssistant) for e in step.effects):
             self._save()  # the request is on disk before the question is shown or sent
         for effect in step.effects:
@@ -300,7 +326,7 @@ class ToolCoordinator:
 
     def _perform(self, batch: _Batch, index: int, effect: object) -> None:
         if isinstance(effect, RunTool):
-            self._secrets.extend(v for v in effect.answers.values() if isinstance(v, SecretValue))
+            self._add_masks(v for v in effect.answers.values() if isinstance(v, SecretValue))
             self._spawn(batch, self._execute(batch, index, effect))
         elif isinstance(effect, QueuePermissionPrompt | QueueQuestion):
             batch.waiting.append((index, effect))
@@ -362,6 +388,10 @@ class ToolCoordinator:
         result: ExecutorResult | BaseException
         try:
             result = await self.tools[effect.tool_name].execute(request, effect.answers)
+        except asyncio.CancelledError as error:
+            if _stopping():
+                raise
+            result = error  # the tool's own (it awaited something cancelled): it failed
         except Exception as error:  # noqa: BLE001 - a failing executor fails its tool call
             result = error
         batch.events.put_nowait(_ToolDone(index, result))
@@ -372,6 +402,10 @@ class ToolCoordinator:
         answer: PermissionAnswer | BaseException
         try:
             answer = await self._prompter().ask_permission(prompt)
+        except asyncio.CancelledError as error:
+            if _stopping():
+                raise
+            answer = error  # the prompter's own: the person could not answer
         except Exception as error:  # noqa: BLE001 - the person could not answer
             answer = error
         batch.events.put_nowait(_PermissionDone(index, answer))
@@ -380,6 +414,10 @@ class ToolCoordinator:
         answer: QuestionAnswer | BaseException
         try:
             answer = await self._prompter().ask_question(prompt)
+        except asyncio.CancelledError as error:
+            if _stopping():
+                raise
+            answer = error  # the prompter's own: the person could not answer
         except Exception as error:  # noqa: BLE001 - the person could not answer
             answer = error
         batch.events.put_nowait(_QuestionDone(index, prompt.inquiry_id, answer))
@@ -400,7 +438,7 @@ class ToolCoordinator:
         try:
             value = await self.backend.answer(task)
         except asyncio.CancelledError:
-            if self._batch is None or self._cancel_requested:
+            if _stopping():
                 raise  # the batch is being torn down
             # The request itself was cancelled: the user's doing (RFD 082).
             cancelled = InquiryBackendError(BackendErrorKind.CANCELLED, "cancelled")
@@ -445,14 +483,22 @@ class ToolCoordinator:
         elif call.inquiry is not None and call.inquiry.id == event.inquiry_id:
             self._apply(batch, event.index, self._backend_done(call, event))
 
-    def _tool_done(self, call: ToolCall, result: ExecutorResult | BaseException) -> Step:
+    def _tool_done(self, call: ToolCall, result: object) -> Step:
+        # ``object``: an executor is the embedder's code, and may return anything.
         if isinstance(result, BaseException):
             _LOG.warning("tool %s (%s) raised %s", call.name, call.id, type(result).__name__)
-            message = f"Tool '{call.name}' failed: {type(result).__name__}: {result}"
-            return call.completed(self._scrub(message), is_error=True)
+            return self._tool_failed(call, f"{type(result).__name__}: {result}")
         if isinstance(result, Completed):
+            if type(result.content) is not str or type(result.is_error) is not bool:
+                return self._tool_failed(call, "its executor returned a malformed Completed")
             return call.completed(self._scrub(result.content), is_error=result.is_error)
+        if not isinstance(result, NeedsInput) or not isinstance(result.question, Question):
+            # The executor broke its protocol: only its own call fails.
+            what = type(result).__name__
+            return self._tool_failed(call, f"its executor returned {what}, not a result")
         question = self._scrub_question(result.question)
+        if isinstance(question, str):
+            return self._tool_failed(call, question)
         facts = self.config.facts(call.name, question, terminal=self.terminal, turn=self._turn)
         return call.needs_input(
             question,
@@ -460,6 +506,9 @@ class ToolCoordinator:
             accumulated_answers=result.accumulated_answers,
             facts=facts,
         )
+
+    def _tool_failed(self, call: ToolCall, problem: str) -> Step:
+        return call.completed(self._scrub(f"Tool '{call.name}' failed: {problem}"), is_error=True)
 
     def _permission_done(self, call: ToolCall, answer: PermissionAnswer | BaseException) -> Step:
         if isinstance(answer, BaseException):
@@ -528,20 +577,82 @@ class ToolCoordinator:
 
     # ---------------------------------------------------------- secrets
 
+    def _add_masks(self, secrets: Iterable[SecretValue]) -> None:
+        spellings = {mask.reveal() for mask in self._masks}
+        for secret in secrets:
+            spellings |= _spellings(secret.reveal())
+        spellings.discard("")
+        ordered = sorted(spellings, key=len, reverse=True)
+        self._masks = tuple(SecretValue(spelling) for spelling in ordered)
+
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            value = secret.reveal()
-            if value:
-                text = text.replace(value, _MASK)
+        for mask in self._masks:
+            text = text.replace(mask.reveal(), _MASK)
         return text
 
-    def _scrub_question(self, question: Question) -> Question:
-        if not self._secrets:
+    def _scrub_question(self, question: Question) -> Question | str:
+        """``question`` with every secret masked, or why it cannot be asked."""
+        if not self._masks:
             return question
-        default = question.default
-        return attrs.evolve(
-            question,
-            text=self._scrub(question.text),
-            context=self._scrub(question.context) if question.context is not None else None,
-            default=self._scrub(default) if isinstance(default, str) else default,
+        if self._scrub(question.id) != question.id:
+            return f"its question's id echoes a secret answer ({self._scrub(question.id)!r})"
+        answer_type = question.answer_type
+        options = tuple(
+            attrs.evolve(
+                option,
+                value=self._scrub(option.value),
+                description=option.description and self._scrub(option.description),
+            )
+            for option in answer_type.options
         )
+        default = question.default
+        try:
+            return attrs.evolve(
+                question,
+                text=self._scrub(question.text),
+                context=self._scrub(question.context) if question.context is not None else None,
+                # Options and default are masked alike, so a default stays among the options.
+                default=self._scrub(default) if isinstance(default, str) else default,
+                answer_type=answer_type
+                if options == answer_type.options
+                else attrs.evolve(answer_type, options=options),
+            )
+        except (ValueError, MachineError) as error:  # say, two options alike once masked
+            return f"its question {question.id!r} cannot be asked without a secret: {error}"
+
+
+def _raise_observer_error(batch: _Batch) -> None:
+    """Raise what ``on_record`` raised, now that the step it was told of is whole."""
+    if batch.observer_error is not None:
+        raise batch.observer_error
+
+
+def _stopping() -> bool:
+    """Whether the current task is being cancelled, as the batch's end cancels its tasks.
+
+    A ``CancelledError`` raised while nobody cancels the task is the work's
+    own (a tool awaited a future something else cancelled): it fails that
+    work and must not be taken for the batch stopping, or nothing would
+    report the work's end and :meth:`ToolCoordinator.run` would wait for ever.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _spellings(secret: str) -> set[str]:
+    """How ``secret`` may appear in what a tool wrote: as it is, or escaped.
+
+    A tool's error may have been encoded as JSON (by the local tools'
+    wrapper with ``orjson``, or by a Python tool with ``json.dumps``, which
+    escapes non-ASCII too) or quote the value with ``repr()``; each escape
+    works character by character, so the escaped secret is a substring of
+    the escaped text around it.
+    """
+    quoted = repr(secret)[1:-1]
+    return {
+        secret,
+        orjson.dumps(secret).decode()[1:-1],
+        json.dumps(secret)[1:-1],
+        quoted,
+        quoted.replace("'", "\\'"),
+    }

@@ -75,6 +75,10 @@ class TurnState:
     _recorded: frozenset[str] = attrs.field(
         factory=frozenset, alias="recorded_ids", converter=_frozen
     )
+    # Ids handed out this turn. The parts are joined with dots, which ids may
+    # hold themselves: call "a.b" asking "c" and call "a" asking "b.c" both
+    # make "a.b.c.1", so the counter alone cannot keep ids unique.
+    _allocated: set[str] = attrs.field(factory=set, init=False)
     _tool_answers: dict[str, JsonValue] = attrs.field(factory=dict, init=False)
     _permissions: dict[str, PermissionDecision] = attrs.field(factory=dict, init=False)
 
@@ -84,9 +88,12 @@ class TurnState:
         """Count one more recording of this question in this turn; return its id."""
         key = (tool_call_id, question_id)
         attempt = self._attempts.get(key, 0) + 1
-        while (inquiry_id := f"{tool_call_id}.{question_id}.{attempt}") in self._recorded:
+        while (inquiry_id := f"{tool_call_id}.{question_id}.{attempt}") in self._recorded or (
+            inquiry_id in self._allocated
+        ):
             attempt += 1
         self._attempts[key] = attempt
+        self._allocated.add(inquiry_id)
         return inquiry_id
 
     def attempts(self, tool_call_id: str, question_id: str) -> int:

@@ -396,3 +396,34 @@ def test_local_tool_secret_reaches_its_next_run_and_never_the_file(tmp_path: Pat
     assert_invariants(conversation, [SECRET])
     requests = payloads(conversation, InquiryRequest)
     assert all(p.source.kind is SourceKind.TOOL for p in requests)
+
+
+LEAKY_TOOL = """
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    answers = request["answers"]
+    if "passphrase" not in answers:
+        print(json.dumps({"type": "needs_input", "question": {
+            "id": "passphrase", "text": "SSH passphrase?", "answer_type": {"type": "secret"}}}))
+    else:
+        sys.stderr.write("login failed with " + answers["passphrase"] + "\\n")
+        sys.exit(1)
+"""
+
+
+def test_local_tool_echoing_its_secret_on_failure_is_masked_even_escaped(tmp_path: Path) -> None:
+    """A secret with a quote and a backslash, echoed in stderr, is masked in the JSON error body."""
+    secret = 'hunter"2\\x'
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    script = _script(tmp_path, "leaky_tool", LEAKY_TOOL)
+    tool = LocalTool(name="ssh", command=[sys.executable, str(script)])
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"ssh": LocalToolExecutor(tool, root=tmp_path)},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(secret),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "ssh"))))
+    assert response.is_error
+    assert orjson.loads(response.content)["stderr"] == "login failed with <secret>\n"
+    assert_invariants(conversation, [secret, 'hunter\\"2\\\\x'])

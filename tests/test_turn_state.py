@@ -20,6 +20,16 @@ def test_inquiry_ids_count_attempts_per_tool_call_and_question() -> None:
     assert turn.attempts("call_1", "apply") == 2
 
 
+def test_ids_stay_unique_when_dotted_parts_would_join_alike() -> None:
+    """Call "a.b" asking "c" and call "a" asking "b.c" never share an id in a turn."""
+    turn = TurnState()
+    first = turn.allocate_inquiry_id("a.b", "c")
+    second = turn.allocate_inquiry_id("a", "b.c")
+    assert first == "a.b.c.1"
+    assert second == "a.b.c.2"
+    assert turn.allocate_inquiry_id("a.b", "c") == "a.b.c.3"
+
+
 def test_a_new_turn_starts_counting_again() -> None:
     """Counters live in the turn state, so a fresh one per turn restarts at 1."""
     first = TurnState()

@@ -1,0 +1,429 @@
+"""The driver against what embedders' code may do: odd ids, stray cancels, echoed secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING
+
+import orjson
+import pytest
+from coordinator_harness import (
+    UNATTENDED,
+    AskingTool,
+    assert_invariants,
+    assistant_calls,
+    conversation_on_disk,
+    executor,
+    payloads,
+    run,
+)
+
+from coordinator import EventEntry, export_markdown
+from coordinator._config import parse_tools_config
+from coordinator._executors import (
+    Ask,
+    BuiltinOutcome,
+    BuiltinTool,
+    Completed,
+    ExecutorResult,
+    Failure,
+    Success,
+)
+from coordinator._prompting import QuestionAnswer, ScriptedPrompter
+from coordinator._tool_coordinator import ToolCoordinator
+from machines import (
+    Cancelled,
+    InquiryRequest,
+    JsonValue,
+    Question,
+    ShowQuestion,
+    ToolAnswer,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from coordinator import Conversation
+    from coordinator._executors import Executor
+
+TOKEN = Question.secret("token", "Deploy token?")
+PIN = Question.secret("pin", "PIN?")
+APPLY = Question.boolean("apply", "Apply?")
+#: Long enough for a hang to fail the test, never reached when the driver is sound.
+PATIENCE = 10.0
+
+
+def _on_disk(conversation: Conversation) -> bytes:
+    assert conversation.path is not None
+    return b"".join(p.read_bytes() for p in sorted(conversation.path.rglob("*")) if p.is_file())
+
+
+def _decoded_stream(conversation: Conversation) -> str:
+    """The stream as saved, with its base64 fields decoded (where an echo would hide)."""
+    return str([e.payload for e in conversation.stream if isinstance(e, EventEntry)])
+
+
+# ---------------------------------------------------------------- inquiry ids
+
+
+def test_dotted_ids_that_join_alike_still_give_each_question_its_own_id(
+    tmp_path: Path,
+) -> None:
+    """Call "a.b" asking "c" and call "a" asking "b.c": two inquiry ids, each answer paired."""
+    conversation = conversation_on_disk(tmp_path)
+    c = Question.text_input("c", "First?")
+    b_c = Question.text_input("b.c", "Second?")
+    prompter = ScriptedPrompter()
+    prompter.answer("for a.b", tool="first").answer("for a", tool="second")
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"first": executor(AskingTool([c])), "second": executor(AskingTool([b_c]))},
+        config=UNATTENDED,
+        prompter=prompter,
+    )
+    responses = run(
+        coordinator.run(assistant_calls(conversation, ("a.b", "first"), ("a", "second")))
+    )
+    assert [r.content for r in responses] == ["answers: c='for a.b'", "answers: b.c='for a'"]
+    ids = [request.id for request in payloads(conversation, InquiryRequest)]
+    assert ids == ["a.b.c.1", "a.b.c.2"]
+    assert_invariants(conversation)
+
+
+# ------------------------------------------------------- cancellation of work
+
+
+class CancelledInside:
+    """An executor whose tool awaits something that was cancelled elsewhere."""
+
+    async def execute(
+        self, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]
+    ) -> ExecutorResult:
+        """Await a future cancelled before it could finish."""
+        del call, answers
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.cancel()
+        await future
+        return Completed(content="never")  # pragma: no cover
+
+
+def test_a_tool_raising_cancelled_error_of_its_own_fails_only_its_call(tmp_path: Path) -> None:
+    """CancelledError from inside a tool (nobody cancelled the batch) fails that call; run ends."""
+    conversation = conversation_on_disk(tmp_path)
+    tools: dict[str, Executor] = {"odd": CancelledInside(), "good": executor(AskingTool([]))}
+    coordinator = ToolCoordinator(conversation, tools=tools, config=UNATTENDED)
+
+    async def scenario() -> list[ToolCallResponse]:
+        requests = assistant_calls(conversation, ("c1", "odd"), ("c2", "good"))
+        return await asyncio.wait_for(coordinator.run(requests), PATIENCE)
+
+    responses = run(scenario())
+    assert responses[0] == ToolCallResponse(
+        id="c1", content="Tool 'odd' failed: CancelledError: ", is_error=True
+    )
+    assert responses[1].content == "answers: "
+    assert_invariants(conversation)
+
+
+class CancelledPrompter(ScriptedPrompter):
+    """A prompter whose terminal library raises CancelledError by itself."""
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Fail as a cancelled read of the terminal would."""
+        self.shown.append(prompt)
+        raise asyncio.CancelledError
+
+
+def test_a_prompter_raising_cancelled_error_of_its_own_cancels_the_question(
+    tmp_path: Path,
+) -> None:
+    """CancelledError from the prompter alone closes its question as cancelled; run ends."""
+    conversation = conversation_on_disk(tmp_path)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": executor(AskingTool([APPLY]))},
+        config=UNATTENDED,
+        prompter=CancelledPrompter(),
+    )
+
+    async def scenario() -> list[ToolCallResponse]:
+        requests = assistant_calls(conversation, ("c1", "fs"))
+        return await asyncio.wait_for(coordinator.run(requests), PATIENCE)
+
+    (response,) = run(scenario())
+    assert response.content == "Tool input cancelled by user."
+    assert [c.id for c in payloads(conversation, Cancelled)] == ["c1.apply.1"]
+    assert_invariants(conversation)
+
+
+class SlowToStop:
+    """An executor that runs until cancelled, then takes a while to clean up."""
+
+    def __init__(self) -> None:
+        """Nothing started yet."""
+        self.started = asyncio.Event()
+        self.stopping = asyncio.Event()
+
+    async def execute(
+        self, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]
+    ) -> ExecutorResult:
+        """Wait to be cancelled; then clean up for a moment before giving in."""
+        del call, answers
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.stopping.set()
+            await asyncio.sleep(0.05)
+            raise
+        return Completed(content="never")  # pragma: no cover
+
+
+def test_cancelling_twice_while_tools_stop_leaves_the_coordinator_usable(tmp_path: Path) -> None:
+    """A second cancel during the first's clean-up: every call closed, the next batch runs."""
+    conversation = conversation_on_disk(tmp_path)
+    slow = SlowToStop()
+    tools: dict[str, Executor] = {"slow": slow, "fs": executor(AskingTool([]))}
+    coordinator = ToolCoordinator(conversation, tools=tools, config=UNATTENDED)
+
+    async def scenario() -> list[ToolCallResponse]:
+        batch = asyncio.create_task(coordinator.run(assistant_calls(conversation, ("c1", "slow"))))
+        await slow.started.wait()
+        batch.cancel()
+        await slow.stopping.wait()
+        batch.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await batch
+        return await coordinator.run(assistant_calls(conversation, ("c2", "fs")))
+
+    (response,) = run(scenario())
+    assert response.content == "answers: "
+    responses = payloads(conversation, ToolCallResponse)
+    assert [(r.id, r.content) for r in responses] == [
+        ("c1", "Tool call was interrupted."),
+        ("c2", "answers: "),
+    ]
+    assert_invariants(conversation)
+
+
+# ------------------------------------------------------------ echoed secrets
+
+
+class EchoInQuestion(BuiltinTool):
+    """Asks for a token, then asks a select question built from it."""
+
+    def __init__(self, *, in_id: bool = False) -> None:
+        """Put the token in the options (and, if told, in the question's id)."""
+        self.in_id = in_id
+        self.runs: list[dict[str, JsonValue]] = []
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """The token first; then which use of it, the default quoting it too."""
+        del arguments
+        self.runs.append(dict(answers))
+        if "token" not in answers:
+            return Ask(TOKEN)
+        token = str(answers["token"])
+        question_id = f"use-{token}" if self.in_id else "use"
+        if question_id in answers:
+            return Success(f"chose {answers[question_id]}")
+        options = [f"deploy with {token}", "abort"]
+        return Ask(
+            Question.select(
+                question_id,
+                f"Deploy with {token}?",
+                options,
+                default=options[0],
+                context=f"token {token}",
+            )
+        )
+
+
+def test_a_secret_echoed_in_a_select_question_is_masked_in_options_and_default(
+    tmp_path: Path,
+) -> None:
+    """Options, default, text and context quoting a secret are masked; nothing leaks or crashes."""
+    conversation = conversation_on_disk(tmp_path)
+    secret = "tok-3v1l-secret"
+    prompter = ScriptedPrompter().answer(secret).answer("deploy with <secret>")
+    tool = EchoInQuestion()
+    coordinator = ToolCoordinator(
+        conversation, tools={"deploy": executor(tool)}, config=UNATTENDED, prompter=prompter
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert response.content == "chose deploy with <secret>"
+    asked = payloads(conversation, InquiryRequest)[1].question
+    assert asked.text == "Deploy with <secret>?"
+    assert asked.context == "token <secret>"
+    assert [o.value for o in asked.answer_type.options] == ["deploy with <secret>", "abort"]
+    assert asked.default == "deploy with <secret>"
+    assert secret not in _decoded_stream(conversation)
+    assert secret not in export_markdown(conversation.stream)
+    assert_invariants(conversation, [secret])
+
+
+def test_a_question_whose_id_holds_a_secret_fails_its_call(tmp_path: Path) -> None:
+    """A question id cannot be masked (the tool matches answers by it): the call fails, masked."""
+    conversation = conversation_on_disk(tmp_path)
+    secret = "tok-3v1l-secret"
+    prompter = ScriptedPrompter().answer(secret)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"deploy": executor(EchoInQuestion(in_id=True))},
+        config=UNATTENDED,
+        prompter=prompter,
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert response.is_error
+    assert response.content == (
+        "Tool 'deploy' failed: its question's id echoes a secret answer ('use-<secret>')"
+    )
+    assert secret not in _decoded_stream(conversation)
+    assert_invariants(conversation, [secret])
+
+
+class EchoEscaped(BuiltinTool):
+    """Asks for its secrets, then fails quoting them in the way ``how`` names."""
+
+    def __init__(self, how: str, questions: tuple[Question, ...] = (TOKEN,)) -> None:
+        """``how``: "repr" (raises with repr), "orjson" or "json" (a JSON error body)."""
+        self.how = how
+        self.questions = questions
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """Ask what is missing; then report every answer escaped."""
+        del arguments
+        for question in self.questions:
+            if question.id not in answers:
+                return Ask(question)
+        values = [str(answers[q.id]) for q in self.questions]
+        if self.how == "repr":
+            raise ValueError(f"rejected {values!r}")
+        if self.how == "orjson":
+            return Failure(orjson.dumps({"stderr": " ".join(values)}).decode())
+        return Failure(json.dumps({"stderr": " ".join(values)}))
+
+
+@pytest.mark.parametrize(
+    ("how", "secret"),
+    [
+        ("repr", "C:\\keys\\prod 'x' \"y\""),
+        ("repr", "it's"),
+        ("orjson", 'pa"ss\\word\n'),
+        ("json", "pässwörd\t\u2603"),
+    ],
+)
+def test_a_secret_echoed_escaped_is_masked(tmp_path: Path, how: str, secret: str) -> None:
+    """A secret quoted by repr() or escaped by a JSON encoder is masked all the same."""
+    conversation = conversation_on_disk(tmp_path)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"deploy": executor(EchoEscaped(how))},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(secret),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert response.is_error
+    assert "<secret>" in response.content
+    for spelling in (secret, repr(secret)[1:-1], json.dumps(secret)[1:-1]):
+        assert spelling not in response.content
+    assert_invariants(conversation, [secret])
+
+
+def test_a_secret_holding_another_is_masked_whole(tmp_path: Path) -> None:
+    """The PIN 4711 inside the token ghp_4711_Zq8v: the token is masked whole, not around it."""
+    conversation = conversation_on_disk(tmp_path)
+    pin, token = "4711", "ghp_4711_Zq8vLr2kT9wX"
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"deploy": executor(EchoEscaped("json", (PIN, TOKEN)))},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(pin).answer(token),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert response.content == '{"stderr": "<secret> <secret>"}'
+    assert_invariants(conversation, [pin, token, "Zq8vLr2kT9wX"])
+
+
+# ------------------------------------------------------ the embedder's callback
+
+
+def test_a_failing_on_record_stops_the_batch_with_the_stream_whole(tmp_path: Path) -> None:
+    """on_record raising: run raises it, every record of the step and every call are on disk."""
+    conversation = conversation_on_disk(tmp_path)
+    config = parse_tools_config(
+        {
+            "defaults": {"run": "unattended"},
+            "tools": {"fs": {"questions": {"apply": {"answer": True}}}},
+        }
+    )
+    seen: list[object] = []
+
+    def on_record(entry: EventEntry) -> None:
+        seen.append(entry.payload)
+        if isinstance(entry.payload, InquiryRequest):
+            raise BrokenPipeError("progress pipe closed")
+
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": executor(AskingTool([APPLY])), "other": executor(AskingTool([]))},
+        config=config,
+        on_record=on_record,
+    )
+    requests = assistant_calls(conversation, ("c1", "fs"), ("c2", "other"))
+    with pytest.raises(BrokenPipeError, match="progress pipe closed"):
+        run(coordinator.run(requests))
+    assert len(seen) == 1  # not called again once it failed
+    assert_invariants(conversation)
+    kinds = [e["type"] for e in orjson.loads((tmp_path / "events.json").read_bytes())]
+    assert kinds.count("tool_call_response") == 2
+    assert kinds.count("inquiry_response") == 1
+
+
+# ----------------------------------------------------- executors out of contract
+
+
+class Malformed:
+    """An executor that returns what ``value`` is, whatever its type says."""
+
+    def __init__(self, value: object) -> None:
+        """Return ``value`` from every run."""
+        self.value = value
+
+    async def execute(
+        self, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]
+    ) -> ExecutorResult:
+        """Break the protocol."""
+        del call, answers
+        return self.value  # type: ignore[return-value] # the point of the test
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (None, "its executor returned NoneType, not a result"),
+        ({"content": "ok"}, "its executor returned dict, not a result"),
+        (Completed(content=None), "its executor returned a malformed Completed"),  # type: ignore[arg-type]
+    ],
+)
+def test_an_executor_returning_what_it_must_not_fails_only_its_call(
+    tmp_path: Path, value: object, problem: str
+) -> None:
+    """A malformed result gives its own call an error response; the sibling call runs."""
+    conversation = conversation_on_disk(tmp_path)
+    tools: dict[str, Executor] = {"bad": Malformed(value), "good": executor(AskingTool([]))}
+    coordinator = ToolCoordinator(conversation, tools=tools, config=UNATTENDED)
+    responses = run(coordinator.run(assistant_calls(conversation, ("c1", "bad"), ("c2", "good"))))
+    assert responses[0] == ToolCallResponse(
+        id="c1", content=f"Tool 'bad' failed: {problem}", is_error=True
+    )
+    assert responses[1].content == "answers: "
+    assert_invariants(conversation)
