@@ -5,6 +5,11 @@ fsynced, then renamed over the target, and the directory is fsynced so the
 rename itself survives a crash. Temporary files are named after the writing
 process; those left by a process that died mid-write are removed by the next
 successful write (or save) to the same directory.
+
+A target that is a symbolic link is written through: the file the link leads
+to (through every link in turn) is the one replaced, its temporary file beside
+it, and the link itself stays as it was. Replacing the link would turn it into
+a regular file and leave the file it named without the change.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
 
     Several chunks spare the caller joining them: for a stream of a million
     entries, appending a newline to its JSON would copy half a gigabyte.
+    A symbolic link is written through (see the module's docstring).
     """
+    path = _through_links(path)
     directory = path.parent
     temp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
     try:
@@ -56,6 +63,13 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
     remove_stale_temps(directory)
 
 
+def _through_links(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself, or where its links lead."""
+    if not path.is_symlink():
+        return path
+    return type(path)(os.path.realpath(path))
+
+
 def _fsync_directory(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
@@ -65,8 +79,16 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def remove_stale_temps(directory: Path) -> None:
-    """Remove the temporary files that writers which died mid-write left in ``directory``."""
-    for candidate in directory.iterdir():
+    """Remove the temporary files that writers which died mid-write left in ``directory``.
+
+    Cleaning up is not the write: a directory that cannot be listed (one that
+    may be written but not read) is left as it is.
+    """
+    try:
+        candidates = list(directory.iterdir())
+    except OSError:
+        return
+    for candidate in candidates:
         match = _TEMP.match(candidate.name)
         if match is None:
             continue

@@ -4,10 +4,14 @@ Besides counts by kind, the summary pairs inquiries and tool calls turn by
 turn (:mod:`coordinator._pairing`): how many pairs, how many requests still
 wait for a response (their turn is blocked on them) and how many responses
 answer no request, per turn and in total.
+
+Paths are reported as :func:`shown_path` gives them: a file name's bytes that
+are not UTF-8 appear as U+FFFD, as JP shows them.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +20,27 @@ from coordinator._pairing import pair_events
 from machines import Answered, Cancelled, InquiryRequest, Redacted
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from coordinator._pairing import Pairing
     from coordinator._store import Conversation
 
-__all__ = ["pairing_summary", "summarize"]
+__all__ = ["pairing_summary", "shown_path", "summarize"]
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` as text any output can carry: bytes that are not UTF-8 become U+FFFD.
+
+    A file name is bytes, and one that is not UTF-8 decodes to lone
+    surrogates, which neither JSON nor a UTF-8 terminal can carry. Replacing
+    them is what JP (Rust's ``to_string_lossy``) shows for such a name; the
+    text then names the file for a person, not for opening it.
+    """
+    try:
+        raw = os.fsencode(path)
+    except UnicodeEncodeError:  # a surrogate no file name decodes to: not from the OS
+        raw = os.fspath(path).encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
 
 
 def pairing_summary(pairing: Pairing) -> dict[str, Any]:
@@ -62,7 +83,7 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         elif isinstance(payload, Redacted):
             outcomes["redacted"] += 1
     return {
-        "path": str(conversation.path) if conversation.path else None,
+        "path": shown_path(conversation.path) if conversation.path else None,
         "layout": conversation.layout.value,
         "entries": len(stream),
         "turns": len(stream.turns()),

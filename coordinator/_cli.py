@@ -20,7 +20,9 @@
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when a check finds something to act on, 2 when an input cannot be
-read or an output cannot be written (nothing is written then).
+read or an output cannot be written (nothing is written then). Paths are
+printed, and put in JSON, with any bytes of their names that are not UTF-8
+shown as U+FFFD (:func:`coordinator._check.shown_path`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, TextIO
 import orjson
 
 from coordinator._atomic import atomic_write
-from coordinator._check import summarize
+from coordinator._check import shown_path, summarize
 from coordinator._errors import CoordinatorError
 from coordinator._sanitize import (
     INTERRUPTED_TOOL_CALL,
@@ -127,11 +129,12 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     written: list[str] = []
     if report.changed and not args.dry_run:
         plan.apply()
-        written = [str(path) for path in save_conversation(conversation).written]
+        written = [shown_path(path) for path in save_conversation(conversation).written]
+    shown = shown_path(conversation.path) if conversation.path else None
     if args.json:
         _print_json(
             {
-                "path": str(conversation.path) if conversation.path else None,
+                "path": shown,
                 "dry_run": args.dry_run,
                 **report.as_dict(),
                 "written": written,
@@ -139,7 +142,7 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )
         return EXIT_OK
-    out.write(f"{conversation.path}\n")
+    out.write(f"{shown}\n")
     if not report.changed:
         out.write("  nothing to sanitize; nothing written\n")
         return EXIT_OK
@@ -183,10 +186,11 @@ def _diagram(args: argparse.Namespace, out: TextIO) -> int:
         if args.check:
             stale = stale_files(root)
             out.writelines(
-                f"stale: {path} (regenerate with `inquiry diagram`)\n" for path in stale
+                f"stale: {shown_path(path)} (regenerate with `inquiry diagram`)\n"
+                for path in stale
             )
             return EXIT_FINDINGS if stale else EXIT_OK
-        out.writelines(f"wrote {path}\n" for path in write_files(root))
+        out.writelines(f"wrote {shown_path(path)}\n" for path in write_files(root))
     except (OSError, ValueError) as error:
         sys.stderr.write(f"inquiry: {error}\n")
         return EXIT_UNREADABLE

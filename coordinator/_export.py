@@ -19,9 +19,11 @@ Rules:
 - Deterministic: the same stream always gives the same text (JSON keeps the
   recorded key order; nothing reads a clock).
 - A secret answer never appears. None is on disk, and should a file hold an
-  ``Answered`` for a question whose answer type is ``secret`` anyway, it
-  renders as ``<redacted>`` (the response is paired with its question by
-  :mod:`coordinator._pairing`). A secret question's ``default`` is not shown.
+  ``Answered`` carrying the id of a question whose answer type is ``secret``
+  anyway, it renders as ``<redacted>``: paired with that question or not (a
+  repeated or orphaned response, one before the question, one in another
+  turn), since a response matched only by its id may hold the secret as
+  well as the paired one. A secret question's ``default`` is not shown.
 - Text written by people, models and tools (messages, question text) is
   Markdown already and is copied as it is; tool output, arguments and
   preambles go in code fences long enough never to be closed by their
@@ -36,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from coordinator._entries import Compaction, ConfigDelta, EventEntry, UnknownEntry
-from coordinator._pairing import pair_events
 from machines import (
     Answered,
     AnswerKind,
@@ -199,13 +200,29 @@ def _global(entry: StreamEntry) -> list[str]:
 
 
 def _secret_responses(stream: ConversationStream) -> set[int]:
-    """Positions of ``Answered`` responses to secret questions (there should be none)."""
+    """Positions of ``Answered`` responses under a secret question's id (there should be none).
+
+    Every such response counts, not only the one pairing would match with the
+    question: an orphan or a repeat under that id is as likely to hold the
+    secret. Ids are matched across the whole stream, so that a response in
+    the wrong turn is hidden too; hiding a response that was not secret costs
+    a reader one answer, showing one that was costs the secret.
+    """
+    secret_ids = {
+        entry.payload.id
+        for entry in stream
+        if isinstance(entry, EventEntry)
+        and isinstance(entry.payload, InquiryRequest)
+        and entry.payload.question.answer_type.is_secret
+    }
+    if not secret_ids:
+        return set()
     return {
-        pair.response.index
-        for pair in pair_events(stream).inquiries.pairs
-        if isinstance(pair.response.entry.payload, Answered)
-        and isinstance(pair.request.entry.payload, InquiryRequest)
-        and pair.request.entry.payload.question.answer_type.is_secret
+        index
+        for index, entry in enumerate(stream)
+        if isinstance(entry, EventEntry)
+        and isinstance(entry.payload, Answered)
+        and entry.payload.id in secret_ids
     }
 
 

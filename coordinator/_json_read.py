@@ -27,6 +27,7 @@ __all__ = [
     "READ_BLOCK",
     "READ_DEPTH",
     "WRITE_DEPTH",
+    "invalid_utf8",
     "loads_wrapped",
     "loads_writable",
     "read_file",
@@ -194,3 +195,48 @@ def _parsed_into(items: list[Any], pending: bytearray, end: int) -> bool:
 def _whole(handle: BinaryIO) -> tuple[Any, bool]:
     handle.seek(0)
     return loads_wrapped(wrap(handle.read()))
+
+
+def invalid_utf8(handle: BinaryIO, *, block: int = READ_BLOCK) -> str | None:
+    """Where the text ``handle`` reads from its start stops being UTF-8; ``None`` if it never does.
+
+    ``orjson`` checks that a text is UTF-8 before it parses any of it, and
+    puts a failure at the text's start ("line 1 column 1 (char 0)") wherever
+    the bad byte is. A reader told that must be told where it is: the first
+    byte that is not UTF-8 is found here, ``block`` bytes at a time (a file is
+    never held whole), and said as ``orjson`` says a position: the line, the
+    column in characters, both from 1, and the byte's offset in the file.
+    """
+    handle.seek(0)
+    offset = 0  # of the first byte not yet decoded
+    line, column = 1, 1
+    carried = b""
+    while True:
+        chunk = handle.read(block)
+        data = carried + chunk
+        bad: UnicodeDecodeError | None = None
+        try:
+            text = data.decode("utf-8")
+            decoded = len(data)
+        except UnicodeDecodeError as error:
+            decoded = error.start
+            text = data[:decoded].decode("utf-8")
+            # A character the block's end cut in two is decoded with the next block.
+            if not (chunk and error.end == len(data) and error.reason == "unexpected end of data"):
+                bad = error
+        newlines = text.count("\n")
+        if newlines:
+            line += newlines
+            column = len(text) - text.rfind("\n")
+        else:
+            column += len(text)
+        if bad is not None:
+            byte = data[bad.start]
+            return (
+                f"invalid UTF-8 (byte 0x{byte:02x}): line {line} column {column} "
+                f"(byte offset {offset + decoded})"
+            )
+        offset += decoded
+        carried = data[decoded:]
+        if not chunk:
+            return None

@@ -5,19 +5,30 @@ Two layouts exist. The *current* one has ``base_config.json`` beside
 ``base_config.json``: the first entry of ``events.json`` is a ``config_delta``
 holding the base configuration (in the oldest files flattened into the entry).
 A conversation is saved in the layout it was loaded in. Files in the directory
-that are not these three are never touched.
+that are not these three are never touched: a stream loaded from another file
+of the directory (``backup.json``, say) is never saved over its
+``events.json``.
 
 Saving replaces each file atomically, and only when its bytes change. It
 refuses to overwrite a file it could not read, and a file that changed on disk
-after it was loaded (another writer's work would be lost).
+after it was loaded (another writer's work would be lost). Every file is
+checked, and every value made, before the first is written: a save that is
+refused writes nothing. A file whose value in memory is still what was last
+read from it or written to it is left alone, even if another program has
+changed it since (it holds nothing of ours to lose). A file that is a
+symbolic link is written through (:mod:`coordinator._atomic`).
 """
 
 from __future__ import annotations
 
 import enum
+import io
+import math
 import os
+import stat
+import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import attrs
 import orjson
@@ -27,10 +38,11 @@ from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
 from coordinator._gc import collector_paused
-from coordinator._json_read import loads_writable, read_file, writable
+from coordinator._json_read import invalid_utf8, loads_writable, read_file, writable
 from coordinator._stream import ConversationStream
 from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
 from machines import JsonValue
+from machines.validators import is_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,11 +98,19 @@ class Conversation:
     path: Path | None = None
     id_repairs: IdRepairs = attrs.field(factory=IdRepairs)
     _files: dict[Path, _FileState] = attrs.field(factory=dict, init=False, repr=False)
-    _events_revision: dict[Path, int] = attrs.field(factory=dict, init=False, repr=False)
+    # Which stream, at which revision, each events.json last held: the stream
+    # itself is compared too, since one put in its place starts its own count.
+    # Held weakly, so that a stream replaced is not kept alive until the next save.
+    _events_revision: dict[Path, tuple[weakref.ref[ConversationStream], int]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
     # What we would write for metadata.json and base_config.json as they were
-    # read: while the value still serializes to this, the file is left as it is
-    # (its own formatting included).
+    # last read or written: while the value still serializes to this, the file
+    # is left as it is (its own formatting included).
     _loaded_dumps: dict[Path, bytes] = attrs.field(factory=dict, init=False, repr=False)
+    # The file the stream was read from when it is not its directory's
+    # events.json; it is never saved over that events.json.
+    _stream_file: Path | None = attrs.field(default=None, init=False, repr=False)
 
     @classmethod
     def new(
@@ -158,17 +178,62 @@ def _holds(current: bytes, body: bytes) -> bool:
     )
 
 
+def _reason(error: OSError) -> str:
+    """What the OS said went wrong (``Permission denied``), without the path it names."""
+    return error.strerror or str(error)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """``path``'s status, through links; ``None`` when there is no such file.
+
+    Any other failure (a directory that may not be searched, say) is an error
+    naming the file, rather than an ``OSError`` the caller did not expect.
+    """
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise StreamFormatError(path, f"cannot be read: {_reason(error)}") from error
+
+
+def _state(path: Path) -> _FileState | None:
+    status = _stat(path)
+    return None if status is None else _FileState.of(status)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise StreamFormatError(path, f"cannot be read: {_reason(error)}") from error
+
+
+def _not_json(error: orjson.JSONDecodeError, handle: BinaryIO) -> str:
+    """What is wrong with a text ``orjson`` refused, and where.
+
+    ``orjson`` checks UTF-8 before parsing and puts that failure at the text's
+    start, wherever the bad byte is: the byte is found and named instead.
+    """
+    return invalid_utf8(handle) or str(error)
+
+
 def _read_json(path: Path) -> tuple[Any, _FileState]:
     try:
         with path.open("rb") as handle:
-            # Parsing allocates an object per JSON value and makes no cycles (see coordinator._gc).
-            with collector_paused():
-                value, can_write = read_file(handle)
+            try:
+                # Parsing allocates an object per JSON value and makes no cycles
+                # (see coordinator._gc).
+                with collector_paused():
+                    value, can_write = read_file(handle)
+            except orjson.JSONDecodeError as error:
+                problem = f"is not valid JSON: {_not_json(error, handle)}"
+                raise StreamFormatError(path, problem) from None
             state = _FileState.of(os.fstat(handle.fileno()))
+    except FileNotFoundError:
+        raise StreamFormatError(path, "does not exist") from None
     except OSError as error:
-        raise StreamFormatError(path, f"cannot be read: {error.strerror or error}") from None
-    except orjson.JSONDecodeError as error:
-        raise StreamFormatError(path, f"is not valid JSON: {error}") from None
+        raise StreamFormatError(path, f"cannot be read: {_reason(error)}") from None
     if not can_write:
         _refuse_too_deep(path, value)
     return value, state
@@ -190,10 +255,15 @@ def _kind(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+def _is_directory(path: Path) -> bool:
+    status = _stat(path)
+    return status is not None and stat.S_ISDIR(status.st_mode)
+
+
 def _resolve(path: Path | str) -> tuple[Path, Path]:
     """The conversation directory and its ``events.json``, from either path."""
     path = Path(path)
-    if path.is_dir():
+    if _is_directory(path):
         return path, path / EVENTS
     return path.parent, path
 
@@ -208,10 +278,14 @@ def load_conversation(
 
     Raises :class:`StreamFormatError` naming the file, the entry and the
     problem when something cannot be read; nothing is written either way.
+
+    A stream may be read from a file of another name (``backup.json``); its
+    directory's ``metadata.json`` and ``base_config.json`` come with it. Such a
+    conversation can be read, checked and exported, and saved to another
+    directory, but never over its directory's ``events.json``, which holds
+    another stream (see :func:`save_conversation`).
     """
     directory, events_path = _resolve(path)
-    if not events_path.exists():
-        raise StreamFormatError(events_path, "does not exist")
     raw, events_state = _read_json(events_path)
     if type(raw) is not list:
         raise StreamFormatError(events_path, f"must hold an array of entries, not {_kind(raw)}")
@@ -233,6 +307,8 @@ def load_conversation(
         path=directory,
         id_repairs=repairs,
     )
+    if events_path.name != EVENTS:
+        conversation._stream_file = events_path
     conversation._files.update(states)
     for loaded_path, value in (
         (directory / METADATA, metadata),
@@ -242,12 +318,12 @@ def load_conversation(
             conversation._loaded_dumps[loaded_path] = _json_body(value)
     if not repairs.total:
         # Ids added at load are not on disk yet: the next save must write them.
-        conversation._events_revision[events_path] = stream.revision
+        conversation._events_revision[events_path] = (weakref.ref(stream), stream.revision)
     return conversation
 
 
 def _load_object(path: Path, states: dict[Path, _FileState]) -> dict[str, JsonValue] | None:
-    if not path.exists():
+    if _stat(path) is None:
         return None
     value, state = _read_json(path)
     if type(value) is not dict:
@@ -258,7 +334,12 @@ def _load_object(path: Path, states: dict[Path, _FileState]) -> dict[str, JsonVa
 
 @attrs.frozen
 class SaveResult:
-    """Which files a save wrote, and which it left alone because nothing changed."""
+    """Which files a save wrote, and which it left alone.
+
+    A file is left alone when it already holds what the save would write, or
+    when its value in memory has not changed since it was last read or
+    written (another program's change to it since is then kept).
+    """
 
     written: tuple[Path, ...]
     unchanged: tuple[Path, ...]
@@ -268,96 +349,229 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     """Save ``conversation`` to ``path`` (by default where it was loaded from).
 
     ``path`` is the conversation directory or, as for loading, its ``events.json``.
-    Each file is replaced atomically and only when its bytes change. Raises
-    :class:`ConversationChangedError` if a file changed on disk since it was
-    loaded, and :class:`StreamFormatError` rather than overwrite a file it
-    cannot read.
+    Each file is replaced atomically and only when its bytes change; a file
+    that is a symbolic link is written through, the link kept. Every file is
+    checked before the first is written, so a save that raises has written
+    nothing (unless the OS fails one write after another succeeded, which the
+    error then says). A file whose value in memory has not changed since it
+    was last read or written is left alone, and does not stop the save even if
+    another program has changed it since.
+
+    Raises :class:`ConversationChangedError` if a file this save must write
+    changed on disk since it was loaded, and :class:`StreamFormatError` rather
+    than overwrite a file it cannot read, for a value JSON cannot hold (a NaN,
+    a ``datetime`` in ``metadata``: the error names the file and the key), for
+    a stream read from a file not named ``events.json`` (``backup.json``) saved
+    into that same directory (its ``events.json`` holds another stream: save
+    it to another directory), and when the OS refuses a write (the error names
+    the file and the reason; the ``OSError`` is its ``__cause__``).
     """
     if path is None:
         if conversation.path is None:
             raise ValueError("this conversation was never loaded or saved: give a path")
         path = conversation.path
     directory = Path(path)
-    if directory.name == EVENTS and not directory.is_dir():
+    if directory.name == EVENTS and not _is_directory(directory):
         directory = directory.parent  # the events.json path, as load_conversation accepts
-    directory.mkdir(parents=True, exist_ok=True)
+    _refuse_another_stream(conversation, directory)
+
+    # Everything is decided before anything is written: a refusal leaves every file as it was.
+    plans = [_plan_events(conversation, directory / EVENTS)]
+    if conversation.layout is Layout.CURRENT and conversation.base_config is not None:
+        plans.append(_plan_object(conversation, directory / BASE_CONFIG, conversation.base_config))
+    if conversation.metadata is not None:
+        plans.append(_plan_object(conversation, directory / METADATA, conversation.metadata))
+
     written: list[Path] = []
     unchanged: list[Path] = []
-
-    files = _files(conversation, directory)
-    # A value that cannot be written is refused before any file is written:
-    # events.json is the first written, and the small files are checked now.
-    for target, value, _, _ in files[1:]:
-        _file_body(target, value())
-    for target, value, revision, shape in files:
-        if _save_file(conversation, target, value, revision, shape):
-            written.append(target)
+    for plan in plans:
+        if plan.write and plan.body is not None:
+            _write(directory, plan.target, plan.body, written)
+            written.append(plan.target)
         else:
-            unchanged.append(target)
-        if revision is not None:
-            conversation._events_revision[target] = revision
+            unchanged.append(plan.target)
+        _remember(conversation, plan)
     if not written:
         # Each write clears what dead writers left; a save with nothing to write must too.
         remove_stale_temps(directory)
     conversation.path = directory
+    conversation._stream_file = None  # the stream is now this directory's events.json
     return SaveResult(tuple(written), tuple(unchanged))
 
 
-def _files(
-    conversation: Conversation, directory: Path
-) -> list[tuple[Path, Callable[[], Any], int | None, type]]:
-    """Each file to save: where, its value (made on demand), the stream revision, its shape."""
+def _refuse_another_stream(conversation: Conversation, directory: Path) -> None:
+    """Refuse to save a stream read from ``backup.json`` (say) over its sibling ``events.json``.
+
+    That file holds another stream, which the save would destroy; a copy
+    saved to another directory is the way to keep both.
+    """
+    source = conversation._stream_file
+    if source is None:
+        return
+    destination = directory / EVENTS
+    if os.path.realpath(destination) == os.path.realpath(source):
+        return  # a link named otherwise, to this very events.json
+    if os.path.realpath(directory) != os.path.realpath(source.parent):
+        return  # a copy, in another directory
+    raise StreamFormatError(
+        destination,
+        f"is not the file this conversation's stream was read from ({source}); "
+        "not overwriting it (save the conversation to another directory)",
+    )
+
+
+@attrs.define
+class _Plan:
+    """What a save does with one file, decided before any file is written.
+
+    ``body`` is the file's JSON without its newline, ``None`` when the value in
+    memory is what the file was last read or written as (the file is left
+    alone, whatever another program has done to it since). ``write`` is
+    whether the file is replaced; ``state`` is the file's, when it is left
+    because it already holds ``body``. ``revision`` is the stream's revision,
+    for ``events.json``.
+    """
+
+    target: Path
+    body: bytes | None
+    write: bool = False
+    state: _FileState | None = None
+    revision: int | None = None
+
+
+def _plan_events(conversation: Conversation, target: Path) -> _Plan:
     stream = conversation.stream
-    files: list[tuple[Path, Callable[[], Any], int | None, type]] = [
-        (directory / EVENTS, stream.to_wire, stream.revision, list)
-    ]
-    if conversation.layout is Layout.CURRENT and conversation.base_config is not None:
-        config = conversation.base_config
-        files.append((directory / BASE_CONFIG, lambda: config, None, dict))
-    if conversation.metadata is not None:
-        metadata = conversation.metadata
-        files.append((directory / METADATA, lambda: metadata, None, dict))
-    return files
+    state = _state(target)
+    saved = conversation._events_revision.get(target)
+    if (
+        state is not None
+        and target in conversation._files
+        and saved is not None
+        and saved[0]() is stream
+        and saved[1] == stream.revision
+    ):
+        return _Plan(target, None)
+    body = _file_body(target, stream.to_wire())
+    plan = _plan_body(conversation, target, body, state, list)
+    plan.revision = stream.revision
+    return plan
 
 
-def _save_file(
+def _plan_object(conversation: Conversation, target: Path, value: Any) -> _Plan:
+    _refuse_non_json(target, value)
+    state = _state(target)
+    body = _file_body(target, value)
+    if (
+        state is not None
+        and target in conversation._files
+        and conversation._loaded_dumps.get(target) == body
+    ):
+        return _Plan(target, None)  # the value is what was read: keep the file as it is
+    return _plan_body(conversation, target, body, state, dict)
+
+
+def _plan_body(
     conversation: Conversation,
     target: Path,
-    value: Callable[[], Any],
-    revision: int | None,
+    body: bytes,
+    state: _FileState | None,
     shape: type,
-) -> bool:
-    known = conversation._files.get(target)
-    try:
-        state: _FileState | None = _FileState.of(target.stat())
-    except FileNotFoundError:
-        state = None
-
-    if state is not None and state == known:
+) -> _Plan:
+    """Whether ``target`` must be replaced by ``body``, a value that changed in memory."""
+    if state is None:
+        return _Plan(target, body, write=True)
+    if state == conversation._files.get(target):
         # The file is exactly what we last read or wrote.
-        if revision is not None and conversation._events_revision.get(target) == revision:
-            return False
-        body = _file_body(target, value())
-        if body == conversation._loaded_dumps.get(target):
-            return False  # the value is what was read: keep the file as it is
-        if len(body) + 1 == state.size and _holds(target.read_bytes(), body):
-            return False
-    elif state is not None:
-        current = target.read_bytes()
-        body = _file_body(target, value())
-        if _holds(current, body):
-            conversation._files[target] = state
-            return False
-        if known is not None:
-            raise ConversationChangedError(target)
-        _refuse_unreadable(target, current, shape)
-    else:
-        body = _file_body(target, value())
+        if len(body) + 1 == state.size and _holds(_read_bytes(target), body):
+            return _Plan(target, body, state=state)
+        return _Plan(target, body, write=True)
+    current = _read_bytes(target)
+    if _holds(current, body):
+        return _Plan(target, body, state=state)  # another writer wrote just our bytes
+    if target in conversation._files:
+        raise ConversationChangedError(target)
+    _refuse_unreadable(target, current, shape)
+    return _Plan(target, body, write=True)
 
-    atomic_write(target, body, _NEWLINE)
-    conversation._files[target] = _FileState.of(target.stat())
-    conversation._loaded_dumps.pop(target, None)
-    return True
+
+def _write(directory: Path, target: Path, body: bytes, written: list[Path]) -> None:
+    """Replace ``target`` with ``body``; an OS failure is said with the file's name.
+
+    ``written`` are the files this save has written before, which the error names.
+    """
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, body, _NEWLINE)
+    except OSError as error:
+        if written:
+            names = ", ".join(path.name for path in written)
+            saved = f"{names} {'was' if len(written) == 1 else 'were'} saved, the rest was not"
+        else:
+            saved = "nothing was saved"
+        raise StreamFormatError(target, f"cannot be written: {_reason(error)}; {saved}") from error
+
+
+def _remember(conversation: Conversation, plan: _Plan) -> None:
+    """Record what ``plan.target`` now holds, so that the next save knows it is ours."""
+    if plan.body is None:
+        return  # left as it was: what we knew of it still holds
+    target = plan.target
+    state = _state(target) if plan.write else plan.state
+    if state is None:
+        conversation._files.pop(target, None)
+    else:
+        conversation._files[target] = state
+    if plan.revision is not None:
+        conversation._events_revision[target] = (
+            weakref.ref(conversation.stream),
+            plan.revision,
+        )
+    else:
+        conversation._loaded_dumps[target] = plan.body
+
+
+def _refuse_non_json(target: Path, value: Any) -> None:
+    """Refuse ``metadata`` or a base configuration JSON cannot hold, naming the file and key.
+
+    ``orjson`` would write a NaN or an infinity as ``null``, and a ``datetime``
+    or a ``UUID`` as a string, so that the file would read back as something
+    else; a tuple, a set or a key that is not a string is not JSON either.
+    Only the type is named, never the value.
+    """
+    if type(value) is dict and is_json(value):
+        return
+    if type(value) is not dict:
+        problem = f"holds {_kind(value)}, not an object"
+    else:
+        problem = _first_non_json(value)
+    raise StreamFormatError(target, f"cannot be written: {problem}; nothing was saved")
+
+
+def _first_non_json(value: dict[Any, Any]) -> str:
+    """Where in ``value`` the first thing JSON cannot hold is, and what it is."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or kind is int or item is None:
+            continue
+        if kind is float:
+            if math.isfinite(item):
+                continue
+            return f"the value at {where} is a float that is not finite, which JSON cannot hold"
+        if kind is dict:
+            children: list[tuple[str, Any]] = []
+            for key, child in item.items():
+                if type(key) is not str:
+                    at = f"at {where}" if where else "at the top"
+                    return f"a key {at} is of type {type(key).__name__}, not a string"
+                children.append((f"{where}.{key}" if where else key, child))
+            stack.extend(reversed(children))
+        elif kind is list:
+            stack.extend(reversed([(f"{where}[{i}]", child) for i, child in enumerate(item)]))
+        else:
+            return f"the value at {where} is of type {kind.__name__}, which JSON cannot hold"
+    return "it is not JSON"  # not reached: is_json found something
 
 
 def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
@@ -365,9 +579,9 @@ def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
     try:
         value, can_write = loads_writable(current)
     except orjson.JSONDecodeError as error:
-        raise StreamFormatError(
-            target, f"is not valid JSON ({error}); not overwriting it"
-        ) from None
+        problem = _not_json(error, io.BytesIO(current))
+        problem = f"is not valid JSON ({problem}); not overwriting it"
+        raise StreamFormatError(target, problem) from None
     if not can_write:
         raise StreamFormatError(target, "is nested too deeply to read; not overwriting it")
     if type(value) is not shape:

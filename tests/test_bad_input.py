@@ -114,6 +114,15 @@ CASES: list[tuple[str, bytes, int | None, str]] = [
         2,
         "turn_start: timestamp 'last tuesday' is not",
     ),
+    (
+        # orjson says "line 1 column 1 (char 0)" for a byte that is not UTF-8, wherever it is.
+        "not-utf8",
+        _entries({"timestamp": STAMP, "type": "chat_request", "content": "café"}).replace(
+            "é".encode(), b"\xe9"
+        ),
+        None,
+        "is not valid JSON: invalid UTF-8 (byte 0xe9): line 14 column 20 (byte offset 270)",
+    ),
 ]
 PARAMS = [pytest.param(data, index, problem, id=case) for case, data, index, problem in CASES]
 IS_ERROR_YES = {case: data for case, data, _, _ in CASES}["is-error-yes"]

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import jp_params
+from os_refusals import refuse_creating_files, refuse_searching
 from reader_streams import (
     answer,
     ask,
@@ -28,7 +33,6 @@ from coordinator._cli import main
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
 
 def run(*argv: str) -> tuple[int, str]:
@@ -187,6 +191,111 @@ def test_export_to_an_unwritable_place_exits_2(
     status, _ = run("export", str(blocked), "--output", str(target))
     assert status == 2
     assert capsys.readouterr().err.startswith(f"inquiry: {target}: cannot be written")
+
+
+def test_export_onto_a_link_writes_through_it(blocked: Path, tmp_path: Path) -> None:
+    """``--output`` naming a symbolic link replaces the file it leads to; the link stays."""
+    real = tmp_path / "notes" / "conversation.md"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    link = tmp_path / "out.md"
+    link.symlink_to(real)
+    status, _ = run("export", str(blocked), "--output", str(link))
+    assert status == 0
+    assert link.is_symlink()
+    assert real.read_text().startswith("# Blocked\n")
+
+
+def test_sanitize_of_a_stream_in_another_file_exits_2_and_writes_nothing(
+    blocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sanitizing backup.json never saves it over its directory's events.json."""
+    backup = blocked / "backup.json"
+    backup.write_bytes((blocked / "events.json").read_bytes())
+    (blocked / "events.json").write_text("[]\n")
+    before = snapshot(blocked)
+    status, out = run("sanitize", str(backup))
+    assert status == 2
+    assert out == ""
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"inquiry: {blocked / 'events.json'}: is not the file this conversation's stream was "
+        f"read from ({backup}); not overwriting it"
+    )
+    assert snapshot(blocked) == before
+
+
+def test_sanitize_in_a_directory_that_cannot_be_written_exits_2(
+    blocked: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OS refusing the save is one line naming the file and why: exit 2, nothing written."""
+    before = snapshot(blocked)
+    refuse_creating_files(monkeypatch, blocked)
+    status, out = run("sanitize", str(blocked))
+    assert status == 2
+    assert out == ""
+    assert capsys.readouterr().err == (
+        f"inquiry: {blocked / 'events.json'}: cannot be written: Permission denied; "
+        "nothing was saved\n"
+    )
+    assert snapshot(blocked) == before
+
+
+@pytest.mark.parametrize("command", ["check", "sanitize", "export"])
+def test_a_directory_that_cannot_be_searched_exits_2(
+    blocked: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """A directory whose files cannot be reached is one line naming the file: exit 2."""
+    refuse_searching(monkeypatch, blocked)
+    status, out = run(command, str(blocked))
+    assert status == 2
+    assert out == ""
+    assert capsys.readouterr().err == (
+        f"inquiry: {blocked / 'events.json'}: cannot be read: Permission denied\n"
+    )
+
+
+@pytest.fixture
+def undecodable(blocked: Path) -> Path:
+    """The blocked conversation moved into a directory whose name is not UTF-8."""
+    target = blocked / os.fsdecode(b"caf\xe9")
+    target.mkdir()
+    for name in ("events.json", "metadata.json"):
+        (blocked / name).rename(target / name)
+    return target
+
+
+@pytest.mark.parametrize("command", ["check", "sanitize"])
+def test_json_output_shows_a_name_that_is_not_utf8_with_replacement_characters(
+    undecodable: Path, command: str
+) -> None:
+    """The path in ``--json`` has U+FFFD for each undecodable byte; sanitize still saves."""
+    status, out = run(command, str(undecodable), "--json")
+    assert status == 0
+    report = json.loads(out)
+    shown = f"{undecodable.parent}/caf\ufffd"
+    assert report["path"] == shown
+    if command == "sanitize":
+        assert report["written"] == [f"{shown}/events.json"]
+        assert labels(load_conversation(undecodable).stream)[-1] == "error t2"
+
+
+@pytest.mark.parametrize("command", ["check", "sanitize"])
+def test_a_name_that_is_not_utf8_reaches_a_utf8_terminal(undecodable: Path, command: str) -> None:
+    """The installed command prints such a path on a strict UTF-8 stdout, exit 0."""
+    script = Path(sys.executable).parent / "inquiry"
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator._cli"]
+    done = subprocess.run(
+        [*launcher, command, undecodable],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith(f"{undecodable.parent}/caf\ufffd")
 
 
 # ------------------------------------------------------------ real conversations

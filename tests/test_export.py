@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import jp_params
@@ -250,6 +250,28 @@ def test_no_recorded_secret_answer_ever_reaches_the_export(secret: str) -> None:
         answer("q", [marked]),
     )
     assert "SECRET-" not in export_markdown(stream)
+
+
+_SECRET_ASKED = ask("c1.token", AnswerType.secret(), text="Token?")
+_STRAY = answer("c1.token", "hunter2-SECRET")
+
+
+@pytest.mark.parametrize(
+    ("items", "masked"),
+    [
+        ([turn(), chat(), _SECRET_ASKED, redact("c1.token"), _STRAY], 2),
+        ([turn(), chat(), _STRAY, _SECRET_ASKED], 1),
+        ([turn(), chat(), _SECRET_ASKED, redact("c1.token"), turn(), _STRAY], 2),
+    ],
+    ids=["after its redacted response", "before its question", "in the next turn"],
+)
+def test_a_stray_response_under_a_secret_questions_id_is_masked(
+    items: list[Any], masked: int
+) -> None:
+    """An orphaned or repeated Answered carrying a secret question's id never shows its value."""
+    text = export_markdown(make_stream(*items))
+    assert "hunter2" not in text
+    assert text.count("### Response (`c1.token`)\n\nAnswer: <redacted>") == masked
 
 
 def test_global_entries_render_as_notes() -> None:

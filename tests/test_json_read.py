@@ -21,7 +21,7 @@ from reliability_inputs import own_events
 from strategies import json_values
 
 from coordinator import StreamFormatError, _json_read, load_conversation, save_conversation
-from coordinator._json_read import loads_writable, read_file
+from coordinator._json_read import READ_BLOCK, invalid_utf8, loads_writable, read_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -337,3 +337,46 @@ def test_a_laid_out_file_that_does_not_end_its_array_is_refused_as_orjson_refuse
     expected = _as_orjson(data)
     assert isinstance(expected, str)
     assert _read(data, block=64)[0] == expected
+
+
+# ------------------------------------------------------------- not UTF-8
+
+
+def _where(data: bytes, offset: int) -> str:
+    """How a position is said: line and column (characters) from 1, and the byte offset."""
+    line = data.count(b"\n", 0, offset) + 1
+    column = len(data[data.rfind(b"\n", 0, offset) + 1 : offset].decode()) + 1
+    return f"line {line} column {column} (byte offset {offset})"
+
+
+def test_the_first_byte_not_utf8_is_found_whatever_the_block_size() -> None:
+    """Characters cut by a block's end are not errors; the bad byte is placed in the file."""
+    data = '[\n  "é€😀",\n  "x'.encode() + b"\xff" + b'"\n]\n'
+    bad = data.index(b"\xff")
+    expected = f"invalid UTF-8 (byte 0xff): {_where(data, bad)}"
+    assert expected.endswith("line 3 column 5 (byte offset 21)")
+    good = '[\n  "é€😀"\n]\n'.encode()
+    cut_short = good + "€".encode()[:2]
+    for block in range(1, len(data) + 1):
+        assert invalid_utf8(io.BytesIO(data), block=block) == expected
+        assert invalid_utf8(io.BytesIO(good), block=block) is None
+        assert invalid_utf8(io.BytesIO(cut_short), block=block) == (
+            f"invalid UTF-8 (byte 0xe2): {_where(cut_short, len(good))}"
+        )
+
+
+def test_a_byte_not_utf8_in_a_later_piece_is_refused_at_its_own_line(tmp_path: Path) -> None:
+    """A stream read in pieces names the byte's line, column and offset, not char 0."""
+    entries = [{"type": "chat_request", "content": f"{n} {'x' * 400}"} for n in range(2000)]
+    data = _laid_out(entries).replace(b"1500 x", b"1500 \xe9", 1)
+    offset = data.index(b"\xe9")
+    assert offset > READ_BLOCK  # past the first piece
+    (tmp_path / "events.json").write_bytes(data)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'events.json'}: is not valid JSON: invalid UTF-8 (byte 0xe9): "
+        f"{_where(data, offset)}"
+    )
+    assert "line 6004 column 22" in str(caught.value)
+    assert (tmp_path / "events.json").read_bytes() == data

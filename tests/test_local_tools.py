@@ -412,7 +412,7 @@ LEAKY_TOOL = """
 
 
 def test_local_tool_echoing_its_secret_on_failure_is_masked_even_escaped(tmp_path: Path) -> None:
-    """A secret with a quote and a backslash, echoed in stderr, is masked in the JSON error body."""
+    """A secret with a quote and a backslash echoed in stderr is masked in the JSON error body."""
     secret = 'hunter"2\\x'
     conversation = conversation_on_disk(tmp_path / "conversation")
     script = _script(tmp_path, "leaky_tool", LEAKY_TOOL)

@@ -6,17 +6,21 @@ import os
 import stat
 import subprocess
 import sys
+import uuid
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock
+from os_refusals import refuse_creating_files, refuse_searching
 
 import coordinator
 from coordinator import (
     ConfigDelta,
     Conversation,
     ConversationChangedError,
+    ConversationStream,
     EventEntry,
     Layout,
     SaveResult,
@@ -84,6 +88,11 @@ def _snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
         for path in directory.iterdir()
         if path.is_file()
     }
+
+
+def labels_of(directory: Path) -> list[str]:
+    """The kinds of the entries ``directory``'s events.json holds, in order."""
+    return [entry["type"] for entry in orjson.loads((directory / "events.json").read_bytes())]
 
 
 # ------------------------------------------------------------------ layouts
@@ -401,7 +410,7 @@ def test_a_save_writes_a_temp_file_fsyncs_it_renames_it_and_fsyncs_the_directory
 def test_a_failed_replace_leaves_the_old_file_and_no_temp_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A crash before the rename leaves the file exactly as it was, and cleans up."""
+    """A failed rename leaves the file as it was, cleans up, and is said naming the file."""
     directory = _current(tmp_path / "conv")
     before = _snapshot(directory)
     conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
@@ -411,8 +420,13 @@ def test_a_failed_replace_leaves_the_old_file_and_no_temp_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(StreamFormatError) as caught:
         save_conversation(conversation)
+    assert str(caught.value) == (
+        f"{directory / 'events.json'}: cannot be written: No space left on device; "
+        "nothing was saved"
+    )
+    assert isinstance(caught.value.__cause__, OSError)
     assert _snapshot(directory) == before
 
 
@@ -460,17 +474,45 @@ def test_a_file_changed_on_disk_since_load_is_not_overwritten(tmp_path: Path) ->
     assert (directory / "events.json").read_bytes() == theirs
 
 
-def test_a_file_changed_on_disk_is_not_overwritten_even_without_local_changes(
+def test_a_file_changed_on_disk_but_not_in_memory_is_left_alone_and_does_not_block(
     tmp_path: Path,
 ) -> None:
-    """Saving an unchanged conversation over a newer file would undo it: refused."""
+    """Another program's metadata.json is kept; the save writes what changed, and only that."""
     directory = _current(tmp_path / "conv")
-    conversation = load_conversation(directory)
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
     theirs = b'{"title": "their title, longer than before"}\n'
     (directory / "metadata.json").write_bytes(theirs)
-    with pytest.raises(ConversationChangedError, match=r"metadata\.json"):
-        save_conversation(conversation)
+    conversation.stream.append(ChatResponse.message("mine"))
+    result = save_conversation(conversation)
+    assert result.written == (directory / "events.json",)
+    assert directory / "metadata.json" in result.unchanged
     assert (directory / "metadata.json").read_bytes() == theirs
+    assert labels_of(directory)[-1] == "chat_response"
+    assert save_conversation(conversation).written == ()  # and every later save too
+    # Changing it in memory now would lose their change: refused, nothing written.
+    before = _snapshot(directory)
+    assert conversation.metadata is not None
+    conversation.metadata["title"] = "mine"
+    conversation.stream.append(ChatResponse.message("more"))
+    with pytest.raises(ConversationChangedError, match=r"metadata\.json: changed on disk"):
+        save_conversation(conversation)
+    assert _snapshot(directory) == before
+
+
+def test_a_save_refused_for_one_file_writes_no_other(tmp_path: Path) -> None:
+    """The change check covers every file before the first is written: events.json is kept."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(TurnStart())
+    conversation.stream.append(ChatRequest(content="a new turn"))
+    assert conversation.metadata is not None
+    conversation.metadata["title"] = "mine"
+    (directory / "metadata.json").write_bytes(b'{"title": "theirs"}\n')
+    before = _snapshot(directory)
+    with pytest.raises(ConversationChangedError) as caught:
+        save_conversation(conversation)
+    assert caught.value.path == directory / "metadata.json"
+    assert _snapshot(directory) == before  # events.json too: repeating the change adds no turn
 
 
 def test_a_file_changed_on_disk_to_what_we_would_write_is_accepted(tmp_path: Path) -> None:
@@ -651,3 +693,151 @@ def test_metadata_json_cannot_hold_is_refused_before_any_file_is_written(
     assert str(caught.value).startswith(f"{tmp_path / name}: cannot be written")
     assert caught.value.index is None
     assert _snapshot(tmp_path) == before
+
+
+# ------------------------------------------------------ where a stream goes
+
+
+def _with_backup(directory: Path) -> Path:
+    """A current-layout conversation with a backup.json holding another stream beside it."""
+    _current(directory)
+    backup = directory / "backup.json"
+    backup.write_bytes(
+        dump([{"event_id": "b1", "timestamp": STAMP, "type": "chat_request", "content": "old"}])
+    )
+    return backup
+
+
+@pytest.mark.parametrize("where", ["default", "directory", "events.json"])
+def test_a_stream_read_from_another_file_is_never_saved_over_events_json(
+    tmp_path: Path, where: str
+) -> None:
+    """Loaded from backup.json, it cannot replace events.json: refused naming both, no write."""
+    directory = tmp_path / "conv"
+    backup = _with_backup(directory)
+    conversation = load_conversation(backup, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    before = _snapshot(directory)
+    path = {"default": None, "directory": directory, "events.json": directory / "events.json"}
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation, path[where])
+    assert str(caught.value).startswith(
+        f"{directory / 'events.json'}: is not the file this conversation's stream was read "
+        f"from ({backup}); not overwriting it"
+    )
+    assert _snapshot(directory) == before
+
+
+def test_a_stream_read_from_another_file_may_be_saved_as_a_copy(tmp_path: Path) -> None:
+    """Saved to another directory, it is that directory's stream from then on."""
+    directory = tmp_path / "conv"
+    backup = _with_backup(directory)
+    before = _snapshot(directory)
+    conversation = load_conversation(backup, clock=FixedClock(), new_id=CountingIds())
+    copy = tmp_path / "restored"
+    save_conversation(conversation, copy)
+    assert labels_of(copy) == ["chat_request"]
+    conversation.stream.append(ChatResponse.message("hello"))
+    assert save_conversation(conversation).written == (copy / "events.json",)
+    assert _snapshot(directory) == before
+
+
+def test_a_stream_put_in_place_of_the_loaded_one_is_saved(tmp_path: Path) -> None:
+    """A new stream object is a change, whatever its revision count says."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory)
+    conversation.stream = ConversationStream()
+    result = save_conversation(conversation)
+    assert result.written == (directory / "events.json",)
+    assert orjson.loads((directory / "events.json").read_bytes()) == []
+
+
+# ------------------------------------------------------ values JSON cannot hold
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"score": float("nan")}, "the value at score is a float that is not finite"),
+        ({"n": 1, "best": float("-inf")}, "the value at best is a float that is not finite"),
+        (
+            {"stats": {"runs": [1, datetime(2026, 1, 1, tzinfo=UTC)]}},
+            "the value at stats.runs[1] is of type datetime",
+        ),
+        ({"id": uuid.UUID(int=1)}, "the value at id is of type UUID"),
+        ({"tags": {"a": 1, 2: "b"}}, "a key at tags is of type int, not a string"),
+    ],
+    ids=["nan", "infinity", "datetime", "uuid", "int key"],
+)
+def test_metadata_that_json_cannot_hold_exactly_is_refused_naming_the_key(
+    tmp_path: Path, metadata: dict[Any, Any], problem: str
+) -> None:
+    """NaN (which orjson writes as null) or a datetime in metadata: refused, nothing written."""
+    conversation = _greeting()
+    save_conversation(conversation, tmp_path)
+    before = _snapshot(tmp_path)
+    conversation.stream.append(ChatResponse.message("more"))
+    conversation.metadata = metadata
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation)
+    assert str(caught.value) == (
+        f"{tmp_path / 'metadata.json'}: cannot be written: {problem}"
+        + ("" if problem.endswith("string") else ", which JSON cannot hold")
+        + "; nothing was saved"
+    )
+    assert _snapshot(tmp_path) == before
+
+
+# ------------------------------------------------------ the OS says no
+
+
+def test_a_directory_that_cannot_be_written_is_said_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OS's refusal is a StreamFormatError naming the file and the reason, OSError as cause."""
+    directory = _current(tmp_path / "conv")
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("hello"))
+    before = _snapshot(directory)
+    refuse_creating_files(monkeypatch, directory)
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation)
+    assert str(caught.value) == (
+        f"{directory / 'events.json'}: cannot be written: Permission denied; nothing was saved"
+    )
+    assert isinstance(caught.value.__cause__, PermissionError)
+    assert _snapshot(directory) == before
+
+
+@pytest.mark.parametrize("by_file", [False, True], ids=["directory", "events.json"])
+def test_a_directory_that_cannot_be_searched_is_said_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_file: bool
+) -> None:
+    """A load that may not look inside the directory raises StreamFormatError, not OSError."""
+    directory = _current(tmp_path / "conv")
+    refuse_searching(monkeypatch, directory)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(directory / "events.json" if by_file else directory)
+    assert str(caught.value) == f"{directory / 'events.json'}: cannot be read: Permission denied"
+
+
+# ------------------------------------------------------ links
+
+
+def test_a_linked_events_json_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    """The file the link leads to gets the change; the link is kept, no temp file is left."""
+    directory = _current(tmp_path / "conv")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    real = elsewhere / "real-events.json"
+    (directory / "events.json").replace(real)
+    (directory / "events.json").symlink_to(real)
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatResponse.message("through the link"))
+    assert save_conversation(conversation).written == (directory / "events.json",)
+    assert (directory / "events.json").is_symlink()
+    assert (directory / "events.json").readlink() == real
+    assert labels_of(directory)[-1] == "chat_response"
+    assert orjson.loads(real.read_bytes())[-1]["message"] == "through the link"
+    assert sorted(path.name for path in elsewhere.iterdir()) == ["real-events.json"]
+    assert save_conversation(conversation).written == ()  # the link's file is known as ours
