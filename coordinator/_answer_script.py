@@ -14,8 +14,11 @@ turn the file into a :class:`~coordinator._prompting.ScriptedPrompter` and a
 :class:`~coordinator._scripted_backend.ScriptedInquiryBackend`.
 
 Rules: the file is checked completely when it is read (unknown keys, wrong
-types, a key that does not go with the reply, a ``value_env`` variable that is
-not set), with errors naming the file and the key. An answer read from
+types, a key that does not go with the reply, an empty ``tool`` or
+``question``, ``remember`` on an answer that is not a boolean, a
+``value_env`` variable that is not set), with errors naming the file and the
+key. ``remember`` is the terminal's ``Y``/``N``: the terminal remembers only a
+boolean's answer, so a text, select or secret answer cannot ask for it. An answer read from
 ``value_env`` is a secret from the moment it is read (a
 :class:`~machines.SecretValue`): it is meant for secret questions, and no
 error message or ``repr`` shows it.
@@ -40,6 +43,7 @@ from coordinator._toml_fields import (
     choice,
     json_table,
     json_value,
+    kind_of,
     load_toml,
     optional_string,
     string,
@@ -172,6 +176,13 @@ def parse_answer_script(data: Mapping[str, Any], *, origin: str) -> AnswerScript
     )
 
 
+def _name(data: Mapping[str, Any], name: str, origin: str, key: str) -> str | None:
+    """``tool`` or ``question``: absent, or a name (an empty one could match nothing)."""
+    if name not in data:
+        return None
+    return string(data[name], origin, f"{key}.{name}", empty=False)
+
+
 def _only_with(
     data: Mapping[str, Any], origin: str, key: str, name: str, *, allowed: bool, why: str
 ) -> None:
@@ -190,7 +201,7 @@ def _permission(data: Mapping[str, Any], origin: str, key: str) -> PermissionRep
         raise ConfigError(origin, f"{key}.arguments", 'is required with reply = "e"')
     return PermissionReply(
         reply=reply,
-        tool=optional_string(data, "tool", origin, key),
+        tool=_name(data, "tool", origin, key),
         reason=optional_string(data, "reason", origin, key) or None,
         arguments=json_table(data["arguments"], origin, f"{key}.arguments")
         if reply == "e"
@@ -213,8 +224,8 @@ def _answer(data: Mapping[str, Any], origin: str, key: str) -> PersonAnswer:
             "give exactly one of `value`, `value_env` (a secret read from the environment) "
             f"or `cancel = true`; found {', '.join(given) or 'none'}",
         )
-    tool = optional_string(data, "tool", origin, key)
-    question = optional_string(data, "question", origin, key)
+    tool = _name(data, "tool", origin, key)
+    question = _name(data, "question", origin, key)
     if "cancel" in data:
         if not boolean(data["cancel"], origin, f"{key}.cancel"):
             raise ConfigError(origin, f"{key}.cancel", "can only be true (or leave it out)")
@@ -232,6 +243,16 @@ def _answer(data: Mapping[str, Any], origin: str, key: str) -> PersonAnswer:
         value = SecretValue(secret)
     else:
         value = json_value(data["value"], origin, f"{key}.value")
+    if remember and not isinstance(value, bool):
+        # Refused rather than quietly dropped: the engine would remember a text
+        # or a choice the terminal never could, and a secret never is.
+        what = "a secret (`value_env`)" if "value_env" in data else f"{kind_of(value)} answer"
+        raise ConfigError(
+            origin,
+            f"{key}.remember",
+            f"is the Y or N of a boolean question: only `value = true` or `false` takes it, "
+            f"not {what} (text, select and secret answers are never remembered)",
+        )
     return PersonAnswer(value=value, remember=remember, tool=tool, question=question)
 
 
@@ -241,8 +262,8 @@ def _model(data: Mapping[str, Any], origin: str, key: str) -> ModelAnswer:
         raise ConfigError(
             origin, key, "give exactly one of `value` (the model's answer) or `fail` (a failure)"
         )
-    tool = optional_string(data, "tool", origin, key)
-    question = optional_string(data, "question", origin, key)
+    tool = _name(data, "tool", origin, key)
+    question = _name(data, "question", origin, key)
     if "value" in data:
         _only_with(data, origin, key, "message", allowed=False, why="a failure (`fail`)")
         return ModelAnswer(

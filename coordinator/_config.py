@@ -18,7 +18,11 @@ Configuration decides *who answers*, never *who asked*: the recorded source of
 a question is fixed in code where a tool's result crosses the executor
 boundary. A ``source`` (or similar) key is rejected with an error saying so,
 as is every other key this build does not know, so a typo never silently
-changes behaviour. Errors name the file, the key and what was expected.
+changes behaviour. So are an empty tool name or question id (nothing is ever
+called or asked by one), and a static answer the conversation could not
+record (an integer beyond 64 bits, nesting deeper than
+:data:`~coordinator._toml_fields.DEEPEST_JSON`): refused here rather than
+mid-run. Errors name the file, the key and what was expected.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 import attrs
 
 from coordinator._errors import ConfigError
-from coordinator._toml_fields import check_keys, choice, json_value, load_toml, table
+from coordinator._toml_fields import check_keys, choice, json_value, load_toml, name_key, table
 from machines import (
     CachedAnswer,
     InquiryFacts,
@@ -142,7 +146,9 @@ def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
     _check_keys(data, {"run", "questions", *extra}, origin, key)
     run = _enum(RunMode, data["run"], origin, f"{key}.run") if "run" in data else None
     questions = {
-        name: _question(config, origin, f"{key}.questions.{name}")
+        name: _question(
+            config, origin, name_key(origin, f"{key}.questions", name, what="a question id")
+        )
         for name, config in table(data.get("questions", {}), origin, f"{key}.questions").items()
     }
     return ToolConfig(run=run, questions=questions)
@@ -160,13 +166,14 @@ def parse_tools_config(
     scenario's ``command``, say); they are accepted here and ignored.
     """
     _check_keys(data, {"defaults", "tools"}, origin, "")
+    extra = set(tool_keys)
     defaults = table(data.get("defaults", {}), origin, "defaults")
     _check_keys(defaults, {"run"}, origin, "defaults")
     default_run = RunMode.ASK
     if "run" in defaults:
         default_run = _enum(RunMode, defaults["run"], origin, "defaults.run")
     tools = {
-        name: _tool(config, origin, f"tools.{name}", set(tool_keys))
+        name: _tool(config, origin, name_key(origin, "tools", name, what="a tool name"), extra)
         for name, config in table(data.get("tools", {}), origin, "tools").items()
     }
     return ToolsConfig(tools=tools, default_run=default_run)

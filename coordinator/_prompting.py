@@ -9,7 +9,10 @@ the same way (RFD 082: a prompter failure is indistinguishable from a
 cancellation at this vantage point) and logged.
 
 :class:`ScriptedPrompter` plays a person from a script, for tests and for
-``inquiry run --answers``.
+``inquiry run --answers``. Like the terminal, it hands the answer to a secret
+question over as a :class:`~machines.SecretValue`, and never asks to remember
+one; no ``repr`` of it or of its script shows a scripted answer, which may be
+meant for a secret question.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Protocol, TypeAlias
 import attrs
 
 from coordinator._errors import CoordinatorError
-from machines import JsonValue, ShowPermissionPrompt, ShowQuestion, ToolAnswer
+from machines import JsonValue, SecretValue, ShowPermissionPrompt, ShowQuestion, ToolAnswer
 
 __all__ = [
     "Deny",
@@ -93,12 +96,18 @@ class ScriptedCancel:
 
 @attrs.frozen(kw_only=True)
 class _Scripted:
-    """One scripted reply, for the first prompt it matches."""
+    """One scripted reply, for the first prompt it matches.
 
-    reply: PermissionAnswer | QuestionAnswer | ScriptedCancel
+    ``position`` counts the replies of its kind (permission or question) in
+    the order they were scripted, from 0. ``reply`` is not in the ``repr``:
+    the answer may be meant for a secret question.
+    """
+
+    reply: PermissionAnswer | QuestionAnswer | ScriptedCancel = attrs.field(repr=False)
     tool: str | None
     question: str | None
     permission: bool
+    position: int = 0
 
     def matches(self, *, tool: str, question: str | None) -> bool:
         if self.permission != (question is None):
@@ -120,7 +129,25 @@ class ScriptedPrompter:
     def __init__(self) -> None:
         """Start with an empty script."""
         self._script: list[_Scripted] = []
+        self._added = {True: 0, False: 0}  # replies scripted so far, by `permission`
         self.shown: list[ShowPermissionPrompt | ShowQuestion] = []
+
+    def _add(
+        self,
+        reply: PermissionAnswer | QuestionAnswer | ScriptedCancel,
+        *,
+        tool: str | None,
+        question: str | None,
+        permission: bool,
+    ) -> ScriptedPrompter:
+        position = self._added[permission]
+        self._added[permission] += 1
+        self._script.append(
+            _Scripted(
+                reply=reply, tool=tool, question=question, permission=permission, position=position
+            )
+        )
+        return self
 
     def answer(
         self,
@@ -132,14 +159,12 @@ class ScriptedPrompter:
     ) -> ScriptedPrompter:
         """Answer a question with ``value``."""
         reply = QuestionAnswer(value=value, remember=remember)
-        self._script.append(_Scripted(reply=reply, tool=tool, question=question, permission=False))
-        return self
+        return self._add(reply, tool=tool, question=question, permission=False)
 
     def cancel(self, *, tool: str | None = None, question: str | None = None) -> ScriptedPrompter:
         """Cancel a question (Ctrl-C)."""
         reply = ScriptedCancel(tool=tool, question=question)
-        self._script.append(_Scripted(reply=reply, tool=tool, question=question, permission=False))
-        return self
+        return self._add(reply, tool=tool, question=question, permission=False)
 
     def permit(
         self,
@@ -150,27 +175,34 @@ class ScriptedPrompter:
     ) -> ScriptedPrompter:
         """Allow a tool to run (``y``, or ``Y`` with ``remember``)."""
         reply = Permit(remember=remember, arguments=arguments)
-        self._script.append(_Scripted(reply=reply, tool=tool, question=None, permission=True))
-        return self
+        return self._add(reply, tool=tool, question=None, permission=True)
 
     def deny(
         self, *, remember: bool = False, reason: str | None = None, tool: str | None = None
     ) -> ScriptedPrompter:
         """Skip a tool (``n``, ``N`` with ``remember``, ``r`` with a ``reason``)."""
         reply = Deny(remember=remember, reason=reason)
-        self._script.append(_Scripted(reply=reply, tool=tool, question=None, permission=True))
-        return self
+        return self._add(reply, tool=tool, question=None, permission=True)
 
     def cancel_permission(self, *, tool: str | None = None) -> ScriptedPrompter:
         """Cancel a permission prompt (Ctrl-C)."""
         reply = ScriptedCancel(tool=tool)
-        self._script.append(_Scripted(reply=reply, tool=tool, question=None, permission=True))
-        return self
+        return self._add(reply, tool=tool, question=None, permission=True)
 
     @property
     def remaining(self) -> int:
         """How many scripted replies are still unused."""
         return len(self._script)
+
+    @property
+    def unused_permissions(self) -> tuple[int, ...]:
+        """The permission replies still unused, by position (0: the first scripted)."""
+        return tuple(s.position for s in self._script if s.permission)
+
+    @property
+    def unused_answers(self) -> tuple[int, ...]:
+        """The question replies (answers and cancellations) still unused, by position."""
+        return tuple(s.position for s in self._script if not s.permission)
 
     def _take(self, *, tool: str, question: str | None) -> _Scripted:
         for index, scripted in enumerate(self._script):
@@ -191,9 +223,13 @@ class ScriptedPrompter:
         """Reply to a question from the script."""
         self.shown.append(prompt)
         reply = self._take(tool=prompt.tool_name, question=prompt.question.id).reply
-        if isinstance(reply, QuestionAnswer):
-            return reply
-        raise PromptCancelled
+        if not isinstance(reply, QuestionAnswer):
+            raise PromptCancelled
+        if prompt.question.answer_type.is_secret:
+            # As the terminal hands a secret over: wrapped, and never to be remembered.
+            value = SecretValue(reply.value) if isinstance(reply.value, str) else reply.value
+            return QuestionAnswer(value=value, remember=False)
+        return reply
 
 
 def scripted(replies: Iterable[PermissionAnswer | QuestionAnswer]) -> ScriptedPrompter:

@@ -28,6 +28,11 @@ appends them (``on_record``) and from what the runner appends itself; a
 redacted answer prints as ``<secret>``. Who answered a question is known from
 the prompter and the backend (wrapped to watch), and otherwise from the
 configuration (a static answer) or the turn's memory (a remembered ``Y``).
+Which tool call asked a question is never read from its inquiry id, which is
+opaque (RFD 082): the coordinator's turn state counts each question per tool
+call, and the call whose count went up is the one that asked. Whether an
+answer was remembered is read from the turn's memory, not from what the
+person asked for.
 
 Rules:
 
@@ -41,12 +46,19 @@ Rules:
    be written.
 4. Nothing printed carries a secret: answers are printed from the records,
    which never hold one.
+5. When standard output is closed under the run (``inquiry run ... | head``),
+   nothing more is printed there (it is pointed at the null device, as the
+   Python documentation advises) and the run stops as on Ctrl-C: every open
+   tool call and question is closed and saved, and the exit status is 1.
+6. At the end, the answers file's entries no prompt used are named.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import os
 import shutil
 import signal
 import sys
@@ -82,6 +94,7 @@ from machines import (
     ChatRequest,
     ChatResponse,
     InquiryRequest,
+    Question,
     Redacted,
     SourceKind,
     ToolCallRequest,
@@ -103,8 +116,8 @@ if TYPE_CHECKING:
     from coordinator._entries import EventEntry
     from coordinator._executors import Executor
     from coordinator._prompting import PermissionAnswer, QuestionAnswer
-    from coordinator._scenario import Scenario
-    from machines import JsonValue, ShowPermissionPrompt, ShowQuestion
+    from coordinator._scenario import Cycle, Scenario
+    from machines import JsonValue, ShowPermissionPrompt, ShowQuestion, TurnState
 
 __all__ = [
     "EXIT_INCOMPLETE",
@@ -161,17 +174,25 @@ class RunResult:
     completed: int
     problems: tuple[str, ...] = ()
     interrupted: bool = False
+    #: Standard output was closed under the run, which then stopped.
+    output_closed: bool = False
 
     @property
     def status(self) -> int:
         """The exit status: 0 when every turn completed and nothing went wrong."""
-        if self.interrupted or self.problems or self.completed < self.turns:
+        if self.interrupted or self.output_closed or self.problems:
+            return EXIT_INCOMPLETE
+        if self.completed < self.turns:
             return EXIT_INCOMPLETE
         return EXIT_OK
 
     @property
     def reason(self) -> str | None:
         """Why the run did not complete, in one line (``None`` when it did)."""
+        if self.output_closed:
+            return (
+                f"standard output was closed: stopped after {self.completed} of {self.turns} turns"
+            )
         if self.interrupted:
             return f"interrupted: {self.completed} of {self.turns} turns completed"
         if self.problems:
@@ -212,7 +233,9 @@ class _Inquiry:
     tool: str
     question: str
     answered_by: str | None = None
-    remembered: bool = False
+    #: What the person was asked, and whether they asked to remember the answer.
+    asked: Question | None = None
+    remember: bool = False
 
 
 class _Progress:
@@ -223,6 +246,10 @@ class _Progress:
         self.scenario = scenario
         self.calls: dict[str, str] = {}
         self.call_turns: dict[str, int] = {}
+        self.cycle: tuple[str, ...] = ()  # the ids of the calls running now
+        self.turn_state: Callable[[], TurnState] | None = None
+        self._counted: dict[tuple[str, str], int] = {}
+        self._counted_in: TurnState | None = None
         self.inquiries: dict[str, _Inquiry] = {}
         self.outcomes: list[tuple[int, str, str, str]] = []
         self.questions: Counter[str] = Counter()
@@ -239,9 +266,13 @@ class _Progress:
     def assistant(self, message: str) -> None:
         self.emit(f"  assistant: {_one_line(message)}")
 
+    def cycle_of(self, requests: list[ToolCallRequest]) -> None:
+        self.cycle = tuple(request.id for request in requests)
+        for request in requests:
+            self.calls[request.id] = request.name
+            self.call_turns[request.id] = self.turn
+
     def call(self, request: ToolCallRequest) -> None:
-        self.calls[request.id] = request.name
-        self.call_turns[request.id] = self.turn
         self.emit(f"  -> {request.name} [{request.id}] {_one_line(_json(request.arguments))}")
 
     # What the coordinator records.
@@ -259,13 +290,30 @@ class _Progress:
             self.outcomes.append((turn, name, payload.id, outcome))
             self.emit(f"  <- {name} [{payload.id}] {outcome}: {_one_line(payload.content)}")
 
-    def _caller(self, inquiry_id: str) -> str:
-        matches = [call for call in self.calls if inquiry_id.startswith(call + ".")]
-        return self.calls[max(matches, key=len)] if matches else "?"
+    def _caller(self, request: InquiryRequest) -> str | None:
+        """The id of the call that asked ``request``: the one whose count of its question rose.
+
+        The coordinator counts each question per tool call in the turn state
+        (that count is what makes inquiry ids unique), and records a request
+        right after counting it; the id itself is never parsed.
+        """
+        question = request.question.id
+        if self.turn_state is None or question is None:
+            return None
+        turn = self.turn_state()
+        if turn is not self._counted_in:  # a new turn counts from nothing
+            self._counted_in, self._counted = turn, {}
+        for call_id in self.cycle:
+            counted = turn.attempts(call_id, question)
+            if counted > self._counted.get((call_id, question), 0):
+                self._counted[call_id, question] = counted
+                return call_id
+        return None
 
     def _request(self, request: InquiryRequest) -> None:
         question = request.question
-        tool = self._caller(request.id)
+        call_id = self._caller(request)
+        tool = self.calls.get(call_id, "?") if call_id is not None else "?"
         self.inquiries[request.id] = _Inquiry(tool=tool, question=question.id or "?")
         asked_by = "the assistant" if request.source.kind is SourceKind.ASSISTANT else tool
         self.emit(
@@ -291,7 +339,7 @@ class _Progress:
         shown = "<secret>" if isinstance(response, Redacted) else _one_line(_json(response.answer))
         kind = "redacted" if isinstance(response, Redacted) else "answered"
         self.questions[kind] += 1
-        remembered = ", remembered for this turn" if inquiry.remembered else ""
+        remembered = ", remembered for this turn" if self._remembered(inquiry, response) else ""
         words = {
             "person": "by the person",
             "model": "by the model",
@@ -300,13 +348,27 @@ class _Progress:
         }
         self.emit(f"    = {kind} {words[how]}: {shown}{remembered}")
 
+    def _remembered(self, inquiry: _Inquiry, response: Answered | Redacted) -> bool:
+        """Whether the turn now remembers this answer: what the engine did, not what was asked.
+
+        The engine never remembers a secret, nor (from the terminal) anything
+        but a boolean's ``Y`` or ``N``.
+        """
+        if not inquiry.remember or inquiry.asked is None or not isinstance(response, Answered):
+            return False
+        if self.turn_state is None:
+            return False
+        cached = self.turn_state().remembered_tool_answer(inquiry.tool, inquiry.asked)
+        return cached is not None and cached.value == response.answer
+
     # What the prompter and the backend are asked.
 
-    def person_answered(self, inquiry_id: str, *, remember: bool) -> None:
-        inquiry = self.inquiries.get(inquiry_id)
+    def person_answered(self, prompt: ShowQuestion, *, remember: bool) -> None:
+        inquiry = self.inquiries.get(prompt.inquiry_id)
         if inquiry is not None:
             inquiry.answered_by = "person"
-            inquiry.remembered = remember
+            inquiry.asked = prompt.question
+            inquiry.remember = remember
 
     def model_asked(self, inquiry_id: str) -> None:
         inquiry = self.inquiries.get(inquiry_id)
@@ -380,7 +442,7 @@ class _WatchedPrompter:
         except ScriptExhaustedError as error:
             self.progress.problem(f"the answers file: {error} (the question was cancelled)")
             raise PromptCancelled from None  # reported here; the coordinator need not log it
-        self.progress.person_answered(prompt.inquiry_id, remember=answer.remember)
+        self.progress.person_answered(prompt, remember=answer.remember)
         return answer
 
 
@@ -471,6 +533,45 @@ def _executors(scenario: Scenario, workspace: Path, conversation_id: str) -> dic
     return executors
 
 
+class _Output:
+    """Progress lines on a stream; once its reader has gone, nothing more.
+
+    A closed pipe (``inquiry run ... | head``) is the reader saying it has
+    read enough: the stream is pointed at the null device, so that neither
+    this nor Python's flush at exit meets the broken pipe again, and
+    ``on_close`` (the run's stop) is called once.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.closed = False
+        self.on_close: Callable[[], None] = lambda: None
+
+    def __call__(self, line: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(line + "\n")
+            self.out.flush()  # progress is for watching, even through a pipe
+        except BrokenPipeError:
+            self.closed = True
+            _to_null_device(self.out)
+            self.on_close()
+
+
+def _to_null_device(out: TextIO) -> None:
+    """Point ``out``'s file descriptor at the null device, as the Python docs advise on EPIPE."""
+    try:
+        descriptor = out.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return  # not a file: nothing is left to flush into the closed pipe
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, descriptor)
+    finally:
+        os.close(null)
+
+
 @attrs.frozen(kw_only=True)
 class _Person:
     """Who plays the person, and where progress is printed."""
@@ -479,6 +580,8 @@ class _Person:
     description: str
     emit: Callable[[str], None]
     interactive: bool = False
+    #: Where progress goes when it is not the terminal prompter's screen.
+    output: _Output | None = None
 
 
 def _person(
@@ -499,18 +602,19 @@ def _person(
             interactive=True,
         )
 
-    def write(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()  # progress is for watching, even through a pipe
-
+    write = _Output(out)
     if script is not None:
         return _Person(
-            prompter=script.prompter(), description=f"scripted ({script.path})", emit=write
+            prompter=script.prompter(),
+            description=f"scripted ({script.path})",
+            emit=write,
+            output=write,
         )
     return _Person(
         prompter=None,
         description="nobody (no terminal): questions go to the model, secrets are cancelled",
         emit=write,
+        output=write,
     )
 
 
@@ -555,7 +659,8 @@ async def run_scenario(
     prompter, emit = person.prompter, person.emit
     progress = _Progress(emit, scenario)
 
-    backend, model = _backend(options, scenario, script.backend() if script else None)
+    scripted_model = script.backend() if script else None
+    backend, model = _backend(options, scenario, scripted_model)
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(backend, ModelInquiryBackend):
             stack.push_async_callback(backend.aclose)
@@ -571,6 +676,9 @@ async def run_scenario(
             emit("note: --backend given, so the answers file's [[model]] entries are not used")
         if person.interactive and script is not None and (script.answers or script.permissions):
             emit("note: --tty given, so you answer, not the answers file's person replies")
+        if person.output is not None and person.output.closed:
+            # Nobody reads on: stop before anything is written.
+            return RunResult(turns=len(scenario.turns), completed=0, output_closed=True)
         try:
             save_conversation(conversation, path)
             _seed_workspace(scenario, workspace)
@@ -586,16 +694,34 @@ async def run_scenario(
             system_parts=scenario.system,
             on_record=progress.record,
         )
-        result = await _play(scenario, conversation, coordinator, progress)
+        progress.turn_state = lambda: coordinator.turn_state
+        result = await _play(scenario, conversation, coordinator, progress, person.output)
     progress.summary(
         path=path,
         turns=result.turns,
         completed=result.completed,
         total_turns=len(conversation.stream.turns()),
     )
-    if isinstance(prompter, ScriptedPrompter) and prompter.remaining:
-        emit(f"note: {prompter.remaining} scripted person replies were not used")
+    unused = _unused_entries(
+        prompter if isinstance(prompter, ScriptedPrompter) else None,
+        scripted_model if backend is scripted_model else None,
+    )
+    if unused:
+        emit(f"note: entries of the answers file no prompt used: {', '.join(unused)}")
     return result
+
+
+def _unused_entries(
+    prompter: ScriptedPrompter | None, model: ScriptedInquiryBackend | None
+) -> list[str]:
+    """The answers file's entries that were in play and never used, as the file names them."""
+    unused: list[str] = []
+    if prompter is not None:
+        unused += [f"permissions[{index}]" for index in prompter.unused_permissions]
+        unused += [f"answers[{index}]" for index in prompter.unused_answers]
+    if model is not None:
+        unused += [f"model[{index}]" for index in model.unused]
+    return unused
 
 
 async def _play(
@@ -603,6 +729,7 @@ async def _play(
     conversation: Conversation,
     coordinator: ToolCoordinator,
     progress: _Progress,
+    output: _Output | None,
 ) -> RunResult:
     stream = conversation.stream
     interrupted = asyncio.Event()
@@ -611,6 +738,11 @@ async def _play(
         interrupted.set()
         progress.emit("  interrupted: closing every open tool call and question")
         coordinator.cancel()
+
+    if output is not None:
+        # The reader has gone: stop as on Ctrl-C (the coordinator closes and
+        # saves what is open), printing nothing more.
+        output.on_close = interrupt
 
     completed = 0
     with _on_interrupt(interrupt):
@@ -624,21 +756,8 @@ async def _play(
                 progress.user(number, plan.message)
                 save_conversation(conversation)
                 for cycle_number, cycle in enumerate(plan.cycles, 1):
-                    if cycle.message is not None:
-                        stream.append(ChatResponse.message(cycle.message))
-                        progress.assistant(cycle.message)
-                    requests = [
-                        ToolCallRequest(
-                            id=call.id or f"call_{number}_{cycle_number}_{index}",
-                            name=call.tool,
-                            arguments=dict(call.arguments),
-                        )
-                        for index, call in enumerate(cycle.calls, 1)
-                    ]
-                    for request in requests:
-                        stream.append(request)
-                        progress.call(request)
-                    await coordinator.run(requests)
+                    numbering = f"{number}_{cycle_number}"
+                    await _play_cycle(cycle, numbering, coordinator, progress, interrupted)
                     if interrupted.is_set():
                         break
                 else:
@@ -651,9 +770,44 @@ async def _play(
             raise RunError(
                 f"{conversation.path}: cannot be written: {error.strerror or error}"
             ) from None
+    closed = output is not None and output.closed
     return RunResult(
         turns=len(scenario.turns),
         completed=completed,
         problems=tuple(progress.problems),
-        interrupted=interrupted.is_set(),
+        interrupted=interrupted.is_set() and not closed,
+        output_closed=closed,
     )
+
+
+async def _play_cycle(
+    cycle: Cycle,
+    numbering: str,
+    coordinator: ToolCoordinator,
+    progress: _Progress,
+    interrupted: asyncio.Event,
+) -> None:
+    """One assistant response: its message, its calls (ids ``call_<numbering>_<n>``), run."""
+    requests = [
+        ToolCallRequest(
+            id=call.id or f"call_{numbering}_{index}",
+            name=call.tool,
+            arguments=dict(call.arguments),
+        )
+        for index, call in enumerate(cycle.calls, 1)
+    ]
+    # Printed before anything is appended: should the printing stop the run
+    # (its output closed), no call is left in the stream without its response.
+    if cycle.message is not None:
+        progress.assistant(cycle.message)
+    for request in requests:
+        progress.call(request)
+    if interrupted.is_set():
+        return
+    stream = coordinator.conversation.stream
+    if cycle.message is not None:
+        stream.append(ChatResponse.message(cycle.message))
+    progress.cycle_of(requests)
+    for request in requests:
+        stream.append(request)
+    await coordinator.run(requests)

@@ -4,8 +4,9 @@ Theory of operation: a scenario is a TOML file (``examples/README.md`` lists
 every key). :func:`load_scenario` reads it completely before anything runs:
 the tools (local commands or built-ins) and their configuration, which
 :func:`~coordinator._config.parse_tools_config` reads with the tool keys this
-module adds; the optional model backend table, kept for
-:func:`~coordinator._providers.backend_from_config`; and the turns, each a
+module adds; the optional model backend table, checked as
+:func:`~coordinator._providers.backend_from_config` checks it (whether or not
+this run will use it) and kept for it; and the turns, each a
 user message and the cycles of tool calls the assistant made (one assistant
 response per cycle, its calls run in parallel).
 
@@ -43,6 +44,8 @@ from coordinator._builtins import ASK_USER_PARAMETERS
 from coordinator._config import ToolsConfig, parse_tools_config
 from coordinator._errors import ConfigError
 from coordinator._local_tools import LocalTool, check_arguments, schema_problem
+from coordinator._providers._config import check_backend_config
+from coordinator._providers._errors import ProviderConfigError
 from coordinator._providers._tools import ANSWER_INQUIRY, ToolDefinition
 from coordinator._toml_fields import (
     check_keys,
@@ -50,6 +53,7 @@ from coordinator._toml_fields import (
     json_table,
     kind_of,
     load_toml,
+    name_key,
     optional_string,
     string,
     table,
@@ -174,7 +178,7 @@ def parse_scenario(data: Mapping[str, Any], *, origin: str, directory: Path) -> 
     }
     backend = None
     if "backend" in data:
-        backend = dict(table(data["backend"], origin, "backend"))
+        backend = _backend(data["backend"], origin)
     seed = None
     if "workspace" in data:
         workspace = table(data["workspace"], origin, "workspace")
@@ -198,6 +202,21 @@ def parse_scenario(data: Mapping[str, Any], *, origin: str, directory: Path) -> 
     )
 
 
+def _backend(value: object, origin: str) -> dict[str, object]:
+    """The ``[backend]`` table, checked even when ``--backend`` or ``[[model]]`` will replace it.
+
+    A typo in a table that goes unused today is found now, not on the run
+    that first uses it.
+    """
+    backend = dict(table(value, origin, "backend"))
+    try:
+        check_backend_config(backend)
+    except ProviderConfigError as error:
+        key = f"backend.{error.key}" if error.key else "backend"
+        raise ConfigError(origin, key, error.problem) from None
+    return backend
+
+
 def _system(value: object, origin: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -217,7 +236,7 @@ def _directory(value: object, origin: str, key: str, directory: Path) -> Path:
 
 
 def _tool(name: str, value: object, origin: str, directory: Path) -> ScenarioTool:
-    key = f"tools.{name}"
+    key = name_key(origin, "tools", name, what="a tool name")
     data = table(value, origin, key)
     description = optional_string(data, "description", origin, key) or ""
     if "command" in data and "builtin" in data:
@@ -334,9 +353,13 @@ def _seconds(value: object, origin: str, key: str) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not 0 < value < _LONGEST_TIMEOUT
+        or not 0 < value <= _LONGEST_TIMEOUT
     ):
-        raise ConfigError(origin, key, "expected a number of seconds greater than 0")
+        raise ConfigError(
+            origin,
+            key,
+            f"expected a number of seconds greater than 0 and at most {_LONGEST_TIMEOUT:.0f}",
+        )
     return float(value)
 
 
@@ -387,7 +410,7 @@ def _call(
     data: Mapping[str, Any], origin: str, key: str, tools: Mapping[str, ScenarioTool]
 ) -> PlannedCall:
     check_keys(data, origin, key, allowed=("tool", "id", "arguments"), required=("tool",))
-    name = string(data["tool"], origin, f"{key}.tool")
+    name = string(data["tool"], origin, f"{key}.tool", empty=False)
     tool = tools.get(name)
     if tool is None:
         known = ", ".join(tools) or "none"

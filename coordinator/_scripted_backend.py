@@ -3,7 +3,8 @@
 For tests and for ``inquiry run --answers``: answers, cancellations and each
 kind of backend failure, in order, each optionally keyed by tool and question
 id (a task takes the first unused entry that matches it). ``tasks`` records
-every task received, so a test can show what was (and was not) sent.
+every task received, so a test can show what was (and was not) sent, and
+``unused`` names the entries no task took.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class _Entry:
     message: str = ""
     tool: str | None = None
     question: str | None = None
+    position: int = 0  # in the order scripted, from 0
 
     def matches(self, task: InquiryTask) -> bool:
         if self.tool is not None and self.tool != task.tool_name:
@@ -36,14 +38,19 @@ class ScriptedInquiryBackend:
     def __init__(self) -> None:
         """Start with an empty script."""
         self._script: list[_Entry] = []
+        self._added = 0
         self.tasks: list[InquiryTask] = []
+
+    def _add(self, entry: _Entry) -> ScriptedInquiryBackend:
+        self._script.append(attrs.evolve(entry, position=self._added))
+        self._added += 1
+        return self
 
     def respond(
         self, value: JsonValue, *, tool: str | None = None, question: str | None = None
     ) -> ScriptedInquiryBackend:
         """Answer a question with ``value``."""
-        self._script.append(_Entry(value=value, tool=tool, question=question))
-        return self
+        return self._add(_Entry(value=value, tool=tool, question=question))
 
     def fail(
         self,
@@ -54,13 +61,17 @@ class ScriptedInquiryBackend:
         question: str | None = None,
     ) -> ScriptedInquiryBackend:
         """Fail a question with ``kind`` (``CANCELLED`` is the user's cancellation)."""
-        self._script.append(_Entry(failure=kind, message=message, tool=tool, question=question))
-        return self
+        return self._add(_Entry(failure=kind, message=message, tool=tool, question=question))
 
     @property
     def remaining(self) -> int:
         """How many scripted entries are still unused."""
         return len(self._script)
+
+    @property
+    def unused(self) -> tuple[int, ...]:
+        """The scripted entries still unused, by position (0: the first scripted)."""
+        return tuple(entry.position for entry in self._script)
 
     async def answer(self, task: InquiryTask) -> JsonValue:
         """Answer ``task`` from the script (the :class:`InquiryBackend` protocol)."""

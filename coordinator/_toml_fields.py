@@ -7,18 +7,26 @@ key (arrays of tables as ``turns[0].cycles[1]``, counting from 0) in the
 table's keys with :func:`check_keys` first, so an unknown key (a typo) is an
 error rather than a setting silently ignored.
 
-Rules: values that reach a tool or a model must be JSON, so TOML's dates and
-times and the floats ``inf`` and ``nan`` are refused wherever JSON is
-expected (:func:`json_table`).
+Rules: values that reach a tool or a model must be JSON that the conversation
+can record and a tool's request can carry, so wherever JSON is expected
+(:func:`json_table`, :func:`json_value`) these are refused when the file is
+read, before anything is written: TOML's dates and times, the floats ``inf``
+and ``nan``, integers outside what ``orjson`` writes (-2**63 to 2**64-1), and
+values nested more than :data:`DEEPEST_JSON` levels (``orjson`` writes 254,
+and a value is written inside up to two more: an entry of ``events.json``, the
+``answers`` of a tool's request).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from coordinator._errors import ConfigError
 
@@ -29,6 +37,9 @@ if TYPE_CHECKING:
     from machines import JsonValue
 
 __all__ = [
+    "DEEPEST_JSON",
+    "LARGEST_INTEGER",
+    "SMALLEST_INTEGER",
     "boolean",
     "check_keys",
     "choice",
@@ -36,11 +47,23 @@ __all__ = [
     "json_value",
     "kind_of",
     "load_toml",
+    "name_key",
     "optional_string",
     "string",
     "table",
     "tables",
 ]
+
+
+#: The range of integers ``orjson`` writes; the store, the local-tool protocol
+#: and JP's readers (64-bit integers) all go through it.
+SMALLEST_INTEGER = -(2**63)
+LARGEST_INTEGER = 2**64 - 1
+#: How many levels a JSON value from a file may nest (a table or an array is a
+#: level). ``orjson`` writes 254; the deepest place a value is written is two
+#: levels down (``events.json``'s array, then the entry; a tool request, then
+#: its ``answers``), and two more are kept spare.
+DEEPEST_JSON = 250
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -78,6 +101,27 @@ def kind_of(value: object) -> str:
 
 def _join(key: str, name: str) -> str:
     return f"{key}.{name}" if key else name
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def name_key(origin: str, key: str, name: str, *, what: str) -> str:
+    """The dotted key of the table ``name`` under ``key``; an empty ``name`` is refused.
+
+    ``what`` says what the name is (``"a tool name"``). A name that is not a
+    bare key is quoted as TOML quotes it (``tools."a.b"``, ``tools.""``), so
+    an error names the table as the file wrote it.
+    """
+    if not isinstance(name, str):  # a table built in Python may have other keys
+        raise ConfigError(origin, _join(key, repr(name)), f"{what} must be a string")
+    shown = name if _BARE_KEY.fullmatch(name) else orjson.dumps(name).decode()
+    where = _join(key, shown)
+    if not name:
+        # Nothing is ever called or asked by an empty name: refused here, as a
+        # slip in the file, rather than by a record mid-run.
+        raise ConfigError(origin, where, f"{what} must not be empty")
+    return where
 
 
 def check_keys(
@@ -149,17 +193,38 @@ def boolean(value: object, origin: str, key: str) -> bool:
     return value
 
 
-def _json(value: object, origin: str, key: str) -> JsonValue:
-    if isinstance(value, str | bool | int) or value is None:
+def _json(value: object, origin: str, key: str, depth: int = 0, *, outer: str = "") -> JsonValue:
+    # ``outer`` is the key the value was given under: a value nested too deeply
+    # is named there, not by a path hundreds of levels long.
+    outer = outer or key
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, int):
+        if not SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
+            problem = (
+                f"is an integer out of range: it must lie from {SMALLEST_INTEGER} to "
+                f"{LARGEST_INTEGER} (64 bits), the integers a conversation can record"
+            )
+            raise ConfigError(origin, key, problem)
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ConfigError(origin, key, "must be a finite number (JSON has no inf or nan)")
         return value
-    if isinstance(value, list):
-        return [_json(item, origin, f"{key}[{index}]") for index, item in enumerate(value)]
-    if isinstance(value, Mapping):
-        return {str(name): _json(item, origin, _join(key, name)) for name, item in value.items()}
+    if isinstance(value, list | Mapping):
+        if depth == DEEPEST_JSON:
+            # Refused here, rather than when the conversation is saved mid-run.
+            problem = f"is nested too deeply: a JSON value may nest at most {DEEPEST_JSON} levels"
+            raise ConfigError(origin, outer, problem)
+        if isinstance(value, list):
+            return [
+                _json(item, origin, f"{key}[{index}]", depth + 1, outer=outer)
+                for index, item in enumerate(value)
+            ]
+        return {
+            str(name): _json(item, origin, _join(key, name), depth + 1, outer=outer)
+            for name, item in value.items()
+        }
     raise ConfigError(origin, key, f"must be a JSON value, not {kind_of(value)}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pytest
 from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads, run
 
@@ -18,6 +19,7 @@ from coordinator import (
     load_tools_config,
     parse_tools_config,
 )
+from coordinator._toml_fields import DEEPEST_JSON
 from machines import (
     InquiryRequest,
     RunMode,
@@ -100,6 +102,14 @@ def test_answer_inquiry_called_on_its_own_is_an_error(tmp_path: Path) -> None:
 # ------------------------------------------------------------ configuration
 
 
+def nested(levels: int) -> list[Any]:
+    """An array nested ``levels`` deep: ``[]`` is one level."""
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 def test_a_config_file_is_read(tmp_path: Path) -> None:
     """Defaults, per-tool run modes, targets and static answers."""
     path = tmp_path / "tools.toml"
@@ -139,6 +149,29 @@ def test_a_config_file_is_read(tmp_path: Path) -> None:
             "tools.fs.questions.apply.answer",
             "finite number",
         ),
+        # orjson writes integers from -2**63 to 2**64 - 1 and 254 levels of
+        # nesting: anything past that would fail mid-run, when first written.
+        (
+            {"tools": {"fs": {"questions": {"apply": {"answer": 2**64}}}}},
+            "tools.fs.questions.apply.answer",
+            "it must lie from -9223372036854775808 to 18446744073709551615",
+        ),
+        (
+            {"tools": {"fs": {"questions": {"apply": {"answer": {"n": [-(2**63) - 1]}}}}}},
+            "tools.fs.questions.apply.answer.n[0]",
+            "is an integer out of range",
+        ),
+        (
+            {"tools": {"fs": {"questions": {"apply": {"answer": nested(DEEPEST_JSON + 1)}}}}},
+            "tools.fs.questions.apply.answer",
+            f"is nested too deeply: a JSON value may nest at most {DEEPEST_JSON} levels",
+        ),
+        ({"tools": {"": {"run": "ask"}}}, 'tools.""', "a tool name must not be empty"),
+        (
+            {"tools": {"fs": {"questions": {"": {"target": "user"}}}}},
+            'tools.fs.questions.""',
+            "a question id must not be empty",
+        ),
     ],
 )
 def test_a_bad_config_names_the_key_and_what_was_expected(
@@ -151,6 +184,18 @@ def test_a_bad_config_names_the_key_and_what_was_expected(
     assert caught.value.key == key
     assert problem in caught.value.problem
     assert str(caught.value).startswith(f"tools.toml: {key}: ")
+
+
+def test_json_values_at_the_limits_are_read_and_can_be_written() -> None:
+    """The largest values configuration accepts are ones orjson writes, inside an entry too."""
+    answer: JsonValue = {"big": 2**64 - 1, "small": -(2**63), "deep": nested(DEEPEST_JSON - 1)}
+    config = parse_tools_config({"tools": {"fs": {"questions": {"q": {"answer": answer}}}}})
+    static = config.question("fs", "q").answer
+    assert static == StaticAnswer(answer)
+    # As events.json holds it: the array, the entry, then the value.
+    orjson.dumps([{"answer": answer}])
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(2**64)  # the limits are orjson's: past them it refuses to write
 
 
 @pytest.mark.parametrize("name", ["source", "inquiry_source", "asked_by"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,7 +25,13 @@ from run_helpers import (
     write,
 )
 
+from coordinator import ScriptedPrompter
+from coordinator._answer_script import AnswerScript
+from coordinator._prompting import QuestionAnswer
 from machines import Answered, CancellationReason, Cancelled, Redacted
+
+if TYPE_CHECKING:
+    from machines import ShowQuestion
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -529,3 +536,319 @@ def test_a_turn_without_tool_calls_completes(
     assert kinds == ["turn_start", "chat_request", "chat_response"]
     assert "tool calls: 0 (none)" in out
     assert (directory / "workspace").is_dir()
+
+
+# A local tool asking, in order, the questions its options list, then reporting
+# the answers it got (a secret only by its length).
+ASKER = """
+import json, sys
+request = json.load(sys.stdin)
+answers = request["answers"]
+for question in request["options"].get("questions", []):
+    if question["id"] not in answers:
+        print(json.dumps({"type": "needs_input", "question": question}))
+        sys.exit(0)
+shown = {k: len(v) if k == "token" else v for k, v in answers.items()}
+print(json.dumps({"type": "success", "content": "answers: " + json.dumps(shown)}))
+"""
+
+
+def asker_scenario(tmp_path: Path, tools: str, turns: str) -> Path:
+    """A scenario whose tools run ASKER (``command = ASK``), unattended."""
+    asker = write(tmp_path / "asker.py", ASKER)
+    tools = tools.replace("ASK", f'["python3", "{asker}"]')
+    return write(
+        tmp_path / "scenario.toml",
+        '[defaults]\nrun = "unattended"\n' + textwrap.dedent(tools) + textwrap.dedent(turns),
+    )
+
+
+def test_values_at_the_json_limits_are_run_and_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The largest integers and deepest values a scenario accepts are written as given."""
+    deep = "[" * 249 + "]" * 249  # with the arguments table, 250 levels: the most accepted
+    scenario = asker_scenario(
+        tmp_path,
+        "[tools.t]\ncommand = ASK\noptions = { big = 18446744073709551615 }\n",
+        f"""
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{{ tool = "t", arguments = {{ big = 18446744073709551615, small = -9223372036854775808, deep = {deep} }} }}]
+        """,  # noqa: E501 - one TOML line
+    )
+    directory = tmp_path / "conversation"
+    status, _, err = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert (status, err) == (0, "")
+    (request,) = calls(assert_paired(directory)).values()
+    assert request.arguments["big"] == 2**64 - 1
+    assert request.arguments["small"] == -(2**63)
+    assert orjson.dumps(request.arguments["deep"]) == deep.encode()
+
+
+BEYOND_64_BITS = "99999999999999999999999"
+TOO_DEEP = "[" * 251 + "]" * 251
+
+
+@pytest.mark.parametrize(
+    ("static", "arguments", "answers", "key"),
+    [
+        ("", f"{{ a = {BEYOND_64_BITS} }}", "", "turns[0].cycles[0].calls[0].arguments.a"),
+        (BEYOND_64_BITS, "{}", "", "tools.t.questions.q.answer"),
+        ("", "{}", f"[[answers]]\nvalue = {TOO_DEEP}", "answers[0].value"),
+        (
+            "",
+            "{}",
+            f'[[permissions]]\nreply = "e"\narguments = {{ b = -{BEYOND_64_BITS} }}',
+            "permissions[0].arguments.b",
+        ),
+    ],
+)
+def test_a_value_json_cannot_hold_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    static: str,
+    arguments: str,
+    answers: str,
+    key: str,
+) -> None:
+    """An integer past 64 bits or a value nested too deeply: exit 2, the key named, no files."""
+    scenario = asker_scenario(
+        tmp_path,
+        "[tools.t]\ncommand = ASK\n"
+        + (f"[tools.t.questions.q]\nanswer = {static}\n" if static else ""),
+        f"""
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{{ tool = "t", arguments = {arguments} }}]
+        """,
+    )
+    answers_file = write(tmp_path / "answers.toml", answers)
+    directory = tmp_path / "conversation"
+    status, out, err = cli(
+        "run", scenario, "--answers", answers_file, "--conversation", directory, capsys=capsys
+    )
+    assert status == 2
+    assert out == ""
+    origin = answers_file if answers else scenario
+    assert err.startswith(f"inquiry: {origin}: {key}: is ")
+    assert err.count("\n") == 1
+    assert not directory.exists()
+
+
+def test_progress_names_the_call_that_asked_without_reading_inquiry_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls `a` and `a.q`: `a`'s question `q` (id `a.q.1`) is shown as `a`'s, not `a.q`'s."""
+    scenario = asker_scenario(
+        tmp_path,
+        """
+        [tools.x]
+        command = ASK
+        [[tools.x.options.questions]]
+        id = "q"
+        text = "Go on?"
+        answer_type = { type = "boolean" }
+        [tools.x.questions.q]
+        answer = true
+        [tools.y]
+        command = ASK
+        """,
+        """
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{ tool = "x", id = "a" }, { tool = "y", id = "a.q" }]
+        """,
+    )
+    directory = tmp_path / "conversation"
+    status, out, _ = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 0
+    assert "? x asks q (boolean): Go on? [a.q.1]" in out
+    assert "= answered by configuration (a static answer): true" in out
+    assert "y asks" not in out
+
+
+class _AlwaysRemember(ScriptedPrompter):
+    """A person who asks to remember every answer, secrets included."""
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        answer = await super().ask_question(prompt)
+        return QuestionAnswer(value=answer.value, remember=True)
+
+
+def test_progress_says_remembered_only_when_the_turn_remembers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A boolean asked to be remembered is; a secret asked to be remembered is not, nor said to."""
+    questions = (
+        '[{ id = "ok", text = "OK?", answer_type = { type = "boolean" } }, '
+        '{ id = "token", text = "Token?", answer_type = { type = "secret" } }]'
+    )
+    scenario = asker_scenario(
+        tmp_path,
+        f"[tools.t]\ncommand = ASK\noptions = {{ questions = {questions} }}\n",
+        """
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{ tool = "t" }]
+        [[turns.cycles]]
+        calls = [{ tool = "t" }]
+        """,
+    )
+    answers = write(
+        tmp_path / "answers.toml",
+        """
+        [[answers]]
+        question = "ok"
+        value = true
+        [[answers]]
+        question = "token"
+        value = "s3cret-one"
+        [[answers]]
+        question = "token"
+        value = "s3cret-two"
+        """,
+    )
+
+    def always_remember(script: AnswerScript) -> ScriptedPrompter:
+        prompter = _AlwaysRemember()
+        for answer in script.answers:
+            prompter.answer(answer.value, tool=answer.tool, question=answer.question)
+        return prompter
+
+    monkeypatch.setattr(AnswerScript, "prompter", always_remember)
+    directory = tmp_path / "conversation"
+    status, out, _ = cli(
+        "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
+    )
+    assert status == 0
+    assert out.count("= answered by the person: true, remembered for this turn") == 1
+    assert out.count("= answered from this turn's memory (an earlier Y or N): true") == 1
+    # Each secret was asked for (nothing remembered it), and neither is said to be remembered.
+    assert out.count("= redacted by the person: <secret>\n") == 2
+    assert "s3cret" not in out
+
+
+def test_unused_answers_file_entries_are_named_at_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Permissions, answers and [[model]] entries no prompt took are listed by their keys."""
+    status, out, _, _ = run_release(
+        tmp_path,
+        capsys,
+        """
+        [[permissions]]
+        reply = "y"
+        [[permissions]]
+        tool = "nosuch"
+        reply = "y"
+        [[answers]]
+        question = "headline"
+        value = "Typos fixed"
+        [[answers]]
+        tool = "nosuch"
+        value = true
+        [[model]]
+        question = "bump"
+        value = "minor"
+        [[model]]
+        tool = "nosuch"
+        value = true
+        """,
+        extra=TO_THE_MODEL,
+    )
+    assert status == 0
+    last = out.splitlines()[-1]
+    assert (
+        last
+        == "note: entries of the answers file no prompt used: permissions[1], answers[1], model[1]"
+    )
+
+
+@pytest.mark.parametrize("replacement", ["[[model]]", "--backend"])
+def test_the_scenarios_backend_is_checked_even_when_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], replacement: str
+) -> None:
+    """A typo in [backend] is refused (exit 2, no files) though [[model]] or --backend rule."""
+    scenario = write(
+        tmp_path / "scenario.toml",
+        """
+        [backend]
+        providr = "anthropic"
+        [[turns]]
+        message = "Hello."
+        """,
+    )
+    answers = write(tmp_path / "answers.toml", "[[model]]\nvalue = true\n")
+    directory = tmp_path / "conversation"
+    chosen = (
+        ["--answers", answers]
+        if replacement == "[[model]]"
+        else ["--no-tty", "--backend", "openai", "--model", "m"]
+    )
+    status, _, err = cli("run", scenario, *chosen, "--conversation", directory, capsys=capsys)
+    assert status == 2
+    assert err.startswith(f"inquiry: {scenario}: backend.providr: unknown key")
+    assert err.count("\n") == 1
+    assert not directory.exists()
+
+
+def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
+    """Output closed early (`| head`): no traceback, one line on stderr, exit 1, all saved."""
+    go = tmp_path / "go"
+    # The tool finishes only once the reader has gone: its result is then the
+    # first line written to the closed pipe.
+    slow = write(
+        tmp_path / "slow.py",
+        f"""
+        import pathlib, sys, time
+        sys.stdin.read()
+        while not pathlib.Path({str(go)!r}).exists():
+            time.sleep(0.01)
+        print('{{"type": "success", "content": "done"}}')
+        """,
+    )
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""
+        [tools.slow]
+        command = ["python3", "{slow}"]
+        run = "unattended"
+        [[turns]]
+        message = "Wait."
+        [[turns.cycles]]
+        calls = [{{ tool = "slow" }}]
+        [[turns.cycles]]
+        calls = [{{ tool = "slow" }}]
+        [[turns]]
+        message = "Never played."
+        """,
+    )
+    directory = tmp_path / "conversation"
+    with subprocess.Popen(
+        [
+            *(sys.executable, "-m", "coordinator._cli", "run", str(scenario)),
+            *("--no-tty", "--conversation", str(directory)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "-> slow" in line:
+                break  # the reader has read enough
+        process.stdout.close()
+        go.touch()
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert err == "inquiry: standard output was closed: stopped after 0 of 2 turns\n"
+    conversation = assert_paired(directory)
+    # The first cycle's call was answered and saved; the second cycle never began.
+    assert list(responses(conversation)) == ["call_1_1_1"]
+    assert len(conversation.stream.turns()) == 1

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import pytest
 from run_helpers import TOUR, TOUR_ANSWERS, TOUR_SCENARIO, cli, write
 
 from coordinator import ConfigError, load_answer_script, load_scenario
-from machines import RunMode, SecretValue, StaticAnswer, Target
+from machines import (
+    InquirySource,
+    Question,
+    RunMode,
+    SecretValue,
+    ShowQuestion,
+    StaticAnswer,
+    Target,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -215,6 +224,79 @@ SCENARIO_ERRORS = [
         "is not a directory",
         id="seed",
     ),
+    pytest.param(
+        ECHO
+        + CALL.replace(
+            'tool = "echo"', 'tool = "echo", arguments = { a = 99999999999999999999999 }'
+        ),
+        "turns[0].cycles[0].calls[0].arguments.a",
+        "is an integer out of range",
+        id="arguments-beyond-64-bits",
+    ),
+    pytest.param(
+        ECHO
+        + CALL.replace('tool = "echo"', 'tool = "echo", arguments = { a = -9223372036854775809 }'),
+        "turns[0].cycles[0].calls[0].arguments.a",
+        "is an integer out of range",
+        id="arguments-below-64-bits",
+    ),
+    pytest.param(
+        ECHO
+        + CALL.replace(
+            'tool = "echo"', 'tool = "echo", arguments = { a = ' + "[" * 250 + "]" * 250 + " }"
+        ),
+        "turns[0].cycles[0].calls[0].arguments",
+        "is nested too deeply: a JSON value may nest at most 250 levels",
+        id="arguments-too-deep",
+    ),
+    pytest.param(
+        VALID.replace("[tools.echo]", "[tools.echo]\noptions = { big = 18446744073709551616 }"),
+        "tools.echo.options.big",
+        "is an integer out of range",
+        id="options-beyond-64-bits",
+    ),
+    pytest.param(
+        VALID + "[tools.echo.questions.q]\nanswer = 99999999999999999999999\n",
+        "tools.echo.questions.q.answer",
+        "is an integer out of range",
+        id="static-answer-beyond-64-bits",
+    ),
+    pytest.param(
+        '[tools.""]\ncommand = ["true"]\n' + CALL.replace('tool = "echo"', 'tool = ""'),
+        'tools.""',
+        "a tool name must not be empty",
+        id="empty-tool-name",
+    ),
+    pytest.param(
+        ECHO + CALL.replace('tool = "echo"', 'tool = ""'),
+        "turns[0].cycles[0].calls[0].tool",
+        "must not be empty",
+        id="empty-tool-in-call",
+    ),
+    pytest.param(
+        VALID + '[tools.echo.questions.""]\ntarget = "user"\n',
+        'tools.echo.questions.""',
+        "a question id must not be empty",
+        id="empty-question-id",
+    ),
+    pytest.param(
+        VALID.replace("[tools.echo]", "[tools.echo]\ntimeout = 2e9"),
+        "tools.echo.timeout",
+        "expected a number of seconds greater than 0 and at most 1000000000",
+        id="timeout-too-long",
+    ),
+    pytest.param(
+        "[backend]\nprovidr = 'anthropic'\n" + VALID,
+        "backend.providr",
+        "unknown key (known keys: provider, model,",
+        id="backend-typo",
+    ),
+    pytest.param(
+        "[backend]\nprovider = 'openai'\nmodel = 'm'\nprompt_cache = true\n" + VALID,
+        "backend.prompt_cache",
+        "only the anthropic provider takes this key",
+        id="backend-key-for-another-provider",
+    ),
     pytest.param("system = 3\n" + VALID, "system", "expected a string or strings", id="system"),
     pytest.param("backend = 3\n" + VALID, "backend", "expected a table", id="backend-type"),
     pytest.param("turns = [", "(file)", "is not valid TOML", id="not-toml"),
@@ -277,6 +359,29 @@ def test_a_value_from_the_environment_is_a_secret(
     assert "env-secret-value" not in repr(script)
 
 
+def test_a_secret_written_as_a_value_is_handed_over_as_a_secret(tmp_path: Path) -> None:
+    """A plain `value` answering a secret question: a SecretValue, shown by no repr, never kept."""
+    answers = write(
+        tmp_path / "answers.toml",
+        '[[answers]]\ntool = "deploy"\nquestion = "token"\nvalue = "plain-s3cret"\n',
+    )
+    prompter = load_answer_script(answers).prompter()
+    assert "plain-s3cret" not in repr(vars(prompter))  # the script as it waits
+    question = Question.secret("token", "Token?")
+    prompt = ShowQuestion(
+        tool_call_id="call_1",
+        inquiry_id="call_1.token.1",
+        tool_name="deploy",
+        source=InquirySource.tool("deploy"),
+        question=question,
+    )
+    answer = asyncio.run(prompter.ask_question(prompt))
+    assert isinstance(answer.value, SecretValue)
+    assert answer.value.reveal() == "plain-s3cret"
+    assert not answer.remember
+    assert "plain-s3cret" not in repr(answer)
+
+
 ANSWERS_ERRORS = [
     pytest.param("bogus = 1\n", "bogus", "unknown key", id="unknown-top-key"),
     pytest.param("answers = { value = 1 }\n", "answers", "an array of tables", id="not-array"),
@@ -327,6 +432,49 @@ ANSWERS_ERRORS = [
         id="value-env-unset",
     ),
     pytest.param("[[answers]]\nvalue = nan\n", "answers[0].value", "finite number", id="nan"),
+    pytest.param(
+        "[[answers]]\nvalue = 18446744073709551616\n",
+        "answers[0].value",
+        "is an integer out of range",
+        id="value-beyond-64-bits",
+    ),
+    pytest.param(
+        "[[model]]\nvalue = [" + "[" * 250 + "]" * 250 + "]\n",
+        "model[0].value",
+        "is nested too deeply",
+        id="model-value-too-deep",
+    ),
+    pytest.param(
+        '[[permissions]]\nreply = "e"\narguments = { a = 99999999999999999999999 }\n',
+        "permissions[0].arguments.a",
+        "is an integer out of range",
+        id="edited-arguments-beyond-64-bits",
+    ),
+    pytest.param(
+        '[[answers]]\nvalue = "a headline"\nremember = true\n',
+        "answers[0].remember",
+        "is the Y or N of a boolean question: only `value = true` or `false` takes it, "
+        "not a string answer",
+        id="remember-a-text",
+    ),
+    pytest.param(
+        '[[answers]]\nvalue_env = "HOME"\nremember = true\n',
+        "answers[0].remember",
+        "not a secret (`value_env`)",
+        id="remember-a-secret",
+    ),
+    pytest.param(
+        '[[answers]]\ntool = ""\nvalue = true\n',
+        "answers[0].tool",
+        "must not be empty",
+        id="empty-tool",
+    ),
+    pytest.param(
+        '[[model]]\nquestion = ""\nvalue = true\n',
+        "model[0].question",
+        "must not be empty",
+        id="empty-question",
+    ),
     pytest.param(
         '[[model]]\nvalue = 1\nfail = "provider"\n', "model[0]", "exactly one of", id="model-both"
     ),

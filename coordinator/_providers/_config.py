@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+import attrs
+
 from coordinator._providers._errors import ProviderConfigError
 from coordinator._providers._model_backend import DEFAULT_ANSWER_RETRIES, ModelInquiryBackend
 from coordinator._providers._tools import turn_tools
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from coordinator._providers._model_backend import ProviderAdapter
     from coordinator._providers._tools import ToolDefinition
 
-__all__ = ["CONFIG_KEYS", "backend_from_config"]
+__all__ = ["CONFIG_KEYS", "backend_from_config", "check_backend_config"]
 
 _PROVIDERS = ("anthropic", "openai")
 _DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -83,6 +85,65 @@ def _shown(value: object) -> str:
     return repr(value) if isinstance(value, str) else type(value).__name__
 
 
+@attrs.frozen(kw_only=True)
+class _Settings:
+    """A backend configuration, every key checked."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    api_key_env: str
+    timeout: float | None
+    http_retries: int
+    answer_retries: int
+    max_tokens: int | None
+    prompt_cache: bool | None
+
+
+def _settings(config: Mapping[str, object]) -> _Settings:
+    if not isinstance(config, Mapping):
+        raise ProviderConfigError(
+            f"the inquiry backend configuration must be a mapping, not {type(config).__name__}"
+        )
+    _check_keys(config)
+    provider = _string(config, "provider", required=True)
+    if provider not in _PROVIDERS:
+        raise ProviderConfigError(
+            f"must be one of {', '.join(map(repr, _PROVIDERS))}, not {provider!r}", key="provider"
+        )
+    model = _string(config, "model", required=True) or ""
+    base_url = _string(config, "base_url")
+    api_key_env = _string(config, "api_key_env") or _DEFAULT_KEY_ENV[provider]
+    timeout = _seconds(config, "timeout")
+    http_retries = _whole(config, "http_retries", least=0)
+    answer_retries = _whole(config, "answer_retries", least=0)
+    max_tokens = _whole(config, "max_tokens", least=1)
+    prompt_cache = _flag(config, "prompt_cache")
+    if provider != "anthropic" and prompt_cache is not None:
+        raise ProviderConfigError("only the anthropic provider takes this key", key="prompt_cache")
+    return _Settings(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        timeout=timeout,
+        http_retries=_DEFAULT_HTTP_RETRIES if http_retries is None else http_retries,
+        answer_retries=DEFAULT_ANSWER_RETRIES if answer_retries is None else answer_retries,
+        max_tokens=max_tokens,
+        prompt_cache=prompt_cache,
+    )
+
+
+def check_backend_config(config: Mapping[str, object]) -> None:
+    """Check ``config`` as :func:`backend_from_config` would, building nothing.
+
+    No SDK is loaded and no API key is looked for: a configuration can be
+    checked where it is read, whether or not it will be used.
+    Raises :class:`ProviderConfigError` whose ``key`` names the bad key.
+    """
+    _settings(config)
+
+
 def backend_from_config(
     config: Mapping[str, object],
     *,
@@ -117,64 +178,41 @@ def backend_from_config(
 
     Raises :class:`ProviderConfigError` whose ``key`` names the bad key.
     """
-    if not isinstance(config, Mapping):
-        raise ProviderConfigError(
-            f"the inquiry backend configuration must be a mapping, not {type(config).__name__}"
-        )
-    _check_keys(config)
-    provider = _string(config, "provider", required=True)
-    if provider not in _PROVIDERS:
-        raise ProviderConfigError(
-            f"must be one of {', '.join(map(repr, _PROVIDERS))}, not {provider!r}", key="provider"
-        )
-    model = _string(config, "model", required=True) or ""
-    base_url = _string(config, "base_url")
-    api_key_env = _string(config, "api_key_env") or _DEFAULT_KEY_ENV[provider]
-    timeout = _seconds(config, "timeout")
-    http_retries = _whole(config, "http_retries", least=0)
-    answer_retries = _whole(config, "answer_retries", least=0)
-    max_tokens = _whole(config, "max_tokens", least=1)
-    prompt_cache = _flag(config, "prompt_cache")
-    if provider != "anthropic" and prompt_cache is not None:
-        raise ProviderConfigError("only the anthropic provider takes this key", key="prompt_cache")
+    settings = _settings(config)
     # Everything that can be refused is refused before the SDK client exists,
     # so an error never leaves a client behind unclosed.
     enabled = tuple(tools)
     turn_tools(enabled)
     adapter: ProviderAdapter
-    if provider == "anthropic":
+    if settings.provider == "anthropic":
         from coordinator._providers._anthropic import (  # noqa: PLC0415 - load one SDK only
             DEFAULT_MAX_TOKENS,
             AnthropicAdapter,
         )
 
         adapter = AnthropicAdapter(
-            model=model,
+            model=settings.model,
             api_key=api_key,
-            api_key_env=api_key_env,
-            base_url=base_url,
-            max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
-            timeout=timeout,
-            max_retries=_DEFAULT_HTTP_RETRIES if http_retries is None else http_retries,
-            prompt_cache=True if prompt_cache is None else prompt_cache,
+            api_key_env=settings.api_key_env,
+            base_url=settings.base_url,
+            max_tokens=DEFAULT_MAX_TOKENS if settings.max_tokens is None else settings.max_tokens,
+            timeout=settings.timeout,
+            max_retries=settings.http_retries,
+            prompt_cache=True if settings.prompt_cache is None else settings.prompt_cache,
         )
     else:
         from coordinator._providers._openai import OpenAIAdapter  # noqa: PLC0415 - load one SDK only
 
         adapter = OpenAIAdapter(
-            model=model,
+            model=settings.model,
             api_key=api_key,
-            api_key_env=api_key_env,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            max_retries=_DEFAULT_HTTP_RETRIES if http_retries is None else http_retries,
+            api_key_env=settings.api_key_env,
+            base_url=settings.base_url,
+            max_tokens=settings.max_tokens,
+            timeout=settings.timeout,
+            max_retries=settings.http_retries,
         )
-    return ModelInquiryBackend(
-        adapter,
-        tools=enabled,
-        answer_retries=DEFAULT_ANSWER_RETRIES if answer_retries is None else answer_retries,
-    )
+    return ModelInquiryBackend(adapter, tools=enabled, answer_retries=settings.answer_retries)
 
 
 def _check_keys(config: Mapping[str, object]) -> None:
