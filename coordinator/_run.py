@@ -73,6 +73,7 @@ import orjson
 from coordinator._answer_script import AnswerScript, load_answer_script
 from coordinator._backend import InquiryBackendError
 from coordinator._builtins import builtin_executors
+from coordinator._check import shown_path
 from coordinator._errors import ConfigError, CoordinatorError
 from coordinator._local_tools import LocalToolExecutor
 from coordinator._prompting import (
@@ -398,8 +399,8 @@ class _Progress:
     def summary(self, *, path: Path, turns: int, completed: int, total_turns: int) -> None:
         self.emit("summary")
         self.emit(
-            f"  turns: {completed} of {turns} completed; {path} now holds {total_turns} "
-            f"turn{'s' if total_turns != 1 else ''}"
+            f"  turns: {completed} of {turns} completed; {shown_path(path)} now holds "
+            f"{total_turns} turn{'s' if total_turns != 1 else ''}"
         )
         counts = Counter(outcome for _, _, _, outcome in self.outcomes)
         self.emit(f"  tool calls: {len(self.outcomes)} ({_counted(counts)})")
@@ -606,7 +607,7 @@ def _person(
     if script is not None:
         return _Person(
             prompter=script.prompter(),
-            description=f"scripted ({script.path})",
+            description=f"scripted ({shown_path(script.path)})",
             emit=write,
             output=write,
         )
@@ -668,10 +669,10 @@ async def run_scenario(
         path = options.conversation
         workspace = path / WORKSPACE
         state = "a new conversation" if created else f"{len(conversation.stream.turns())} turns"
-        emit(f"inquiry run: {scenario.path} -> {path} ({state})")
+        emit(f"inquiry run: {shown_path(scenario.path)} -> {shown_path(path)} ({state})")
         emit(f"  person: {person.description}")
         emit(f"  model: {model}")
-        emit(f"  tools run in {workspace}")
+        emit(f"  tools run in {shown_path(workspace)}")
         if options.backend is not None and script is not None and script.model:
             emit("note: --backend given, so the answers file's [[model]] entries are not used")
         if person.interactive and script is not None and (script.answers or script.permissions):
@@ -780,6 +781,27 @@ async def _play(
     )
 
 
+def _call_ids(cycle: Cycle, numbering: str) -> list[str]:
+    """Each call's id: its own, or ``call_<numbering>_<n>`` (``_2``, ``_3`` on if another has it).
+
+    An id the file gives may look like one made here; the made one gives way,
+    so that no two calls of a cycle share an id and progress can tell them apart.
+    """
+    taken = {call.id for call in cycle.calls if call.id is not None}
+    ids: list[str] = []
+    for index, call in enumerate(cycle.calls, 1):
+        if call.id is not None:
+            ids.append(call.id)
+            continue
+        made, suffix = f"call_{numbering}_{index}", 1
+        while made in taken:
+            suffix += 1
+            made = f"call_{numbering}_{index}_{suffix}"
+        taken.add(made)
+        ids.append(made)
+    return ids
+
+
 async def _play_cycle(
     cycle: Cycle,
     numbering: str,
@@ -789,12 +811,8 @@ async def _play_cycle(
 ) -> None:
     """One assistant response: its message, its calls (ids ``call_<numbering>_<n>``), run."""
     requests = [
-        ToolCallRequest(
-            id=call.id or f"call_{numbering}_{index}",
-            name=call.tool,
-            arguments=dict(call.arguments),
-        )
-        for index, call in enumerate(cycle.calls, 1)
+        ToolCallRequest(id=call_id, name=call.tool, arguments=dict(call.arguments))
+        for call, call_id in zip(cycle.calls, _call_ids(cycle, numbering), strict=True)
     ]
     # Printed before anything is appended: should the printing stop the run
     # (its output closed), no call is left in the stream without its response.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -32,9 +34,6 @@ from machines import Answered, CancellationReason, Cancelled, Redacted
 
 if TYPE_CHECKING:
     from machines import ShowQuestion
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def run_tour(conversation: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -672,6 +671,33 @@ def test_progress_names_the_call_that_asked_without_reading_inquiry_ids(
     assert "y asks" not in out
 
 
+def test_an_unnamed_call_gives_way_to_an_id_the_file_gave_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A call named `call_1_1_2` beside an unnamed second call: the two get different ids."""
+    scenario = asker_scenario(
+        tmp_path,
+        """
+        [tools.y]
+        command = ASK
+        """,
+        """
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{ tool = "y", id = "call_1_1_2" }, { tool = "y" }]
+        """,
+    )
+    directory = tmp_path / "conversation"
+    status, out, _ = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 0
+    assert "-> y [call_1_1_2]" in out
+    assert "-> y [call_1_1_2_2]" in out
+    saved = orjson.loads((directory / "events.json").read_bytes())
+    ids = [entry["id"] for entry in saved if entry["type"] == "tool_call_request"]
+    assert ids == ["call_1_1_2", "call_1_1_2_2"]
+
+
 class _AlwaysRemember(ScriptedPrompter):
     """A person who asks to remember every answer, secrets included."""
 
@@ -852,3 +878,34 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
     # The first cycle's call was answered and saved; the second cycle never began.
     assert list(responses(conversation)) == ["call_1_1_1"]
     assert len(conversation.stream.turns()) == 1
+
+
+def test_a_conversation_name_that_is_not_utf8_is_printed_on_a_utf8_stdout(
+    tmp_path: Path,
+) -> None:
+    """`inquiry run` into a directory whose name is not UTF-8 prints it with U+FFFD, exit 0."""
+    scenario = asker_scenario(
+        tmp_path,
+        """
+        [tools.y]
+        command = ASK
+        """,
+        """
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{ tool = "y" }]
+        """,
+    )
+    directory = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    script = Path(sys.executable).parent / "inquiry"
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator._cli"]
+    done = subprocess.run(
+        [*launcher, "run", scenario, "--no-tty", "--conversation", directory],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"-> {tmp_path}/caf\ufffd (" in done.stdout.decode()
+    assert (directory / "events.json").is_file()
