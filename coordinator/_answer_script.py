@@ -15,11 +15,11 @@ turn the file into a :class:`~coordinator._prompting.ScriptedPrompter` and a
 
 Rules: the file is checked completely when it is read (unknown keys, wrong
 types, a key that does not go with the reply, an empty ``tool`` or
-``question``, ``remember`` on an answer that is not a boolean, a
-``value_env`` variable that is not set), with errors naming the file and the
-key. ``remember`` is the terminal's ``Y``/``N``: the terminal remembers only a
-boolean's answer, so a text, select or secret answer cannot ask for it. An answer read from
-``value_env`` is a secret from the moment it is read (a
+``question`` (it could match nothing), ``remember`` on an answer that is not
+a boolean, a ``value_env`` variable that is not set), with errors naming the
+file and the key. ``remember`` is the terminal's ``Y``/``N``: the terminal
+remembers only a boolean's answer, so a text, select or secret answer cannot
+ask for it. An answer read from ``value_env`` is a secret from the moment it is read (a
 :class:`~machines.SecretValue`): it is meant for secret questions, and no
 error message or ``repr`` shows it.
 """
@@ -176,13 +176,6 @@ def parse_answer_script(data: Mapping[str, Any], *, origin: str) -> AnswerScript
     )
 
 
-def _name(data: Mapping[str, Any], name: str, origin: str, key: str) -> str | None:
-    """``tool`` or ``question``: absent, or a name (an empty one could match nothing)."""
-    if name not in data:
-        return None
-    return string(data[name], origin, f"{key}.{name}", empty=False)
-
-
 def _only_with(
     data: Mapping[str, Any], origin: str, key: str, name: str, *, allowed: bool, why: str
 ) -> None:
@@ -201,7 +194,7 @@ def _permission(data: Mapping[str, Any], origin: str, key: str) -> PermissionRep
         raise ConfigError(origin, f"{key}.arguments", 'is required with reply = "e"')
     return PermissionReply(
         reply=reply,
-        tool=_name(data, "tool", origin, key),
+        tool=optional_string(data, "tool", origin, key, empty=False),
         reason=optional_string(data, "reason", origin, key) or None,
         arguments=json_table(data["arguments"], origin, f"{key}.arguments")
         if reply == "e"
@@ -224,8 +217,8 @@ def _answer(data: Mapping[str, Any], origin: str, key: str) -> PersonAnswer:
             "give exactly one of `value`, `value_env` (a secret read from the environment) "
             f"or `cancel = true`; found {', '.join(given) or 'none'}",
         )
-    tool = _name(data, "tool", origin, key)
-    question = _name(data, "question", origin, key)
+    tool = optional_string(data, "tool", origin, key, empty=False)
+    question = optional_string(data, "question", origin, key, empty=False)
     if "cancel" in data:
         if not boolean(data["cancel"], origin, f"{key}.cancel"):
             raise ConfigError(origin, f"{key}.cancel", "can only be true (or leave it out)")
@@ -262,8 +255,8 @@ def _model(data: Mapping[str, Any], origin: str, key: str) -> ModelAnswer:
         raise ConfigError(
             origin, key, "give exactly one of `value` (the model's answer) or `fail` (a failure)"
         )
-    tool = _name(data, "tool", origin, key)
-    question = _name(data, "question", origin, key)
+    tool = optional_string(data, "tool", origin, key, empty=False)
+    question = optional_string(data, "question", origin, key, empty=False)
     if "value" in data:
         _only_with(data, origin, key, "message", allowed=False, why="a failure (`fail`)")
         return ModelAnswer(

@@ -181,9 +181,7 @@ class RunResult:
     @property
     def status(self) -> int:
         """The exit status: 0 when every turn completed and nothing went wrong."""
-        if self.interrupted or self.output_closed or self.problems:
-            return EXIT_INCOMPLETE
-        if self.completed < self.turns:
+        if self.interrupted or self.output_closed or self.problems or self.completed < self.turns:
             return EXIT_INCOMPLETE
         return EXIT_OK
 

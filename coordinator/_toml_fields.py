@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from coordinator._errors import ConfigError
+from coordinator._json_read import WRITE_DEPTH
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -60,10 +61,10 @@ __all__ = [
 SMALLEST_INTEGER = -(2**63)
 LARGEST_INTEGER = 2**64 - 1
 #: How many levels a JSON value from a file may nest (a table or an array is a
-#: level). ``orjson`` writes 254; the deepest place a value is written is two
-#: levels down (``events.json``'s array, then the entry; a tool request, then
-#: its ``answers``), and two more are kept spare.
-DEEPEST_JSON = 250
+#: level). ``orjson`` writes ``WRITE_DEPTH`` (254); the deepest place a value
+#: is written is two levels down (``events.json``'s array, then the entry; a
+#: tool request, then its ``answers``), and two more are kept spare.
+DEEPEST_JSON = WRITE_DEPTH - 4
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -179,11 +180,13 @@ def choice(value: object, origin: str, key: str, options: Sequence[str], *, what
     raise ConfigError(origin, key, f"{problem} (expected one of: {expected})")
 
 
-def optional_string(data: Mapping[str, Any], name: str, origin: str, key: str) -> str | None:
-    """``data[name]`` as a string, or ``None`` when absent."""
+def optional_string(
+    data: Mapping[str, Any], name: str, origin: str, key: str, *, empty: bool = True
+) -> str | None:
+    """``data[name]`` as a string (not empty, unless ``empty``), or ``None`` when absent."""
     if name not in data:
         return None
-    return string(data[name], origin, _join(key, name))
+    return string(data[name], origin, _join(key, name), empty=empty)
 
 
 def boolean(value: object, origin: str, key: str) -> bool:
