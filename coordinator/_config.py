@@ -44,6 +44,7 @@ from machines import (
     Target,
     TurnState,
 )
+from machines.validators import mapping_of, of_type, optional_of_type
 
 __all__ = [
     "QuestionConfig",
@@ -59,26 +60,36 @@ _PROVENANCE_KEYS = frozenset({"source", "inquiry_source", "attribution", "asked_
 
 @attrs.frozen(kw_only=True)
 class QuestionConfig:
-    """Who answers a question, and an answer given in advance."""
+    """Who answers a question, and an answer given in advance.
 
-    target: Target = Target.USER
-    answer: StaticAnswer | None = None
+    Built in Python, the three config classes check their fields' types (a
+    :class:`~machines.RecordError` naming the class and field, never the
+    value): ``target="assistant"`` where :class:`Target` belongs would
+    otherwise match no routing rule and leave the question unanswered.
+    """
+
+    target: Target = attrs.field(default=Target.USER, validator=of_type(Target))
+    answer: StaticAnswer | None = attrs.field(
+        default=None, validator=optional_of_type(StaticAnswer)
+    )
 
 
 @attrs.frozen(kw_only=True)
 class ToolConfig:
     """How a tool may run, and its questions' configuration."""
 
-    run: RunMode | None = None
-    questions: Mapping[str, QuestionConfig] = attrs.field(factory=dict)
+    run: RunMode | None = attrs.field(default=None, validator=optional_of_type(RunMode))
+    questions: Mapping[str, QuestionConfig] = attrs.field(
+        factory=dict, validator=mapping_of(QuestionConfig)
+    )
 
 
 @attrs.frozen(kw_only=True)
 class ToolsConfig:
     """Every tool's configuration, and the run mode of tools not listed."""
 
-    tools: Mapping[str, ToolConfig] = attrs.field(factory=dict)
-    default_run: RunMode = RunMode.ASK
+    tools: Mapping[str, ToolConfig] = attrs.field(factory=dict, validator=mapping_of(ToolConfig))
+    default_run: RunMode = attrs.field(default=RunMode.ASK, validator=of_type(RunMode))
 
     def run_mode(self, tool_name: str) -> RunMode:
         """How ``tool_name`` may run."""

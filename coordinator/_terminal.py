@@ -85,7 +85,16 @@ _BOOLEAN_REPLIES: Mapping[str, tuple[bool, bool]] = {
     "N": (False, True),
 }
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 controls and DEL (but newline and tab), and the format and
+# separator characters that reorder or hide text: bidi marks, overrides and
+# isolates, invisible spaces and operators, the BOM, tag characters, line and
+# paragraph separators. A tool could use any of them to make what is on screen
+# differ from what it asked. The zero-width joiners (U+200C, U+200D) stay:
+# emoji and some scripts need them, and they move nothing.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
 _SHORT_ARGUMENTS = 160
 
 
@@ -106,7 +115,11 @@ def _toolkit() -> type[ToolkitTerminal]:
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character but newline and tab replaced by ``?``."""
+    """``text`` with every control character but newline and tab replaced by ``?``.
+
+    So are the invisible characters that reorder or hide text (bidi controls,
+    zero-width characters, line separators).
+    """
     return _CONTROL.sub("?", text)
 
 

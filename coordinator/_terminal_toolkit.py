@@ -92,20 +92,27 @@ _STYLE = Style.from_dict(
 )
 
 
+#: However short the terminal, a select draws at least this many options.
+_FEWEST_OPTIONS_SHOWN = 3
+
+
 class _Cancel(Exception):  # noqa: N818 - a signal between a key binding and its prompt
     """Ctrl-C was pressed at a prompt."""
 
 
-def _cancel_keys() -> KeyBindings:
+def _cancel_keys(on_cancel: Callable[[], None] | None = None) -> KeyBindings:
     """Ctrl-C ends the prompt with :class:`_Cancel` rather than ``KeyboardInterrupt``.
 
     prompt_toolkit's own binding raises ``KeyboardInterrupt`` through the
     awaiting coroutine, which asyncio treats as a reason to stop the loop.
+    ``on_cancel`` runs first, so the last frame drawn can say nothing was chosen.
     """
     keys = KeyBindings()
 
     @keys.add("c-c", eager=True)
     def _cancel(event: KeyPressEvent) -> None:
+        if on_cancel is not None:
+            on_cancel()
         event.app.exit(exception=_Cancel(), style="class:aborting")
 
     return keys
@@ -249,22 +256,49 @@ class ToolkitTerminal:
 
 
 class _Choice:
-    """The state of one :meth:`ToolkitTerminal.choose`: the highlighted option, digits typed."""
+    """The state of one :meth:`ToolkitTerminal.choose`: the highlighted option, digits typed.
+
+    Only the options that fit the terminal are drawn, a window that follows
+    the highlight, with a line above and below saying how many more there are:
+    drawn in full, a list taller than the terminal would hide the highlight.
+    """
 
     def __init__(self, options: Sequence[tuple[str, str | None]], default: int) -> None:
         self.options = list(options)
         self.index = default
         self.typed = ""
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def visible(self, rows: int) -> range:
+        """The options drawn on a terminal ``rows`` high (the hint takes a row, one is spare)."""
+        room = max(rows - 2, _FEWEST_OPTIONS_SHOWN)
+        if len(self.options) <= room:
+            return range(len(self.options))
+        room = max(room - 2, 1)  # the "more above" and "more below" lines
+        start = min(max(self.index - room // 2, 0), len(self.options) - room)
+        return range(start, start + room)
 
     def render(self) -> FormattedText:
-        if get_app().is_done:
+        app = get_app()
+        return FormattedText(self.fragments(rows=app.output.get_size().rows, done=app.is_done))
+
+    def fragments(self, *, rows: int, done: bool) -> Fragments:
+        """What to draw on a terminal ``rows`` high; ``done``: the prompt has ended."""
+        if done:
+            if self.cancelled:
+                return [("class:hint", "  (nothing chosen)")]
             value, _ = self.options[self.index]
-            return FormattedText(
-                [("class:hint", f"  {self.index + 1}. "), ("class:answer", value)]
-            )
+            return [("class:hint", f"  {self.index + 1}. "), ("class:answer", value)]
         fragments: Fragments = []
         width = len(str(len(self.options)))
-        for index, (value, description) in enumerate(self.options):
+        shown = self.visible(rows)
+        if shown.start:
+            fragments.append(("class:hint", f"   ({shown.start} more above)\n"))
+        for index in shown:
+            value, description = self.options[index]
             selected = index == self.index
             style = "class:option.selected" if selected else "class:option"
             fragments.append(("", " > " if selected else "   "))
@@ -272,11 +306,13 @@ class _Choice:
             if description:
                 fragments.append(("class:option.description", f"  {description}"))
             fragments.append(("", "\n"))
+        if shown.stop < len(self.options):
+            fragments.append(("class:hint", f"   ({len(self.options) - shown.stop} more below)\n"))
         typed = f"  number: {self.typed}" if self.typed else ""
         fragments.append(
             ("class:hint", f"   up/down or a number, then Enter; Ctrl-C cancels{typed}")
         )
-        return FormattedText(fragments)
+        return fragments
 
     def type_digit(self, digit: str) -> None:
         """Select by number; digits add up while they still name an option."""
@@ -293,7 +329,7 @@ class _Choice:
         self.index = min(max(self.index + step, 0), len(self.options) - 1)
 
     def keys(self) -> KeyBindings:
-        keys = _cancel_keys()
+        keys = _cancel_keys(self.cancel)
 
         @keys.add("up")
         def _up(event: KeyPressEvent) -> None:
@@ -311,6 +347,7 @@ class _Choice:
 
         @keys.add("c-d")
         def _eof(event: KeyPressEvent) -> None:
+            self.cancel()
             event.app.exit(exception=EOFError(), style="class:exiting")
 
         for digit in "0123456789":

@@ -5,6 +5,9 @@ Theory of operation (RFD 082, "Recording lifecycle"): the question is recorded
 answer remembered this turn (never for a secret), a static answer from
 configuration, and otherwise routing — to the person at the terminal when the
 question targets the user and a terminal is there, to the model otherwise.
+A question routed to the person waits in ``routed`` until the terminal is
+free and then in ``shown``: only a question on screen takes the person's
+answer, and only one sent to the model takes the model's (or its failure).
 Every question ends in exactly one of ``answered``, ``redacted`` (a secret the
 tool received but the stream does not hold) or ``cancelled`` (with the reason).
 
@@ -24,6 +27,11 @@ Rules:
 5. A static answer that does not fit the question is not applied:
    ``invalid_static_answer``, and the tool is told which question, what was
    configured and what was expected.
+6. A question the tool call may not ask again (``exhausted_after``, set by
+   the tool-call machine) is still recorded, then closed at once as
+   ``attempts_exhausted``: the stream holds every question a tool asked.
+7. Only the person's answer can be remembered for the turn (their ``Y`` or
+   ``N``); an answer from the model that asks to be is refused.
 """
 
 from __future__ import annotations
@@ -47,8 +55,9 @@ from machines._questions import InquiryQuestion, InquirySource, Question
 from machines._secret import SecretValue
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines._turn_state import CachedAnswer, TurnState
-from machines.validators import is_json
+from machines.validators import is_json, of_type, optional_of_type
 from machines.wording import (
+    attempts_exhausted,
     backend_failed,
     invalid_static_answer,
     secret_for_assistant,
@@ -80,6 +89,7 @@ class InquiryState(enum.Enum):
     CACHED = "cached"
     STATIC = "static"
     ROUTED = "routed"
+    SHOWN = "shown"
     ANSWERED = "answered"
     REDACTED = "redacted"
     CANCELLED = "cancelled"
@@ -109,13 +119,23 @@ class InquiryFacts:
 
     ``cached_answer`` is what the turn cache holds for the question (the
     driver asks :meth:`TurnState.remembered_tool_answer`, which never returns
-    one for a secret).
+    one for a secret). ``exhausted_after`` is set by the tool-call machine, not
+    the driver: the number of answers the question already had in this call
+    when the tool asked it once more than it may.
     """
 
-    terminal: bool
-    target: Target = Target.USER
-    static_answer: StaticAnswer | None = None
-    cached_answer: CachedAnswer | None = None
+    # Typed on the way in: the resolve rows' guards cover every Target and
+    # every answer kind, and a fact outside them (a target spelled as a plain
+    # string) would match none and leave the question requested forever.
+    terminal: bool = attrs.field(validator=of_type(bool))
+    target: Target = attrs.field(default=Target.USER, validator=of_type(Target))
+    static_answer: StaticAnswer | None = attrs.field(
+        default=None, validator=optional_of_type(StaticAnswer)
+    )
+    cached_answer: CachedAnswer | None = attrs.field(
+        default=None, validator=optional_of_type(CachedAnswer)
+    )
+    exhausted_after: int | None = attrs.field(default=None, validator=optional_of_type(int))
 
 
 class Inquiry:
@@ -255,6 +275,11 @@ def _g(name: str, description: str, test: Any) -> Guard[Inquiry]:
     return Guard(name, description, test)
 
 
+EXHAUSTED = _g(
+    "exhausted",
+    "the tool call may not ask this question again",
+    lambda m, _: m.facts.exhausted_after is not None,
+)
 HAS_CACHED = _g(
     "cached",
     "the turn cache holds an answer (never for a secret)",
@@ -302,6 +327,12 @@ STILL_OPEN = _g(
     "routed to the user and nothing remembered meanwhile",
     lambda m, p: _routed_to_user(m) and (p["cached"] is None or _secret(m)),
 )
+FROM_MODEL = _g(
+    "from_model",
+    "routed to the assistant, and nothing to remember",
+    lambda m, p: _routed_to_assistant(m) and not p["remember"],
+)
+WITH_MODEL = _g("with_model", "routed to the assistant", lambda m, _: _routed_to_assistant(m))
 ANSWER_SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
 ANSWER_PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
 
@@ -313,6 +344,12 @@ def _static_fits(inquiry: Inquiry) -> bool:
 
 def _routed_to_user(inquiry: Inquiry) -> bool:
     return TO_USER.test(inquiry, {})
+
+
+def _routed_to_assistant(inquiry: Inquiry) -> bool:
+    # Exclusive with _routed_to_user: TO_USER wants a terminal and the user as
+    # target, TO_ASSISTANT the assistant as target or no terminal.
+    return TO_ASSISTANT.test(inquiry, {})
 
 
 # ----------------------------------------------------------------- actions
@@ -338,6 +375,14 @@ def _close(m: Inquiry, out: Out, response: InquiryResponse) -> None:
 def _cancelled(m: Inquiry, out: Out, reason: CancellationReason, failure: str | None) -> None:
     m.failure = failure
     _close(m, out, Cancelled(id=_id(m), reason=reason))
+
+
+def _give_up(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    answers = m.facts.exhausted_after
+    if answers is None:  # pragma: no cover - the guard checked
+        raise AssertionError("exhausted row without a count")
+    failure = attempts_exhausted(m.tool_name, m.question, answers)
+    _cancelled(m, out, CancellationReason.ATTEMPTS_EXHAUSTED, failure)
 
 
 def _deny_secret_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
@@ -462,7 +507,10 @@ _S = InquiryState
 INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="ask", source=_S.NEW, dest=_S.REQUESTED,
         action=_record_request, emits=(InquiryRequest,)),
-    # Resolution, in RFD 082's order: cache, static answer, routing guards, routing.
+    # Resolution, in RFD 082's order: cache, static answer, routing guards, routing;
+    # before them all, the tool-call machine's limit on asking again.
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=EXHAUSTED,
+        action=_give_up, emits=(Cancelled,), auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CACHED, guard=HAS_CACHED,
         action=_take_cached, auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.STATIC, guard=HAS_STATIC, auto=True),
@@ -485,16 +533,23 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     # A question waiting for the terminal is checked against the cache again.
     Row(trigger="terminal_ready", source=_S.ROUTED, dest=_S.CACHED, guard=REMEMBERED_MEANWHILE,
         action=_take_cached_meanwhile),
-    Row(trigger="terminal_ready", source=_S.ROUTED, dest=None, guard=STILL_OPEN,
+    Row(trigger="terminal_ready", source=_S.ROUTED, dest=_S.SHOWN, guard=STILL_OPEN,
         action=_show_to_user, effects=(ShowQuestion,)),
-    Row(trigger="answer", source=_S.ROUTED, dest=_S.REDACTED, guard=ANSWER_SECRET,
-        action=_take_secret_answer, emits=(Redacted,)),
-    Row(trigger="answer", source=_S.ROUTED, dest=_S.ANSWERED, guard=ANSWER_PLAIN,
+    # The model's answer, or its failure; secrets never reach it (rows 5 and 8).
+    Row(trigger="answer", source=_S.ROUTED, dest=_S.ANSWERED, guard=FROM_MODEL,
         action=_take_answer, emits=(Answered,)),
+    Row(trigger="fail", source=_S.ROUTED, dest=_S.CANCELLED, guard=WITH_MODEL,
+        action=_backend_failed, emits=(Cancelled,)),
+    # Waiting for the terminal or the model, the question can be interrupted.
     Row(trigger="cancel", source=_S.ROUTED, dest=_S.CANCELLED,
         action=_cancel_by_user, emits=(Cancelled,)),
-    Row(trigger="fail", source=_S.ROUTED, dest=_S.CANCELLED,
-        action=_backend_failed, emits=(Cancelled,)),
+    # On screen: the person answers, or cancels (Ctrl-C, end of input).
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=ANSWER_SECRET,
+        action=_take_secret_answer, emits=(Redacted,)),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=ANSWER_PLAIN,
+        action=_take_answer, emits=(Answered,)),
+    Row(trigger="cancel", source=_S.SHOWN, dest=_S.CANCELLED,
+        action=_cancel_by_user, emits=(Cancelled,)),
 )  # fmt: skip
 
 INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(

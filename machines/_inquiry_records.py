@@ -48,6 +48,8 @@ class CancellationReason(enum.Enum):
     ASSISTANT_ROUTING_DENIED = "assistant_routing_denied"
     #: The configured static answer does not fit the question.
     INVALID_STATIC_ANSWER = "invalid_static_answer"
+    #: The tool asked the same question more times in one call than it may.
+    ATTEMPTS_EXHAUSTED = "attempts_exhausted"
 
     def as_str(self) -> str:
         """The wire tag."""

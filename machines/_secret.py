@@ -53,3 +53,7 @@ class SecretValue:
     def __reduce__(self) -> NoReturn:
         """Refuse pickling: a pickled secret is a secret on disk."""
         raise TypeError("SecretValue cannot be pickled")
+
+    def __getstate__(self) -> NoReturn:
+        """Refuse to hand over the state, which is the secret: ``reveal()`` is the one way out."""
+        raise TypeError("SecretValue cannot be pickled")

@@ -18,8 +18,9 @@ Rules:
    what the next run of the tool receives. Nothing is pre-seeded: a tool sees
    a static answer only after it asked (RFD 082 "Pre-seed removal").
 3. A tool that asks the same question more than ``max_attempts`` times
-   fails with a tool-level error instead of looping; its last question was
-   already answered, so nothing is left open.
+   fails with a tool-level error instead of looping. That last question is
+   recorded and closed as ``attempts_exhausted`` by its inquiry like any
+   other (RFD 082 records every question a tool asks), never routed.
 4. Permission decisions are remembered only in
    ``TurnState.remembered_permission_decisions``; question answers only in
    ``remembered_tool_answers``. Neither caller touches the other's map.
@@ -30,6 +31,8 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from machines._effects import CompleteTool, QueuePermissionPrompt, RunTool, ShowPermissionPrompt
 from machines._errors import IllegalTransitionError
@@ -44,7 +47,6 @@ from machines.wording import (
     SKIPPED_BY_CONFIGURATION,
     SKIPPED_BY_USER,
     SKIPPED_REMEMBERED,
-    attempts_exhausted,
     skipped_with_reason,
     unavailable,
 )
@@ -303,16 +305,6 @@ STILL_N = _g("remembered_n", "an N was remembered meanwhile", lambda _, p: p["re
 UNDECIDED = _g("undecided", "nothing remembered", lambda _, p: p["remembered"] not in ("y", "n"))
 SUCCEEDED = _g("ok", "the tool succeeded", lambda _, p: not p["is_error"])
 ERRORED = _g("error", "the tool reported an error", lambda _, p: p["is_error"])
-EXHAUSTED = _g(
-    "exhausted",
-    "the question was already asked max_attempts times",
-    lambda m, p: m.asked[p["question"].id] >= m.max_attempts,
-)
-ASKS = _g(
-    "asks",
-    "the question may be asked again",
-    lambda m, p: m.asked[p["question"].id] < m.max_attempts,
-)
 INQUIRY_ANSWERED = _g(
     "answered",
     "the question was answered (or redacted)",
@@ -409,14 +401,14 @@ def _errored(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
     _finish(m, out, payload["content"], is_error=True)
 
 
-def _give_up(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
-    question: Question = payload["question"]
-    _finish(m, out, attempts_exhausted(m.name, question, m.asked[question.id]), is_error=True)
-
-
 def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     question: Question = payload["question"]
     m.answers = dict(payload["accumulated"])
+    facts: InquiryFacts = payload["facts"]
+    answers = m.asked[question.id]
+    if answers >= m.max_attempts:
+        # The inquiry records the question and closes it at once (its first row).
+        facts = attrs.evolve(facts, exhausted_after=answers)
     m.asked[question.id] += 1
     inquiry = Inquiry(
         turn=m.turn,
@@ -424,7 +416,7 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
         tool_name=m.name,
         question=question,
         source=payload["source"],
-        facts=payload["facts"],
+        facts=facts,
         buffer=m.buffer,
     )
     m.inquiry = inquiry
@@ -505,9 +497,7 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         action=_succeeded, emits=(ToolCallResponse,), effects=(CompleteTool,)),
     Row(trigger="completed", source=_S.RUNNING, dest=_S.FAILED, guard=ERRORED,
         action=_errored, emits=(ToolCallResponse,), effects=(CompleteTool,)),
-    Row(trigger="needs_input", source=_S.RUNNING, dest=_S.FAILED, guard=EXHAUSTED,
-        action=_give_up, emits=(ToolCallResponse,), effects=(CompleteTool,)),
-    Row(trigger="needs_input", source=_S.RUNNING, dest=_S.AWAITING_INPUT, guard=ASKS,
+    Row(trigger="needs_input", source=_S.RUNNING, dest=_S.AWAITING_INPUT,
         action=_open_question, delegates="inquiry.ask"),
     Row(trigger="interrupt", source=_S.RUNNING, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),

@@ -8,7 +8,9 @@ dropped at its end. It holds three things, each owned by one caller:
   turn, even when a provider reuses a tool-call id across cycles. An id is
   allocated once, when its request is recorded, and is never rebuilt later.
 - ``remembered_tool_answers``, keyed ``<tool_name>.<question_id>``: answers a
-  person asked to remember for the rest of the turn (``Y``/``N``).
+  person asked to remember for the rest of the turn (``Y``/``N``). Inside, the
+  two parts stay apart: tool ``a.b`` asking ``c`` and tool ``a`` asking
+  ``b.c`` join alike, and one must never answer the other.
 - ``remembered_permission_decisions``, keyed ``<tool_name>.__permission__``,
   values ``"y"`` or ``"n"``: permission answers remembered the same way.
 
@@ -53,10 +55,6 @@ def _frozen(ids: Iterable[str]) -> frozenset[str]:
     return frozenset(ids)
 
 
-def _tool_answer_key(tool_name: str, question_id: str) -> str:
-    return f"{tool_name}.{question_id}"
-
-
 def _permission_key(tool_name: str) -> str:
     return f"{tool_name}.{_PERMISSION}"
 
@@ -79,7 +77,7 @@ class TurnState:
     # hold themselves: call "a.b" asking "c" and call "a" asking "b.c" both
     # make "a.b.c.1", so the counter alone cannot keep ids unique.
     _allocated: set[str] = attrs.field(factory=set, init=False)
-    _tool_answers: dict[str, JsonValue] = attrs.field(factory=dict, init=False)
+    _tool_answers: dict[tuple[str, str], JsonValue] = attrs.field(factory=dict, init=False)
     _permissions: dict[str, PermissionDecision] = attrs.field(factory=dict, init=False)
 
     # ------------------------------------------------------------ inquiry ids
@@ -104,8 +102,14 @@ class TurnState:
 
     @property
     def remembered_tool_answers(self) -> Mapping[str, JsonValue]:
-        """Remembered answers, keyed ``<tool_name>.<question_id>`` (read-only)."""
-        return MappingProxyType(self._tool_answers)
+        """Remembered answers, keyed ``<tool_name>.<question_id>`` (a read-only copy).
+
+        A view for people and the RFD's tests: lookups go by the two parts, so
+        dotted names that join alike here still never answer each other.
+        """
+        return MappingProxyType(
+            {f"{tool}.{question}": value for (tool, question), value in self._tool_answers.items()}
+        )
 
     def remembered_tool_answer(self, tool_name: str, question: Question) -> CachedAnswer | None:
         """The remembered answer to ``question``; never one for a secret question.
@@ -116,7 +120,7 @@ class TurnState:
         """
         if question.answer_type.is_secret:
             return None
-        key = _tool_answer_key(tool_name, question.id)
+        key = (tool_name, question.id)
         if key not in self._tool_answers:
             return None
         value = self._tool_answers[key]
@@ -136,7 +140,7 @@ class TurnState:
             )
         if not is_json(value):
             raise MachineError(f"refusing to remember a non-JSON answer to {question.id!r}")
-        self._tool_answers[_tool_answer_key(tool_name, question.id)] = value
+        self._tool_answers[tool_name, question.id] = value
 
     # ------------------------------------------------------------ permissions
 

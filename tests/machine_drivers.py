@@ -60,6 +60,7 @@ class InquiryCase:
     static: str = "none"  # none | valid | invalid
     target: Target = Target.USER
     terminal: bool = True
+    exhausted: bool = False  # the tool call may not ask it again
 
     @property
     def question(self) -> Question:
@@ -75,7 +76,11 @@ class InquiryCase:
         }[self.static]
         cached = CachedAnswer(VALID[self.answer_type]) if self.cached else None
         return InquiryFacts(
-            terminal=self.terminal, target=self.target, static_answer=static, cached_answer=cached
+            terminal=self.terminal,
+            target=self.target,
+            static_answer=static,
+            cached_answer=cached,
+            exhausted_after=8 if self.exhausted else None,
         )
 
     def make(self, turn: TurnState | None = None) -> Inquiry:
@@ -101,7 +106,7 @@ def inquiry_cases() -> list[InquiryCase]:
             tuple(Target),
             (False, True),
         )
-    ]
+    ] + [InquiryCase(exhausted=True), InquiryCase(answer_type="secret", exhausted=True)]
 
 
 def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
@@ -110,7 +115,7 @@ def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
     if trigger == "terminal_ready":
         return [{"cached": None}, {"cached": CachedAnswer(VALID[kind])}]
     if trigger == "answer":
-        return [model.checked_answer(VALID[kind], remember=False)]
+        return [model.checked_answer(VALID[kind], remember=remember) for remember in (False, True)]
     if trigger == "fail":
         return [{"error": "the provider returned 500"}]
     return [{}]

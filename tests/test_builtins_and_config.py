@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -13,15 +14,20 @@ from coordinator import (
     ANSWER_INQUIRY_TOOL,
     AskUser,
     ConfigError,
+    QuestionConfig,
     ScriptedPrompter,
+    ToolConfig,
     ToolCoordinator,
+    ToolsConfig,
     builtin_executors,
     load_tools_config,
     parse_tools_config,
 )
 from coordinator._toml_fields import DEEPEST_JSON
 from machines import (
+    InquiryFacts,
     InquiryRequest,
+    RecordError,
     RunMode,
     StaticAnswer,
     Target,
@@ -184,6 +190,53 @@ def test_a_bad_config_names_the_key_and_what_was_expected(
     assert caught.value.key == key
     assert problem in caught.value.problem
     assert str(caught.value).startswith(f"tools.toml: {key}: ")
+
+
+def _wrong(value: object) -> Any:
+    """``value`` where the type checker would refuse it: what a caller without one passes."""
+    return value
+
+
+@pytest.mark.parametrize(
+    ("build", "field", "expected"),
+    [
+        (lambda: QuestionConfig(target=_wrong("assistant")), "QuestionConfig.target", "Target"),
+        (
+            lambda: QuestionConfig(answer=_wrong("hunter2")),
+            "QuestionConfig.answer",
+            "StaticAnswer",
+        ),
+        (lambda: ToolConfig(run=_wrong("unattended")), "ToolConfig.run", "RunMode"),
+        (
+            lambda: ToolConfig(questions=_wrong({"q": {}})),
+            "ToolConfig.questions['q']",
+            "QuestionConfig",
+        ),
+        (
+            lambda: ToolsConfig(tools=_wrong({"fs": ToolConfig(), 1: ToolConfig()})),
+            "ToolsConfig.tools",
+            "str",
+        ),
+        (lambda: ToolsConfig(default_run=_wrong("skip")), "ToolsConfig.default_run", "RunMode"),
+        (
+            lambda: InquiryFacts(terminal=True, target=_wrong("user")),
+            "InquiryFacts.target",
+            "Target",
+        ),
+        (lambda: InquiryFacts(terminal=_wrong("yes")), "InquiryFacts.terminal", "bool"),
+    ],
+)
+def test_configuration_built_in_python_is_refused_when_a_field_has_the_wrong_type(
+    build: Any, field: str, expected: str
+) -> None:
+    """A plain string where an enum belongs would match no routing rule: refused at once.
+
+    The message names the class, the field and the expected type, never the value.
+    """
+    with pytest.raises(RecordError, match=re.escape(field) + ".* must be .*" + expected) as caught:
+        build()
+    assert "hunter2" not in str(caught.value)
+    assert "assistant" not in str(caught.value)
 
 
 def test_json_values_at_the_limits_are_read_and_can_be_written() -> None:

@@ -353,6 +353,35 @@ def test_an_invalid_static_answer_is_recorded_and_explained(tmp_path: Path) -> N
     assert_invariants(conversation)
 
 
+def test_a_tool_asking_once_too_often_has_that_question_recorded_and_closed(
+    tmp_path: Path,
+) -> None:
+    """The question past max_attempts is on disk, cancelled as attempts_exhausted, never asked."""
+    conversation = conversation_on_disk(tmp_path)
+    prompter = ScriptedPrompter().answer(value=True).answer(value=True)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": executor(AskingTool([APPLY], reask=5))},
+        config=UNATTENDED,
+        prompter=prompter,
+        max_attempts=2,
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert len(prompter.shown) == 2
+    assert _requests(conversation) == ["call_1.apply.1", "call_1.apply.2", "call_1.apply.3"]
+    assert _responses(conversation)[-1] == Cancelled(
+        id="call_1.apply.3", reason=CancellationReason.ATTEMPTS_EXHAUSTED
+    )
+    assert response.is_error
+    assert "again after 2 answers" in response.content
+    reloaded = load_conversation(tmp_path)
+    assert payloads(reloaded, (Cancelled, ToolCallResponse))[-2:] == [
+        Cancelled(id="call_1.apply.3", reason=CancellationReason.ATTEMPTS_EXHAUSTED),
+        response,
+    ]
+    assert_invariants(conversation)
+
+
 def test_a_resumed_turn_never_reuses_recorded_ids(tmp_path: Path) -> None:
     """A coordinator started on a turn that already holds call_1.apply.1 continues at .2."""
     conversation = conversation_on_disk(tmp_path)

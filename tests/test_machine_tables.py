@@ -60,13 +60,19 @@ def _answer(model: Any) -> dict[str, Any]:
 
 #: The triggers that take a question to ``routed``.
 ASKED: tuple[tuple[str, dict[str, Any]], ...] = (("ask", {}), ("resolve", {}))
+#: The triggers that put a question routed to the user on screen.
+SHOWN = (*ASKED, ("terminal_ready", {"cached": None}))
 
 
 ROUTED = InquiryCase(terminal=True, target=Target.USER)
 SECRET_ROUTED = InquiryCase(answer_type="secret", terminal=True, target=Target.USER)
+TO_MODEL = InquiryCase(target=Target.ASSISTANT)
 
 INQUIRY_WITNESSES: dict[str, Witness] = {
     "ask:new->requested": Witness(InquiryCase(), (), _fixed({})),
+    "resolve:requested->cancelled[exhausted]": Witness(
+        InquiryCase(exhausted=True), (("ask", {}),), _fixed({})
+    ),
     "resolve:requested->cached[cached]": Witness(
         InquiryCase(cached=True), (("ask", {}),), _fixed({})
     ),
@@ -100,11 +106,13 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "terminal_ready:routed->cached[cached]": Witness(
         ROUTED, ASKED, _fixed({"cached": CachedAnswer(True)})
     ),
-    "terminal_ready:routed->routed[uncached]": Witness(ROUTED, ASKED, _fixed({"cached": None})),
-    "answer:routed->redacted[secret]": Witness(SECRET_ROUTED, ASKED, _answer),
-    "answer:routed->answered[plain]": Witness(ROUTED, ASKED, _answer),
+    "terminal_ready:routed->shown[uncached]": Witness(ROUTED, ASKED, _fixed({"cached": None})),
+    "answer:routed->answered[from_model]": Witness(TO_MODEL, ASKED, _answer),
+    "fail:routed->cancelled[with_model]": Witness(TO_MODEL, ASKED, _fixed({"error": "HTTP 500"})),
     "cancel:routed->cancelled": Witness(ROUTED, ASKED, _fixed({})),
-    "fail:routed->cancelled": Witness(ROUTED, ASKED, _fixed({"error": "HTTP 500"})),
+    "answer:shown->redacted[secret]": Witness(SECRET_ROUTED, SHOWN, _answer),
+    "answer:shown->answered[plain]": Witness(ROUTED, SHOWN, _answer),
+    "cancel:shown->cancelled": Witness(ROUTED, SHOWN, _fixed({})),
 }
 
 
@@ -124,6 +132,7 @@ ASK = ToolCallCase(run_mode=RunMode.ASK, terminal=True)
 UNATTENDED = ToolCallCase(run_mode=RunMode.UNATTENDED)
 BEGUN = (("begin", {"remembered": None, "available": True}),)
 AWAITING_INPUT = (*BEGUN, _needs_input(ROUTED))
+AWAITING_MODEL = (*BEGUN, _needs_input(TO_MODEL))
 
 
 def _tool_answer(model: Any) -> dict[str, Any]:
@@ -175,22 +184,17 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "completed:running->failed[error]": Witness(
         UNATTENDED, BEGUN, _fixed({"content": "boom", "is_error": True})
     ),
-    "needs_input:running->failed[exhausted]": Witness(
-        ToolCallCase(run_mode=RunMode.UNATTENDED, max_attempts=1),
-        (*BEGUN, _needs_input(InquiryCase(static="valid")), ("inquiry_closed", {})),
-        lambda _: _needs_input(InquiryCase(static="valid"))[1],
-    ),
-    "needs_input:running->awaiting_input[asks]": Witness(
+    "needs_input:running->awaiting_input": Witness(
         UNATTENDED, BEGUN, lambda _: _needs_input(ROUTED)[1]
     ),
     "interrupt:running->cancelled": Witness(UNATTENDED, BEGUN, _fixed({})),
     "terminal_ready:awaiting_input->awaiting_input": Witness(
         UNATTENDED, AWAITING_INPUT, _fixed({"remembered": None, "cached": None})
     ),
-    "answer:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _tool_answer),
+    "answer:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_MODEL, _tool_answer),
     "cancel_input:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _fixed({})),
     "fail_input:awaiting_input->awaiting_input": Witness(
-        UNATTENDED, AWAITING_INPUT, _fixed({"error": "HTTP 500"})
+        UNATTENDED, AWAITING_MODEL, _fixed({"error": "HTTP 500"})
     ),
     "interrupt:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _fixed({})),
     "inquiry_closed:awaiting_input->running[answered]": Witness(
@@ -212,21 +216,23 @@ INFEASIBLE: dict[str, str] = {
     "terminal_ready:routed->cached[cached] > use_cached:cached->answered": (
         "a question routed to the assistant never waits for the terminal"
     ),
-    "ask:new->requested > resolve:requested->routed[to_assistant] > "
-    "answer:routed->redacted[secret]": "a secret is never routed to the assistant",
     **{
-        f"{prefix} > needs_input:running->failed[exhausted]": (
-            "exhausting the attempts means asking again, which passes through running twice"
+        f"ask:new->requested > resolve:requested->routed[to_assistant] > {rest}": (
+            "a question routed to the assistant is never shown at the terminal"
         )
-        for prefix in (
-            "begin:new->running[unattended]",
-            "begin:new->running[remembered_y]",
-            "begin:new->running[no_terminal]",
-            (
-                "begin:new->awaiting_permission[ask] > "
-                "terminal_ready:awaiting_permission->running[remembered_y]"
-            ),
-            "begin:new->awaiting_permission[ask] > permit:awaiting_permission->running",
+        for rest in (
+            "terminal_ready:routed->shown[uncached] > answer:shown->redacted[secret]",
+            "terminal_ready:routed->shown[uncached] > answer:shown->answered[plain]",
+            "terminal_ready:routed->shown[uncached] > cancel:shown->cancelled",
+        )
+    },
+    **{
+        f"ask:new->requested > resolve:requested->routed[to_user] > {rest}": (
+            "a question routed to the user never hears from the model"
+        )
+        for rest in (
+            "answer:routed->answered[from_model]",
+            "fail:routed->cancelled[with_model]",
         )
     },
 }

@@ -16,7 +16,9 @@ from machines import (
     CancellationReason,
     Cancelled,
     CompleteTool,
+    IllegalTransitionError,
     InquiryFacts,
+    InquiryQuestion,
     InquiryRequest,
     InquirySource,
     InvalidAnswerError,
@@ -62,6 +64,17 @@ def _ask(call: ToolCall, question: Question, facts: InquiryFacts = USER_AT_TERMI
     )
 
 
+def _shown(call: ToolCall, question: Question) -> Step:
+    """Ask ``question`` of the person at the terminal and put it on screen."""
+    asked = _ask(call, question)
+    shown = call.terminal_ready(cached_answer=None)
+    return Step(
+        records=asked.records + shown.records,
+        effects=asked.effects + shown.effects,
+        fired=asked.fired + shown.fired,
+    )
+
+
 def _ids(*steps: Step) -> list[tuple[str, str]]:
     return [
         (type(record).__name__, record.id)
@@ -80,9 +93,9 @@ def test_attempt_counter_within_a_tool_call() -> None:
     """The same question asked twice in one tool call gets ids .1 and .2, each paired."""
     turn = TurnState()
     call, _ = _call(turn)
-    first = _ask(call, APPLY)
+    first = _shown(call, APPLY)
     answered_first = call.answer("call_1.apply.1", value=False)
-    second = _ask(call, APPLY)
+    second = _shown(call, APPLY)
     answered_second = call.answer("call_1.apply.2", value=True)
     assert _ids(first, answered_first, second, answered_second) == [
         ("InquiryRequest", "call_1.apply.1"),
@@ -158,7 +171,7 @@ def test_cache_bypass_for_secrets_on_write_and_read() -> None:
     """Remember is ignored for a secret answer, and a cached entry never answers a secret."""
     turn = TurnState()
     call, _ = _call(turn)
-    _ask(call, PASSPHRASE)
+    _shown(call, PASSPHRASE)
     call.answer("call_1.passphrase.1", SECRET, remember=True)
     assert dict(turn.remembered_tool_answers) == {}
     # Read side: even a cached answer handed in is bypassed for a secret question.
@@ -179,7 +192,7 @@ def test_non_secret_answers_are_recorded_and_flow_through_the_cache(
     """Boolean, select and text answers are recorded as Answered and can be remembered."""
     turn = TurnState()
     call, _ = _call(turn)
-    _ask(call, question)
+    _shown(call, question)
     step = call.answer(f"call_1.{question.id}.1", answer, remember=True)
     assert step.records == (Answered(id=f"call_1.{question.id}.1", answer=answer),)
     cached = turn.remembered_tool_answer("fs_modify_file", question)
@@ -276,16 +289,27 @@ def test_an_invalid_static_answer_to_a_secret_does_not_echo_it() -> None:
 
 
 def test_a_tool_that_keeps_asking_stops_after_max_attempts() -> None:
-    """After max_attempts answers, asking again fails the tool; no question is left open."""
+    """After max_attempts answers, asking again fails the tool.
+
+    RFD 082 records every question a tool asks: the one too many is recorded
+    too, and closed at once as attempts_exhausted without being routed.
+    """
     call, _ = _call(TurnState(), max_attempts=3)
     records: list[object] = []
     for attempt in range(1, 4):
-        records += _ask(call, APPLY).records
+        records += _shown(call, APPLY).records
         records += call.answer(f"call_1.apply.{attempt}", value=True).records
     final = _ask(call, APPLY)
     assert call.state is ToolCallState.FAILED
-    assert final.records == (call.response,)
-    assert "again after 3 answers" in final.records[0].content  # type: ignore[union-attr]
+    assert final.effects == (CompleteTool(response=call.response),)  # type: ignore[arg-type]
+    assert final.records == (
+        InquiryRequest(
+            id="call_1.apply.4", source=TOOL, question=InquiryQuestion.from_question(APPLY)
+        ),
+        Cancelled(id="call_1.apply.4", reason=CancellationReason.ATTEMPTS_EXHAUSTED),
+        call.response,
+    )
+    assert "again after 3 answers" in final.records[-1].content  # type: ignore[union-attr]
     requests = [r.id for r in records if isinstance(r, InquiryRequest)]
     responses = [r.id for r in records if isinstance(r, Answered)]
     assert requests == responses == ["call_1.apply.1", "call_1.apply.2", "call_1.apply.3"]
@@ -309,10 +333,43 @@ def test_a_queued_question_is_answered_by_what_was_remembered_meanwhile() -> Non
     assert isinstance(step.effects[0], RunTool)
 
 
+def test_a_question_takes_the_persons_answer_only_once_it_is_on_screen() -> None:
+    """Queued for the terminal, a question refuses an answer; shown, it refuses a second show."""
+    call, _ = _call(TurnState())
+    _ask(call, APPLY)
+    with pytest.raises(IllegalTransitionError, match="'answer' in state 'routed'"):
+        call.answer("call_1.apply.1", value=True)
+    with pytest.raises(IllegalTransitionError, match="'fail' in state 'routed'"):
+        call.fail_input("call_1.apply.1", "HTTP 500")
+    shown = call.terminal_ready(cached_answer=None)
+    assert [type(effect).__name__ for effect in shown.effects] == ["ShowQuestion"]
+    # On screen, the question is not shown again nor answered from the cache meanwhile.
+    with pytest.raises(IllegalTransitionError, match="'terminal_ready' in state 'shown'"):
+        call.terminal_ready(cached_answer=CachedAnswer(value=False))
+    assert call.answer("call_1.apply.1", value=True).records == (
+        Answered(id="call_1.apply.1", answer=True),
+    )
+
+
+def test_the_models_answer_is_never_remembered_and_never_shown() -> None:
+    """A question sent to the model refuses remember=True and a terminal slot."""
+    turn = TurnState()
+    call, _ = _call(turn)
+    _ask(call, APPLY, InquiryFacts(terminal=True, target=Target.ASSISTANT))
+    with pytest.raises(IllegalTransitionError, match="no row's guard holds"):
+        call.answer("call_1.apply.1", value=True, remember=True)
+    with pytest.raises(IllegalTransitionError, match="no row's guard holds"):
+        call.terminal_ready(cached_answer=None)
+    assert call.answer("call_1.apply.1", value=True).records[0] == Answered(
+        id="call_1.apply.1", answer=True
+    )
+    assert dict(turn.remembered_tool_answers) == {}
+
+
 def test_an_answer_that_does_not_fit_changes_nothing() -> None:
     """An answer of the wrong type is refused before the machine moves."""
     call, _ = _call(TurnState())
-    _ask(call, BRANCH)
+    _shown(call, BRANCH)
     with pytest.raises(InvalidAnswerError, match="one of 'main', 'dev'"):
         call.answer("call_1.branch.1", "feature")
     assert call.state is ToolCallState.AWAITING_INPUT

@@ -60,6 +60,13 @@ def test_a_secret_cannot_be_pickled(protocol: int) -> None:
         pickle.dumps(SecretValue(VALUE), protocol=protocol)
 
 
+def test_a_secret_does_not_hand_over_its_state() -> None:
+    """__getstate__ (object's default returns the slots) refuses, without the value."""
+    with pytest.raises(TypeError, match="cannot be pickled") as caught:
+        SecretValue(VALUE).__getstate__()
+    assert VALUE not in str(caught.value)
+
+
 def test_a_secret_cannot_be_copied_through_pickling_machinery() -> None:
     """A deep copy goes through __reduce__, which refuses."""
     with pytest.raises(TypeError, match="cannot be pickled"):

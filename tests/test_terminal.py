@@ -11,11 +11,13 @@ import io
 import subprocess
 import sys
 import threading
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 from run_helpers import TOUR_SCENARIO
 
@@ -29,6 +31,7 @@ from coordinator._terminal import (
     parse_arguments,
     printable,
 )
+from coordinator._terminal_toolkit import _Choice
 from machines import (
     InquirySource,
     JsonValue,
@@ -58,11 +61,11 @@ def asked(question: Question, source: InquirySource | None = None) -> ShowQuesti
 
 
 def at_terminal(
-    work: Callable[[TerminalPrompter, PipeInput], Awaitable[object]],
+    work: Callable[[TerminalPrompter, PipeInput], Awaitable[object]], *, rows: int = 40
 ) -> tuple[object, str]:
     """Run ``work`` with a prompter on a pipe; its result and everything put on screen."""
     screen = io.StringIO()
-    output = Vt100_Output(screen, lambda: Size(rows=40, columns=120), enable_cpr=False)
+    output = Vt100_Output(screen, lambda: Size(rows=rows, columns=120), enable_cpr=False)
 
     async def main() -> object:
         with create_pipe_input() as pipe:
@@ -107,6 +110,22 @@ def test_edited_arguments_must_be_a_json_object() -> None:
 def test_control_characters_are_not_printed() -> None:
     """A tool's text cannot carry terminal control characters to the screen."""
     assert printable("a\x1b[2Jb\x07c\td\ne\x9bf") == "a?[2Jb?c\td\ne?f"
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    ["\u202e", "\u2066", "\u2069", "\u200e", "\u200b", "\u2028", "\u2029", "\ufeff", "\U000e0041"],
+    ids=["RLO", "LRI", "PDI", "LRM", "ZWSP", "LS", "PS", "BOM", "TAG-A"],
+)
+def test_characters_that_reorder_or_hide_text_are_not_printed(hidden: str) -> None:
+    """Bidi controls, invisible characters and separators cannot disguise a tool's text."""
+    assert printable(f"Delete {hidden}ssalg/ ?") == "Delete ?ssalg/ ?"
+
+
+def test_joiners_that_emoji_need_are_printed() -> None:
+    """The zero-width joiners move nothing and build emoji and words: they stay."""
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert printable(f"ok {family} \u0645\u200c\u06cc") == f"ok {family} \u0645\u200c\u06cc"
 
 
 @pytest.mark.parametrize(
@@ -202,6 +221,51 @@ def test_a_select_takes_numbers_past_nine() -> None:
     answer, screen = at_terminal(work)
     assert answer == QuestionAnswer(value="v12")
     assert "about 12" in screen
+
+
+def _drawn(choice: _Choice, *, rows: int, done: bool = False) -> str:
+    return "".join(text for _, text in choice.fragments(rows=rows, done=done))
+
+
+def test_a_select_taller_than_the_terminal_scrolls_to_the_highlight() -> None:
+    """On 12 rows, 50 options: the highlight is drawn, with how many more there are."""
+    choice = _Choice([(f"option-{n:02d}", None) for n in range(1, 51)], default=0)
+    choice.move(30)
+    drawn = _drawn(choice, rows=12)
+    lines = drawn.split("\n")
+    assert len(lines) <= 12
+    assert " > 31. option-31" in lines
+    assert lines[0] == "   (26 more above)"
+    assert lines[-2] == "   (16 more below)"
+    assert "Ctrl-C cancels" in lines[-1]
+    choice.move(100)  # the last option: nothing more below
+    lines = _drawn(choice, rows=12).split("\n")
+    assert " > 50. option-50" in lines
+    assert "more below" not in "".join(lines)
+
+
+def test_a_select_that_fits_is_drawn_whole() -> None:
+    """Options that fit the terminal are all drawn, with no "more" lines."""
+    choice = _Choice([("staging", None), ("production", "live")], default=1)
+    assert _drawn(choice, rows=40).split("\n") == [
+        "   1. staging",
+        " > 2. production  live",
+        "   up/down or a number, then Enter; Ctrl-C cancels",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "error"), [(Keys.ControlC, "_Cancel"), (Keys.ControlD, "EOFError")]
+)
+def test_a_cancelled_select_does_not_show_an_option_as_chosen(key: Keys, error: str) -> None:
+    """Ctrl-C or Ctrl-D at a select: the last frame says nothing was chosen."""
+    choice = _Choice([("staging", None), ("production", None)], default=1)
+    assert _drawn(choice, rows=40, done=True) == "  2. production"
+    (binding,) = [b for b in choice.keys().bindings if b.keys == (key,)]
+    exits: list[dict[str, object]] = []
+    binding.handler(SimpleNamespace(app=SimpleNamespace(exit=lambda **kw: exits.append(kw))))  # type: ignore[arg-type]
+    assert type(exits[0]["exception"]).__name__ == error
+    assert _drawn(choice, rows=40, done=True) == "  (nothing chosen)"
 
 
 def test_a_question_prints_its_context_above_it_cleaned() -> None:

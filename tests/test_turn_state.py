@@ -50,6 +50,16 @@ def test_tool_answers_and_permissions_live_in_separate_maps() -> None:
     assert cached.value is False
 
 
+def test_a_remembered_answer_never_answers_a_question_whose_parts_join_alike() -> None:
+    """Tool "a.b" asking "c" and tool "a" asking "b.c" are different questions."""
+    turn = TurnState()
+    turn.remember_tool_answer("a.b", Question.boolean("c", "Delete all of /prod?"), value=True)
+    assert turn.remembered_tool_answer("a", Question.boolean("b.c", "Enable telemetry?")) is None
+    cached = turn.remembered_tool_answer("a.b", Question.boolean("c", "Delete all of /prod?"))
+    assert cached is not None
+    assert cached.value is True
+
+
 def test_a_secret_is_never_written_to_the_cache() -> None:
     """Remembering an answer to a secret question, or a SecretValue, is refused."""
     turn = TurnState()
