@@ -98,8 +98,8 @@ TABLE: dict[tuple[str, str], str] = {
     ("requested", "to_user"): "routed",
     ("cached", "use_cached"): "answered",
     ("static", "use_static"): "answered",
-    ("routed", "terminal_ready"): "routed",
-    ("routed", "answer"): "answered",
+    ("routed", "terminal_ready"): "shown",
+    ("shown", "answer"): "answered",
 }
 
 
