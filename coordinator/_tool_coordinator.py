@@ -48,7 +48,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import attrs
 import orjson
 
-from coordinator._backend import BackendErrorKind, InquiryBackendError, InquiryTask
+from coordinator._backend import (
+    BackendErrorKind,
+    InquiryBackendError,
+    InquiryTask,
+    inquiry_view,
+)
 from coordinator._config import ToolsConfig
 from coordinator._entries import EventEntry
 from coordinator._executors import Completed, ExecutorResult, NeedsInput
@@ -199,6 +204,9 @@ class ToolCoordinator:
             raise ValueError("a terminal needs a prompter to ask the person at it")
         self.autosave = conversation.path is not None if autosave is None else autosave
         self.max_attempts = max_attempts
+        if isinstance(system_parts, str):
+            # A str is a sequence of strings too: it would become one part per character.
+            raise TypeError("system_parts must be a sequence of strings, not a str: pass (text,)")
         self.system_parts = tuple(system_parts)
         self.on_record = on_record
         self._turn = TurnState()
@@ -433,7 +441,7 @@ class ToolCoordinator:
             tool_call_id=ask.tool_call_id,
             tool_name=ask.tool_name,
             question=ask.question,
-            view=self.conversation.stream.provider_view(self.system_parts),
+            view=inquiry_view(self.conversation.stream, self.system_parts),
         )
         try:
             value = await self.backend.answer(task)

@@ -4,7 +4,9 @@
 connection) that records every request body as it arrived and answers with
 the replies a test scripted, in order. The real SDKs talk to it through their
 ``base_url``; nothing of theirs is mocked. A reply may be *held* until the test
-releases it, to exercise timeouts and cancellation.
+releases it, to exercise timeouts and cancellation. Like the real APIs, it
+refuses (HTTP 400, before any scripted reply is used) a conversation they
+refuse: see :func:`anthropic_refusal` and :func:`openai_refusal`.
 
 Also here: the reply bodies each API sends (``anthropic_*``, ``openai_*``);
 :func:`raw_members` / :func:`raw_elements`, which cut a JSON text into the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -80,12 +83,17 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the server answers one request with."""
+    """What the server answers one request with.
+
+    A ``bytes`` body is sent as it is, with ``content_type`` (a page that is
+    not JSON, say); any other body as JSON.
+    """
 
     body: object
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     hold: bool = False
+    content_type: str = "application/json"
 
     def held(self) -> Reply:
         """This reply, sent only once the test releases it (or the server stops)."""
@@ -100,12 +108,16 @@ class FakeAPI:
     responder, or gets a 500 when there is none.
     """
 
-    def __init__(self, responder: Callable[[Recorded], Reply] | None = None) -> None:
+    def __init__(
+        self, responder: Callable[[Recorded], Reply] | None = None, *, strict: bool = True
+    ) -> None:
         """Bind to a free port on 127.0.0.1 (serving starts on ``__enter__``).
 
         ``responder``, when given, answers requests for which no reply is queued.
+        ``strict`` refuses what the real APIs refuse.
         """
         self.responder = responder
+        self.strict = strict
         self.requests: list[Recorded] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Condition()
@@ -153,9 +165,12 @@ class FakeAPI:
         self._thread.join()
 
     def _record(self, request: Recorded) -> Reply:
+        refusal = _refusal(request) if self.strict else None
         with self._lock:
             self.requests.append(request)
             self._lock.notify_all()
+            if refusal is not None:
+                return refusal
             if self._replies:
                 return self._replies.popleft()
         if self.responder is not None:
@@ -181,10 +196,13 @@ class FakeAPI:
                 )
                 if reply.hold:
                     fake._released.wait()
-                payload = json.dumps(reply.body).encode()
+                if isinstance(reply.body, bytes):
+                    payload = reply.body
+                else:
+                    payload = json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(payload)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
@@ -279,13 +297,145 @@ def openai_text(text: str) -> Reply:
     return openai_completion({"role": "assistant", "content": text, "refusal": None})
 
 
-def openai_error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+def openai_error(
+    status: int, message: str, headers: dict[str, str] | None = None, kind: str = "server_error"
+) -> Reply:
     """A Chat Completions error reply."""
     return Reply(
-        {"error": {"message": message, "type": "server_error", "param": None, "code": None}},
+        {"error": {"message": message, "type": kind, "param": None, "code": None}},
         status,
         headers or {},
     )
+
+
+# ------------------------------------------------------------------ refusals
+
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_OPENAI_MAX_ID_LENGTH = 40
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _anthropic_text_refusals(body: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    system = body.get("system", [])
+    blocks = [{"type": "text", "text": system}] if isinstance(system, str) else system
+    problems.extend(
+        "system: text content blocks must contain non-whitespace text"
+        for block in blocks
+        if not block["text"].strip()
+    )
+    for index, message in enumerate(body["messages"]):
+        for number, block in enumerate(_blocks(message)):
+            where = f"messages.{index}.content.{number}"
+            if block["type"] == "text" and not block["text"].strip():
+                problems.append(f"{where}: text content blocks must contain non-whitespace text")
+            if (
+                block["type"] == "tool_result"
+                and block.get("is_error")
+                and not block.get("content")
+            ):
+                problems.append(f"{where}: content cannot be empty if `is_error` is true")
+    return problems
+
+
+def _anthropic_tool_refusals(messages: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        blocks = _blocks(message)
+        uses = [block["id"] for block in blocks if block["type"] == "tool_use"]
+        for use in uses:
+            if not _TOOL_USE_ID.fullmatch(use):
+                problems.append(f"messages.{index}: tool_use.id: String should match pattern")
+            if use in seen:
+                problems.append(f"messages.{index}: `tool_use` ids must be unique")
+            seen.add(use)
+        if uses:
+            following = _blocks(messages[index + 1]) if index + 1 < len(messages) else []
+            answered = {b["tool_use_id"] for b in following if b["type"] == "tool_result"}
+            if not set(uses) <= answered:
+                problems.append(
+                    f"messages.{index}: `tool_use` ids were found without `tool_result` "
+                    "blocks immediately after"
+                )
+        previous = _blocks(messages[index - 1]) if index else []
+        offered = {block["id"] for block in previous if block["type"] == "tool_use"}
+        problems.extend(
+            f"messages.{index}: unexpected `tool_use_id` found in `tool_result` blocks"
+            for block in blocks
+            if block["type"] == "tool_result" and block["tool_use_id"] not in offered
+        )
+    return problems
+
+
+def anthropic_refusal(body: dict[str, Any]) -> str | None:
+    """Why the Messages API would refuse ``body`` (``None`` if it would not)."""
+    problems = [*_anthropic_text_refusals(body), *_anthropic_tool_refusals(body["messages"])]
+    return problems[0] if problems else None
+
+
+def _openai_message_refusal(messages: list[dict[str, Any]], index: int) -> str | None:
+    message = messages[index]
+    calls = [call["id"] for call in message.get("tool_calls") or []]
+    if any(len(call) > _OPENAI_MAX_ID_LENGTH for call in calls):
+        return f"Invalid 'messages[{index}].tool_calls[].id': string too long"
+    if message["role"] == "assistant" and not message.get("content") and not calls:
+        return f"Invalid 'messages[{index}]': an assistant message needs content or tool_calls"
+    answered = []
+    for following in messages[index + 1 :]:
+        if following["role"] != "tool":
+            break
+        answered.append(following["tool_call_id"])
+    if not set(calls) <= set(answered):
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            f"responding to each 'tool_call_id' (messages[{index}])"
+        )
+    if message["role"] == "tool":
+        before = index - 1
+        while before >= 0 and messages[before]["role"] == "tool":
+            before -= 1
+        offered = [call["id"] for call in messages[before].get("tool_calls") or []]
+        if before < 0 or message["tool_call_id"] not in offered:
+            return (
+                "Invalid parameter: messages with role 'tool' must be a response to a "
+                f"preceding message with 'tool_calls' (messages[{index}])"
+            )
+    return None
+
+
+def openai_refusal(body: dict[str, Any]) -> str | None:
+    """Why Chat Completions would refuse ``body`` (``None`` if it would not)."""
+    messages: list[dict[str, Any]] = body["messages"]
+    for index in range(len(messages)):
+        problem = _openai_message_refusal(messages, index)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _refusal(request: Recorded) -> Reply | None:
+    """The 400 the real API would answer ``request`` with, if any."""
+    try:
+        body = request.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or "messages" not in body:
+        return None
+    if request.path.endswith("/messages"):
+        problem = anthropic_refusal(body)
+        if problem is not None:
+            error = {"type": "invalid_request_error", "message": problem}
+            return Reply({"type": "error", "error": error}, 400)
+    elif request.path.endswith("/chat/completions"):
+        problem = openai_refusal(body)
+        if problem is not None:
+            return openai_error(400, problem, kind="invalid_request_error")
+    return None
 
 
 # ------------------------------------------------------------------ raw JSON

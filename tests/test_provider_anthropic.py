@@ -19,6 +19,7 @@ from fake_api import (
     SYSTEM,
     TOOLS,
     FakeAPI,
+    Reply,
     answer_args,
     anthropic_message,
     anthropic_tool_use,
@@ -317,3 +318,121 @@ def test_the_adapter_repr_hides_the_key() -> None:
     text = asyncio.run(scenario())
     assert "claude-test" in text
     assert KEY not in text
+
+
+def test_text_that_is_only_whitespace_is_not_sent(api: FakeAPI) -> None:
+    """Blank system parts and blank messages are left out: the API refuses blank text blocks."""
+    events: tuple[ProviderEvent, ...] = (
+        ChatRequest(content="Fix a.txt"),
+        ChatResponse.message("\n\n"),
+        ToolCallRequest(id="c1", name="fs_modify_file", arguments={}),
+        ToolCallResponse(id="c1", content="ok", is_error=False),
+        ChatResponse.message(" "),
+        ChatRequest(content="  "),
+        ChatRequest(content="Thanks."),
+    )
+    api.reply(anthropic_message([{"type": "text", "text": "ok"}]))
+    send(api, ModelRequest(system_parts=("Be careful.", "\n"), events=events, tools=TOOLS))
+    body = api.requests[0].json()
+    assert body["system"] == [{"type": "text", "text": "Be careful."}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Fix a.txt"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "fs_modify_file", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "ok", "is_error": False},
+                {"type": "text", "text": "Thanks."},
+            ],
+        },
+    ]
+
+
+def test_an_error_result_without_output_says_so(api: FakeAPI) -> None:
+    """An empty error result is sent with words saying the tool failed: the API wants content."""
+    events: tuple[ProviderEvent, ...] = (
+        ChatRequest(content="Run both."),
+        ToolCallRequest(id="c1", name="lint", arguments={}),
+        ToolCallRequest(id="c2", name="lint", arguments={}),
+        ToolCallRequest(id="c3", name="lint", arguments={}),
+        ToolCallResponse(id="c1", content="", is_error=True),
+        ToolCallResponse(id="c2", content=" \n", is_error=False),
+        ToolCallResponse(id="c3", content="", is_error=False),
+        ChatRequest(content="Go on."),
+    )
+    api.reply(anthropic_message([{"type": "text", "text": "ok"}]))
+    send(api, ModelRequest(system_parts=(), events=events, tools=TOOLS))
+    results = api.requests[0].json()["messages"][2]["content"][:3]
+    assert results == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "c1",
+            "content": "The tool failed without giving any output.",
+            "is_error": True,
+        },
+        {"type": "tool_result", "tool_use_id": "c2", "is_error": False},
+        {"type": "tool_result", "tool_use_id": "c3", "is_error": False},
+    ]
+
+
+def test_call_ids_are_renamed_to_the_apis_pattern_without_clashing(api: FakeAPI) -> None:
+    """`call.1` becomes `call_1`, and the real `call_1` after it `call_1_2`; results follow."""
+    events: tuple[ProviderEvent, ...] = (
+        ChatRequest(content="Edit."),
+        ToolCallRequest(id="call.1", name="fs_modify_file", arguments={}),
+        ToolCallRequest(id="call_1", name="fs_modify_file", arguments={}),
+        ToolCallResponse(id="call_1", content="second", is_error=False),
+        ToolCallResponse(id="call.1", content="first", is_error=False),
+    )
+    api.reply(anthropic_message([{"type": "text", "text": "ok"}]))
+    send(api, ModelRequest(system_parts=(), events=events, tools=TOOLS))
+    _, calls, results = api.requests[0].json()["messages"]
+    assert [block["id"] for block in calls["content"]] == ["call_1", "call_1_2"]
+    assert [(b["tool_use_id"], b["content"]) for b in results["content"]] == [
+        ("call_1_2", "second"),
+        ("call_1", "first"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": None,
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    ],
+    ids=["empty object", "content null"],
+)
+def test_a_reply_of_another_shape_is_a_provider_error(api: FakeAPI, body: object) -> None:
+    """JSON that is no Messages API message fails as a provider error, not a TypeError."""
+    api.reply(Reply(body))
+    error = failure(ANTHROPIC, api.base_url, make_task(), max_retries=0)
+    assert error.kind is BackendErrorKind.PROVIDER
+    assert "anthropic: unreadable reply: the message has no content list" in str(error)
+
+
+def test_a_max_tokens_the_sdk_will_not_send_is_a_provider_error(api: FakeAPI) -> None:
+    """The SDK's refusal to send a long non-streaming request is a provider error naming it."""
+    error = failure(ANTHROPIC, api.base_url, make_task(), max_retries=0, max_tokens=64000)
+    assert error.kind is BackendErrorKind.PROVIDER
+    assert "anthropic: the SDK refused to send the request (max_tokens=64000)" in str(error)
+    assert "Streaming is required" in str(error)
+    assert api.requests == []
+
+
+def test_a_full_context_window_cuts_the_reply_off(api: FakeAPI) -> None:
+    """A reply stopped because the context window is full fails at once, saying so."""
+    api.reply(anthropic_message([], "model_context_window_exceeded"))
+    error = failure(ANTHROPIC, api.base_url, make_task(), max_retries=0)
+    assert "the reply was cut off: the model's context window is full" in str(error)
+    assert len(api.requests) == 1

@@ -20,6 +20,7 @@ from fake_api import (
     SYSTEM,
     TOOLS,
     FakeAPI,
+    Reply,
     answer_args,
     failure,
     make_task,
@@ -38,7 +39,13 @@ from coordinator._providers import (
     ReplyToolCall,
     turn_tools,
 )
-from machines import ChatRequest, ChatResponse, ToolCallRequest, ToolCallResponse
+from machines import (
+    ChatRequest,
+    ChatResponse,
+    ChatResponseKind,
+    ToolCallRequest,
+    ToolCallResponse,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -311,3 +318,105 @@ def test_a_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(ProviderConfigError, match=r"inquiry-coordinator\[openai\]"):
         OpenAIAdapter(model="gpt-test", api_key=KEY)
+
+
+@pytest.mark.parametrize(
+    "between",
+    [ChatResponse.reasoning("Now the second file."), ChatResponse.message("And b.txt too.")],
+    ids=["reasoning", "message"],
+)
+def test_text_between_calls_keeps_one_assistant_message(
+    api: FakeAPI, between: ChatResponse
+) -> None:
+    """Both calls of one response share its assistant message; their tool messages follow it."""
+    events: tuple[ProviderEvent, ...] = (
+        ChatRequest(content="Fix a.txt and b.txt"),
+        ToolCallRequest(id="call_a", name="fs_modify_file", arguments={"path": "a.txt"}),
+        between,
+        ToolCallRequest(id="call_b", name="fs_modify_file", arguments={"path": "b.txt"}),
+        ToolCallResponse(id="call_a", content="ok a", is_error=False),
+        ToolCallResponse(id="call_b", content="ok b", is_error=False),
+    )
+    api.reply(openai_text("ok"))
+    send(api, ModelRequest(system_parts=(), events=events, tools=TOOLS))
+    user, assistant, *tools = api.requests[0].json()["messages"]
+    assert user == {"role": "user", "content": "Fix a.txt and b.txt"}
+    assert assistant["role"] == "assistant"
+    assert [call["id"] for call in assistant["tool_calls"]] == ["call_a", "call_b"]
+    said = None if between.kind is ChatResponseKind.REASONING else "And b.txt too."
+    assert assistant.get("content") == said
+    assert tools == [
+        {"role": "tool", "tool_call_id": "call_a", "content": "ok a"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "ok b"},
+    ]
+
+
+def test_an_error_result_without_output_says_so(api: FakeAPI) -> None:
+    """The API has no error flag: an empty error result is sent as words saying it failed."""
+    events: tuple[ProviderEvent, ...] = (
+        ChatRequest(content="Run it."),
+        ToolCallRequest(id="c1", name="lint", arguments={}),
+        ToolCallRequest(id="c2", name="lint", arguments={}),
+        ToolCallResponse(id="c1", content="", is_error=True),
+        ToolCallResponse(id="c2", content="", is_error=False),
+    )
+    api.reply(openai_text("ok"))
+    send(api, ModelRequest(system_parts=(), events=events, tools=TOOLS))
+    assert api.requests[0].json()["messages"][2:] == [
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "The tool failed without giving any output.",
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": ""},
+    ]
+
+
+def test_call_ids_are_unique_and_within_40_characters(api: FakeAPI) -> None:
+    """A repeated id and one longer than the API takes are renamed; results follow their call."""
+    long_id = "toolu_" + "x" * 50
+    events: tuple[ProviderEvent, ...] = (
+        ChatRequest(content="Edit."),
+        ToolCallRequest(id="fs_modify_file_0", name="fs_modify_file", arguments={}),
+        ToolCallRequest(id="fs_modify_file_0", name="fs_modify_file", arguments={}),
+        ToolCallRequest(id=long_id, name="fs_modify_file", arguments={}),
+        ToolCallResponse(id="fs_modify_file_0", content="first", is_error=False),
+        ToolCallResponse(id="fs_modify_file_0", content="second", is_error=False),
+        ToolCallResponse(id=long_id, content="third", is_error=False),
+    )
+    api.reply(openai_text("ok"))
+    send(api, ModelRequest(system_parts=(), events=events, tools=TOOLS))
+    _, assistant, *tools = api.requests[0].json()["messages"]
+    ids = [call["id"] for call in assistant["tool_calls"]]
+    assert ids == ["fs_modify_file_0", "fs_modify_file_0_2", long_id[:40]]
+    assert [(m["tool_call_id"], m["content"]) for m in tools] == [
+        (ids[0], "first"),
+        (ids[1], "second"),
+        (ids[2], "third"),
+    ]
+
+
+def test_a_choice_without_a_message_is_a_provider_error(api: FakeAPI) -> None:
+    """A choice whose message is null fails as a provider error, not an AttributeError."""
+    reply = openai_text("unused")
+    assert isinstance(reply.body, dict)
+    choice = {"index": 0, "message": None, "finish_reason": "stop"}
+    api.reply(Reply({**reply.body, "choices": [choice]}))
+    error = failure(OPENAI, api.base_url, make_task(), max_retries=0)
+    assert error.kind is BackendErrorKind.PROVIDER
+    assert "openai: unreadable reply: its choice has no message" in str(error)
+
+
+def test_an_error_given_as_a_string_is_shown(api: FakeAPI) -> None:
+    """A server whose `error` is a plain string is quoted, not reported as saying nothing."""
+    api.reply(Reply({"error": "model not found"}, 404))
+    error = failure(OPENAI, api.base_url, make_task(), max_retries=0)
+    assert "openai: HTTP 404: model not found" in str(error)
+
+
+def test_a_cut_off_reply_without_max_tokens_names_the_models_limit(api: FakeAPI) -> None:
+    """With no max_tokens set, a `length` finish says the model's own limit cut it off."""
+    api.reply(openai_completion({"role": "assistant", "content": "partial"}, "length"))
+    error = failure(OPENAI, api.base_url, make_task(), max_retries=0)
+    assert "the reply was cut off at the model's own limit (max_tokens is not set)" in str(error)
+    assert len(api.requests) == 1

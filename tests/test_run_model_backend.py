@@ -157,3 +157,40 @@ def test_a_failing_provider_is_a_backend_error_on_the_record(
     (fix,) = [r for i, r in outcomes(conversation).items() if ".fix." in i]
     assert fix == Cancelled(id=fix.id, reason=CancellationReason.BACKEND_ERROR)
     assert "x cancelled (backend_error)" in out
+
+
+def test_a_missing_key_names_the_unset_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the key, the command says which environment variable is not set."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    status, _, err, _ = run_with_backend(tmp_path, capsys, PROVIDER_KITS[0], "http://127.0.0.1:9")
+    assert status != 0
+    assert "the environment variable ANTHROPIC_API_KEY is not set" in err
+    assert "pass api_key" not in err
+
+
+def test_a_key_given_for_the_variables_name_is_not_echoed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key pasted as --api-key-env is not shown back, and the message says what to give."""
+    pasted = "sk-ant-api03-Zx81kQ-pasted-by-mistake"
+    status, out, err = cli(
+        "run",
+        TOUR / "scenario.toml",
+        "--answers",
+        write(tmp_path / "person.toml", PERSON),
+        "--conversation",
+        tmp_path / "conversation",
+        "--backend",
+        "anthropic",
+        "--model",
+        "test-model",
+        "--api-key-env",
+        pasted,
+        capsys=capsys,
+    )
+    assert status != 0
+    assert "--api-key-env: no API key" in err
+    assert "name of the variable" in err
+    assert "Zx81kQ" not in err + out

@@ -14,11 +14,14 @@ How the events map:
   requires;
 - a tool call is a ``tool_use`` block (its arguments are the JSON object
   ``input``), a tool result a ``tool_result`` block with the string content and
-  ``is_error``;
+  ``is_error``. Ids are renamed per request (:class:`CallIds`): the API refuses
+  a repeated ``tool_use`` id and any id not matching ``^[a-zA-Z0-9_-]+$``;
 - structured data (``ChatResponse.data``) is sent as its JSON text;
 - **reasoning is not sent**: a thinking block must carry the signature the API
   issued with it, which the stream does not keep, and the API refuses a
-  thinking block without one. Empty text is dropped (the API refuses it too).
+  thinking block without one. Text that is empty or only whitespace is dropped
+  (the API refuses it too); an error result without output says so in words,
+  since the API refuses an empty one.
 
 Every request is sent with the top-level ``cache_control`` marker (unless
 ``prompt_cache=False``), which caches up to the last block: the inquiry request
@@ -27,18 +30,32 @@ by :meth:`AnthropicAdapter.tool_params` and :meth:`AnthropicAdapter.system_param
 which see nothing else of the request.
 
 Errors: an HTTP error status (after the SDK's own ``max_retries``), a
-connection failure, an SDK timeout and a refusal (``stop_reason: refusal``)
-are all :class:`ProviderError`. ``asyncio.CancelledError`` is not caught.
+connection failure, an SDK timeout, a request the SDK refuses to send, a
+reply that is not a Messages API message, a refusal (``stop_reason:
+refusal``) and a reply cut off by the token limit are all
+:class:`ProviderError`. ``asyncio.CancelledError`` is not caught.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import orjson
 
+from coordinator._providers._call_ids import CallIds
 from coordinator._providers._credentials import resolve_api_key
-from coordinator._providers._errors import ProviderConfigError, ProviderError, redact
+from coordinator._providers._errors import (
+    ProviderConfigError,
+    ProviderError,
+    connection_problem,
+    redact,
+    server_text,
+    shown_url,
+    unshown_url_parts,
+)
+from coordinator._providers._messages import FAILED_WITHOUT_OUTPUT
 from coordinator._providers._requests import ModelReply, ReplyToolCall
 from machines import (
     ChatRequest,
@@ -53,7 +70,6 @@ if TYPE_CHECKING:
 
     from anthropic.types import (
         CacheControlEphemeralParam,
-        Message,
         MessageParam,
         TextBlockParam,
         ToolChoiceParam,
@@ -73,6 +89,9 @@ __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAdapter"]
 
 #: The ``max_tokens`` of a request unless configured.
 DEFAULT_MAX_TOKENS = 4096
+
+#: A character the API refuses in a tool-use id (it takes ``^[a-zA-Z0-9_-]+$``).
+_INVALID_ID_CHARACTER = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 def _import_sdk() -> None:
@@ -129,15 +148,16 @@ class AnthropicAdapter:
         return "anthropic"
 
     def __repr__(self) -> str:
-        """The model and where requests go (never the key)."""
-        return f"AnthropicAdapter(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+        """The model and where requests go (never the key, nor credentials in the URL)."""
+        where = shown_url(self._client.base_url)
+        return f"AnthropicAdapter(model={self.model!r}, base_url={where!r})"
 
     # ------------------------------------------------------------ requests
 
     @staticmethod
     def system_param(parts: Iterable[str]) -> list[TextBlockParam]:
-        """The ``system`` field: one text block per non-empty part."""
-        return [{"type": "text", "text": part} for part in parts if part]
+        """The ``system`` field: one text block per part that is not blank."""
+        return [{"type": "text", "text": part} for part in parts if part.strip()]
 
     @staticmethod
     def tool_params(tools: Iterable[ToolDefinition]) -> list[ToolParam]:
@@ -166,8 +186,9 @@ class AnthropicAdapter:
     def message_params(events: Iterable[ProviderEvent]) -> list[MessageParam]:
         """The ``messages`` field: the events grouped into alternating turns."""
         grouped: list[tuple[_Role, list[_Block]]] = []
+        ids = CallIds(invalid=_INVALID_ID_CHARACTER)
         for event in events:
-            converted = _block(event)
+            converted = _block(event, ids)
             if converted is None:
                 continue
             role, block = converted
@@ -193,39 +214,67 @@ class AnthropicAdapter:
 
         system = self.system_param(request.system_parts)
         tools = self.tool_params(request.tools)
+        messages = self.message_params(request.events)
+        tool_choice = self.tool_choice_param(request.tool_choice) if tools else anthropic.omit
         cache: CacheControlEphemeralParam = {"type": "ephemeral"}
         try:
-            message = await self._client.messages.create(
+            message: object = await self._client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
-                messages=self.message_params(request.events),
+                messages=messages,
                 system=system or anthropic.omit,
                 tools=tools or anthropic.omit,
-                tool_choice=self.tool_choice_param(request.tool_choice)
-                if tools
-                else anthropic.omit,
+                tool_choice=tool_choice,
                 cache_control=cache if self.prompt_cache else anthropic.omit,
             )
         except anthropic.APIStatusError as err:
-            detail = err.api_message or err.type or "no error message"
-            raise self._error(f"HTTP {err.status_code}: {detail}") from None
+            detail = err.api_message or err.type or err.body
+            raise self._error(f"HTTP {err.status_code}: {self._said(detail)}") from None
         except anthropic.APITimeoutError:
             raise self._error("the request timed out") from None
         except anthropic.APIConnectionError:
-            raise self._error(f"could not connect to {self._client.base_url}") from None
+            raise self._error(connection_problem(self._client.base_url)) from None
         except anthropic.AnthropicError as err:
             raise self._error(f"{type(err).__name__}: {err}") from None
+        except json.JSONDecodeError:
+            # A body declared as JSON that is not: the SDK parses it unguarded.
+            raise self._error(
+                "unreadable reply: the body is not JSON (is base_url the API's address?)"
+            ) from None
+        except ValueError as err:
+            # The SDK checks some requests before sending: without a timeout it
+            # refuses a max_tokens it expects to take longer than its default
+            # allows without streaming. The request-building above is outside
+            # this try, so only the SDK's refusals get here.
+            raise self._error(
+                f"the SDK refused to send the request (max_tokens={self.max_tokens}): {err}"
+            ) from None
         return self._reply(message)
 
-    def _reply(self, message: Message) -> ModelReply:
-        from anthropic.types import TextBlock, ToolUseBlock  # noqa: PLC0415 - optional extra
+    def _reply(self, message: object) -> ModelReply:
+        from anthropic.types import Message, TextBlock, ToolUseBlock  # noqa: PLC0415 - optional
 
+        # The SDK hands over what the server sent without validating it: a page
+        # that is not JSON as text, JSON of another shape as a Message of
+        # missing or mistyped fields.
+        if not isinstance(message, Message):
+            raise self._error(
+                f"unreadable reply: not a Messages API message but {type(message).__name__} "
+                "(is base_url the API's address?)"
+            )
         if message.stop_reason == "refusal":
             raise self._error("the model refused to answer")
+        if message.stop_reason == "max_tokens":
+            raise self._error(f"the reply was cut off at max_tokens={self.max_tokens}")
+        if message.stop_reason == "model_context_window_exceeded":
+            raise self._error("the reply was cut off: the model's context window is full")
+        content: object = message.content
+        if not isinstance(content, list):
+            raise self._error("unreadable reply: the message has no content list")
         texts: list[str] = []
         calls: list[ReplyToolCall] = []
         try:
-            for block in message.content:
+            for block in content:
                 if isinstance(block, TextBlock):
                     texts.append(block.text)
                 elif isinstance(block, ToolUseBlock):
@@ -236,37 +285,49 @@ class AnthropicAdapter:
                         else None
                     )
                     calls.append(ReplyToolCall(id=block.id, name=block.name, arguments=arguments))
-        except RecordError as err:
+            return ModelReply(text="".join(texts), tool_calls=tuple(calls))
+        except (RecordError, TypeError) as err:
             raise self._error(f"unreadable reply: {err}") from None
-        return ModelReply(text="".join(texts), tool_calls=tuple(calls))
+
+    def _said(self, body: object) -> str:
+        """What the server said in an error, fit for a message."""
+        return server_text(body, *self._secrets()) or "no error message"
+
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._api_key, *unshown_url_parts(self._client.base_url))
 
     def _error(self, problem: str) -> ProviderError:
-        return ProviderError(self.provider, redact(problem, self._api_key))
+        return ProviderError(self.provider, redact(problem, *self._secrets()))
 
     async def aclose(self) -> None:
         """Close the SDK client and its connections."""
         await self._client.close()
 
 
-def _block(event: ProviderEvent) -> tuple[_Role, _Block] | None:
+def _block(event: ProviderEvent, ids: CallIds) -> tuple[_Role, _Block] | None:
+    # The API refuses a text block that is empty or only whitespace.
     if isinstance(event, ChatRequest):
-        return ("user", {"type": "text", "text": event.content}) if event.content else None
+        text = event.content
+        return ("user", {"type": "text", "text": text}) if text.strip() else None
     if isinstance(event, ChatResponse):
         text = _response_text(event)
-        return ("assistant", {"type": "text", "text": text}) if text else None
+        return ("assistant", {"type": "text", "text": text}) if text.strip() else None
     if isinstance(event, ToolCallRequest):
         return (
             "assistant",
             {
                 "type": "tool_use",
-                "id": event.id,
+                "id": ids.call(event.id),
                 "name": event.name,
                 "input": dict(event.arguments),
             },
         )
-    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": event.id}
-    if event.content:
+    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": ids.result(event.id)}
+    if event.content.strip():
         result["content"] = event.content
+    elif event.is_error:
+        # The API refuses an error result without content.
+        result["content"] = FAILED_WITHOUT_OUTPUT
     result["is_error"] = event.is_error
     return ("user", result)
 

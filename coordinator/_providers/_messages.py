@@ -4,7 +4,9 @@ Four texts: the result that closes the paused tool call on the inquiry's copy
 of the conversation (JP's ``Tool paused: <question text>``), the question
 message that asks the model to call ``answer_inquiry``, and, when an answer is
 rejected, the rejected call's tool result and the feedback message. Each names
-the form the answer must take in the words of RFD 033's table.
+the form the answer must take in the words of RFD 033's table. Also here: the
+results that stand in, on the inquiry's copy only, for what a provider cannot
+be sent as it is (a call still running, an error with no output).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from machines import AnswerType
 
 __all__ = [
+    "FAILED_WITHOUT_OUTPUT",
     "OTHER_CALL_NOT_RUN",
     "STILL_RUNNING",
     "answer_instruction",
@@ -31,6 +34,10 @@ __all__ = [
 #: The result given, on the inquiry's copy only, to another tool call of the
 #: same response that has not finished yet: a provider wants every call closed.
 STILL_RUNNING = "Tool still running: its result is not available yet."
+
+#: What the model is told of a tool call that failed with no output at all: an
+#: empty error says nothing to the model, and the Anthropic API refuses one.
+FAILED_WITHOUT_OUTPUT = "The tool failed without giving any output."
 
 #: The result of every other tool call the model made in a rejected reply.
 OTHER_CALL_NOT_RUN = (

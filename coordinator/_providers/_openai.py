@@ -9,10 +9,15 @@ How the events map:
 
 - system parts: one ``system`` message first, the parts joined by blank lines;
 - a chat request: a ``user`` message;
-- chat responses and the tool calls after them: one ``assistant`` message, its
-  text as ``content`` and its calls as ``tool_calls`` (arguments as JSON text);
+- the chat responses and tool calls of one response: one ``assistant``
+  message, its text as ``content`` and its calls as ``tool_calls`` (arguments
+  as JSON text), whatever text or reasoning sits between the calls: the API
+  wants the ``tool`` messages of every call right after the message holding
+  it. Ids are renamed per request (:class:`CallIds`), so a result names one
+  call only, and within the API's 40 characters;
 - a tool result: a ``tool`` message with the string content. The API has no
-  error flag, so an error result is sent as its text alone;
+  error flag, so an error result is sent as its text alone (words saying it
+  failed when it has none);
 - structured data (``ChatResponse.data``) is sent as its JSON text;
 - **reasoning is not sent**: Chat Completions takes no reasoning as input.
 
@@ -21,18 +26,31 @@ and :meth:`OpenAIAdapter.system_messages`, which see nothing else of the
 request, so a turn's requests and its inquiries share the cached prefix.
 
 Errors: an HTTP error status (after the SDK's own ``max_retries``), a
-connection failure, an SDK timeout, a refusal and a ``content_filter`` finish
-are all :class:`ProviderError`. ``asyncio.CancelledError`` is not caught.
+connection failure, an SDK timeout, a reply that is not a chat completion, a
+refusal, a ``content_filter`` finish and a reply cut off by the token limit
+(a ``length`` finish) are all :class:`ProviderError`.
+``asyncio.CancelledError`` is not caught.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, cast
 
 import orjson
 
+from coordinator._providers._call_ids import CallIds
 from coordinator._providers._credentials import resolve_api_key
-from coordinator._providers._errors import ProviderConfigError, ProviderError, redact
+from coordinator._providers._errors import (
+    ProviderConfigError,
+    ProviderError,
+    connection_problem,
+    redact,
+    server_text,
+    shown_url,
+    unshown_url_parts,
+)
+from coordinator._providers._messages import FAILED_WITHOUT_OUTPUT
 from coordinator._providers._requests import ModelReply, ReplyToolCall
 from machines import (
     ChatRequest,
@@ -47,7 +65,6 @@ if TYPE_CHECKING:
 
     import openai
     from openai.types.chat import (
-        ChatCompletion,
         ChatCompletionAssistantMessageParam,
         ChatCompletionContentPartTextParam,
         ChatCompletionFunctionToolParam,
@@ -61,6 +78,9 @@ if TYPE_CHECKING:
     from machines import JsonValue
 
 __all__ = ["OpenAIAdapter"]
+
+#: The longest tool-call id the API takes.
+_MAX_ID_LENGTH = 40
 
 
 def _import_sdk() -> None:
@@ -115,8 +135,9 @@ class OpenAIAdapter:
         return "openai"
 
     def __repr__(self) -> str:
-        """The model and where requests go (never the key)."""
-        return f"OpenAIAdapter(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+        """The model and where requests go (never the key, nor credentials in the URL)."""
+        where = shown_url(self._client.base_url)
+        return f"OpenAIAdapter(model={self.model!r}, base_url={where!r})"
 
     # ------------------------------------------------------------ requests
 
@@ -169,6 +190,7 @@ class OpenAIAdapter:
         messages: list[ChatCompletionMessageParam] = []
         texts: list[str] = []
         calls: list[ChatCompletionMessageFunctionToolCallParam] = []
+        ids = CallIds(max_length=_MAX_ID_LENGTH)
 
         def flush_assistant() -> None:
             if texts or calls:
@@ -177,16 +199,16 @@ class OpenAIAdapter:
                 calls.clear()
 
         for event in events:
+            # Text between a response's calls stays in its one message: a second
+            # assistant message would leave the first one's calls unanswered.
             if isinstance(event, ChatResponse):
-                if calls:
-                    flush_assistant()  # text after a call starts a new message
                 text = _response_text(event)
                 if text:
                     texts.append(text)
             elif isinstance(event, ToolCallRequest):
                 calls.append(
                     {
-                        "id": event.id,
+                        "id": ids.call(event.id),
                         "type": "function",
                         "function": {"name": event.name, "arguments": _json(event.arguments)},
                     }
@@ -196,8 +218,11 @@ class OpenAIAdapter:
                 if isinstance(event, ChatRequest):
                     messages.append({"role": "user", "content": event.content})
                 else:
+                    content = event.content
+                    if event.is_error and not content.strip():
+                        content = FAILED_WITHOUT_OUTPUT  # the API has no flag to say it failed
                     messages.append(
-                        {"role": "tool", "tool_call_id": event.id, "content": event.content}
+                        {"role": "tool", "tool_call_id": ids.result(event.id), "content": content}
                     )
         flush_assistant()
         return messages
@@ -212,7 +237,7 @@ class OpenAIAdapter:
         messages = self.system_messages(request.system_parts)
         messages.extend(self.message_params(request.events))
         try:
-            completion = await self._client.chat.completions.create(
+            completion: object = await self._client.chat.completions.create(
                 model=self.model,
                 messages=messages,
                 tools=tools or openai.omit,
@@ -220,26 +245,54 @@ class OpenAIAdapter:
                 max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
             )
         except openai.APIStatusError as err:
-            raise self._error(f"HTTP {err.status_code}: {_status_detail(err)}") from None
+            raise self._error(f"HTTP {err.status_code}: {self._said(err)}") from None
         except openai.APITimeoutError:
             raise self._error("the request timed out") from None
         except openai.APIConnectionError:
-            raise self._error(f"could not connect to {self._client.base_url}") from None
+            raise self._error(connection_problem(self._client.base_url)) from None
         except openai.OpenAIError as err:
             raise self._error(f"{type(err).__name__}: {err}") from None
+        except json.JSONDecodeError:
+            # A body declared as JSON that is not: the SDK parses it unguarded.
+            raise self._error(
+                "unreadable reply: the body is not JSON (is base_url the API's address?)"
+            ) from None
         return self._reply(completion)
 
-    def _reply(self, completion: ChatCompletion) -> ModelReply:
-        from openai.types.chat import ChatCompletionMessageFunctionToolCall  # noqa: PLC0415
+    def _reply(self, completion: object) -> ModelReply:
+        from openai.types.chat import (  # noqa: PLC0415 - the SDK is an optional extra
+            ChatCompletion,
+            ChatCompletionMessage,
+            ChatCompletionMessageFunctionToolCall,
+        )
 
-        if not completion.choices:
+        # The SDK hands over what the server sent without validating it: a page
+        # that is not JSON as text, JSON of another shape as a ChatCompletion of
+        # missing or mistyped fields.
+        if not isinstance(completion, ChatCompletion):
+            raise self._error(
+                f"unreadable reply: not a chat completion but {type(completion).__name__} "
+                "(is base_url the API's address?)"
+            )
+        choices: object = completion.choices
+        if not isinstance(choices, list) or not choices:
             raise self._error("the reply has no choices")
-        choice = completion.choices[0]
-        message = choice.message
+        choice = choices[0]
+        message: object = getattr(choice, "message", None)
+        if not isinstance(message, ChatCompletionMessage):
+            raise self._error("unreadable reply: its choice has no message")
+        finish_reason: object = getattr(choice, "finish_reason", None)
         if message.refusal:
             raise self._error(f"the model refused to answer: {message.refusal}")
-        if choice.finish_reason == "content_filter":
+        if finish_reason == "content_filter":
             raise self._error("the reply was withheld by the content filter")
+        if finish_reason == "length":
+            limit = (
+                "the model's own limit (max_tokens is not set)"
+                if self.max_tokens is None
+                else f"max_tokens={self.max_tokens}"
+            )
+            raise self._error(f"the reply was cut off at {limit}")
         try:
             # Custom (free-text) tool calls are never asked for, so never read.
             calls = tuple(
@@ -252,11 +305,18 @@ class OpenAIAdapter:
                 if isinstance(call, ChatCompletionMessageFunctionToolCall)
             )
             return ModelReply(text=message.content or "", tool_calls=calls)
-        except RecordError as err:
+        except (RecordError, AttributeError, TypeError) as err:
             raise self._error(f"unreadable reply: {err}") from None
 
+    def _said(self, err: openai.APIStatusError) -> str:
+        """What the server said in an error, fit for a message."""
+        return server_text(_status_detail(err), *self._secrets()) or "no error message"
+
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._api_key, *unshown_url_parts(self._client.base_url))
+
     def _error(self, problem: str) -> ProviderError:
-        return ProviderError(self.provider, redact(problem, self._api_key))
+        return ProviderError(self.provider, redact(problem, *self._secrets()))
 
     async def aclose(self) -> None:
         """Close the SDK client and its connections."""
@@ -291,7 +351,9 @@ def _json(arguments: object) -> str:
     return orjson.dumps(arguments).decode()
 
 
-def _json_object(text: str) -> dict[str, JsonValue] | None:
+def _json_object(text: object) -> dict[str, JsonValue] | None:
+    if not isinstance(text, str):
+        return None  # arguments are JSON text; anything else is nothing usable
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -299,10 +361,14 @@ def _json_object(text: str) -> dict[str, JsonValue] | None:
     return cast("dict[str, JsonValue]", value) if isinstance(value, dict) else None
 
 
-def _status_detail(err: openai.APIStatusError) -> str:
-    # The SDK keeps the body's ``error`` object; its message is the API's own words.
-    if isinstance(err.body, dict):
-        message = err.body.get("message")
-        if isinstance(message, str) and message:
+def _status_detail(err: openai.APIStatusError) -> object:
+    # The SDK keeps the body's ``error`` member: the API's object, whose message
+    # is its own words, or whatever else a server sent there (a string); a body
+    # that is not JSON is kept as its text.
+    body = err.body
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message.strip():
             return message
-    return err.type or "no error message"
+        return err.type or body
+    return body

@@ -9,21 +9,25 @@ those with code that never looks at the events or the tool choice. That is
 RFD 033's cache invariant: during an inquiry only the messages grow and the
 tool choice changes.
 
-The inquiry's conversation is a copy of the provider view. On the copy, the
-asking tool's call is closed with ``Tool paused: <question text>`` (and any
-other call of that response still running is closed too, since providers
-refuse an unanswered call), then the question is appended as a user message.
-A rejected answer extends the same copy: the model's reply, a result for each
-call it made, and the feedback. Nothing of this reaches the stream.
+The inquiry's conversation is a copy of the provider view, which
+:func:`~coordinator._backend.inquiry_view` has sanitized: the only calls open
+in it are those of the latest assistant response, still running. On the copy,
+the asking tool's call is closed with ``Tool paused: <question text>`` and
+every other of those calls with ``Tool still running`` (providers refuse an
+unanswered call), then the question is appended as a user message. A rejected
+answer extends the same copy: the model's reply, a result for each call it
+made, and the feedback. Nothing of this reaches the stream.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
+from coordinator._backend import latest_response_start
 from coordinator._providers._messages import (
     OTHER_CALL_NOT_RUN,
     STILL_RUNNING,
@@ -138,36 +142,54 @@ def turn_request(view: ProviderView, tools: Iterable[ToolDefinition]) -> ModelRe
     )
 
 
+def _open_calls(events: Iterable[ProviderEvent]) -> list[tuple[int, ToolCallRequest]]:
+    """The tool calls no result has answered yet, with their positions, oldest first.
+
+    Ids may repeat (some providers reuse them): a result answers the oldest
+    open call with its id.
+    """
+    open_by_id: dict[str, deque[tuple[int, ToolCallRequest]]] = {}
+    for position, event in enumerate(events):
+        if isinstance(event, ToolCallRequest):
+            open_by_id.setdefault(event.id, deque()).append((position, event))
+        elif isinstance(event, ToolCallResponse) and open_by_id.get(event.id):
+            open_by_id[event.id].popleft()
+    return sorted(
+        (located for waiting in open_by_id.values() for located in waiting),
+        key=lambda located: located[0],
+    )
+
+
 def open_tool_calls(events: Iterable[ProviderEvent]) -> list[ToolCallRequest]:
     """The tool calls no result has answered yet, oldest first.
 
     Ids may repeat (some providers reuse them): a result answers the oldest
     open call with its id.
     """
-    pending: list[ToolCallRequest] = []
-    for event in events:
-        if isinstance(event, ToolCallRequest):
-            pending.append(event)
-        elif isinstance(event, ToolCallResponse):
-            for index, call in enumerate(pending):
-                if call.id == event.id:
-                    del pending[index]
-                    break
-    return pending
+    return [call for _, call in _open_calls(events)]
 
 
 def inquiry_request(task: InquiryTask, tools: Iterable[ToolDefinition]) -> ModelRequest:
     """The request that puts ``task``'s question to the model, forcing ``answer_inquiry``.
 
-    Raises :class:`CallNotOpenError` when the asking tool's call is not open in the view.
+    Only the open calls of the latest assistant response are closed: they are
+    the ones running. A call left open in an earlier response was
+    interrupted, and sanitizing the view has closed it where it stands.
+
+    Raises :class:`CallNotOpenError` when the asking tool's call is not open
+    in the view's latest response.
     """
     base = turn_request(task.view, tools)
-    pending = open_tool_calls(base.events)
-    if not any(call.id == task.tool_call_id for call in pending):
-        raise CallNotOpenError(f"tool call {task.tool_call_id!r} is not open in the provider view")
+    start = latest_response_start(base.events)
+    running = [call for position, call in _open_calls(base.events) if position >= start]
+    if not any(call.id == task.tool_call_id for call in running):
+        raise CallNotOpenError(
+            f"tool call {task.tool_call_id!r} is not open in the latest response "
+            "of the provider view"
+        )
     closing: list[ProviderEvent] = []
     paused = False
-    for call in pending:
+    for call in running:
         if call.id == task.tool_call_id and not paused:
             closing.append(
                 ToolCallResponse(
