@@ -480,7 +480,7 @@ class ToolCoordinator:
             self._apply(batch, event.index, self._tool_done(call, event.result))
         elif isinstance(event, _PermissionDone):
             batch.terminal_holder = None
-            if call.state is ToolCallState.AWAITING_PERMISSION:
+            if call.state is ToolCallState.ASKING_PERMISSION:
                 self._apply(batch, event.index, self._permission_done(call, event.answer))
             self._pump(batch)
         elif isinstance(event, _QuestionDone):

@@ -3,10 +3,12 @@
 Theory of operation: a tool call first needs permission (run mode ``ask``
 prompts ``y``/``Y``/``n``/``N``/``r``/``e``; ``Y`` and ``N`` are remembered
 for the turn; ``unattended`` runs; ``skip`` never runs; ``ask`` with no
-terminal runs, as JP does). Then it runs; each time the tool stops with a
-question it waits for that question's inquiry, and runs again with every
-answer so far; it ends succeeded, failed, skipped or cancelled, and that end
-is the one ``ToolCallResponse`` it emits.
+terminal runs, as JP does). A prompt waits its turn at the terminal in
+``awaiting_permission`` and is answered in ``asking_permission``, once shown.
+Then it runs; each time the tool stops with a question it waits for that
+question's inquiry, and runs again with every answer so far; it ends
+succeeded, failed, skipped or cancelled, and that end is the one
+``ToolCallResponse`` it emits.
 
 Rules:
 
@@ -77,6 +79,7 @@ class ToolCallState(enum.Enum):
 
     NEW = "new"
     AWAITING_PERMISSION = "awaiting_permission"
+    ASKING_PERMISSION = "asking_permission"
     RUNNING = "running"
     AWAITING_INPUT = "awaiting_input"
     SUCCEEDED = "succeeded"
@@ -484,13 +487,16 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         action=_run_now, effects=(RunTool,)),
     Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.SKIPPED, guard=STILL_N,
         action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,)),
-    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=None, guard=UNDECIDED,
-        action=_show_permission, effects=(ShowPermissionPrompt,)),
-    Row(trigger="permit", source=_S.AWAITING_PERMISSION, dest=_S.RUNNING,
-        action=_permitted, effects=(RunTool,)),
-    Row(trigger="deny", source=_S.AWAITING_PERMISSION, dest=_S.SKIPPED,
-        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.ASKING_PERMISSION,
+        guard=UNDECIDED, action=_show_permission, effects=(ShowPermissionPrompt,)),
     Row(trigger="interrupt", source=_S.AWAITING_PERMISSION, dest=_S.CANCELLED,
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    # On screen: only now can the person permit or deny.
+    Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING,
+        action=_permitted, effects=(RunTool,)),
+    Row(trigger="deny", source=_S.ASKING_PERMISSION, dest=_S.SKIPPED,
+        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="interrupt", source=_S.ASKING_PERMISSION, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
     # Running.
     Row(trigger="completed", source=_S.RUNNING, dest=_S.SUCCEEDED, guard=SUCCEEDED,

@@ -133,6 +133,7 @@ UNATTENDED = ToolCallCase(run_mode=RunMode.UNATTENDED)
 BEGUN = (("begin", {"remembered": None, "available": True}),)
 AWAITING_INPUT = (*BEGUN, _needs_input(ROUTED))
 AWAITING_MODEL = (*BEGUN, _needs_input(TO_MODEL))
+PERMISSION_SHOWN = (*BEGUN, ("terminal_ready", {"remembered": None, "cached": None}))
 
 
 def _tool_answer(model: Any) -> dict[str, Any]:
@@ -168,16 +169,17 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "terminal_ready:awaiting_permission->skipped[remembered_n]": Witness(
         ASK, BEGUN, _fixed({"remembered": "n", "cached": None})
     ),
-    "terminal_ready:awaiting_permission->awaiting_permission[undecided]": Witness(
+    "terminal_ready:awaiting_permission->asking_permission[undecided]": Witness(
         ASK, BEGUN, _fixed({"remembered": None, "cached": None})
     ),
-    "permit:awaiting_permission->running": Witness(
-        ASK, BEGUN, _fixed({"remember": True, "arguments": None})
-    ),
-    "deny:awaiting_permission->skipped": Witness(
-        ASK, BEGUN, _fixed({"remember": False, "reason": None})
-    ),
     "interrupt:awaiting_permission->cancelled": Witness(ASK, BEGUN, _fixed({})),
+    "permit:asking_permission->running": Witness(
+        ASK, PERMISSION_SHOWN, _fixed({"remember": True, "arguments": None})
+    ),
+    "deny:asking_permission->skipped": Witness(
+        ASK, PERMISSION_SHOWN, _fixed({"remember": False, "reason": None})
+    ),
+    "interrupt:asking_permission->cancelled": Witness(ASK, PERMISSION_SHOWN, _fixed({})),
     "completed:running->succeeded[ok]": Witness(
         UNATTENDED, BEGUN, _fixed({"content": "done", "is_error": False})
     ),

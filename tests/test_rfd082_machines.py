@@ -333,6 +333,23 @@ def test_a_queued_question_is_answered_by_what_was_remembered_meanwhile() -> Non
     assert isinstance(step.effects[0], RunTool)
 
 
+def test_a_permission_is_answered_only_once_its_prompt_is_on_screen() -> None:
+    """Queued for the terminal, a permission prompt refuses y and n; shown, it takes them."""
+    call, _ = _call(TurnState(), run_mode=RunMode.ASK)
+    assert call.state.value == "awaiting_permission"
+    for answer in (call.permit, call.deny):
+        with pytest.raises(IllegalTransitionError, match="in state 'awaiting_permission'"):
+            answer()
+    shown = call.terminal_ready(remembered_permission=None)
+    assert call.state.value == "asking_permission"
+    assert [type(effect).__name__ for effect in shown.effects] == ["ShowPermissionPrompt"]
+    with pytest.raises(
+        IllegalTransitionError, match="'terminal_ready' in state 'asking_permission'"
+    ):
+        call.terminal_ready(remembered_permission="y")
+    assert [type(effect).__name__ for effect in call.permit().effects] == ["RunTool"]
+
+
 def test_a_question_takes_the_persons_answer_only_once_it_is_on_screen() -> None:
     """Queued for the terminal, a question refuses an answer; shown, it refuses a second show."""
     call, _ = _call(TurnState())
@@ -386,6 +403,7 @@ def test_permission_y_and_n_are_remembered_only_when_asked() -> None:
     asked.permit(remember=False)
     assert turn.remembered_permission("fs_modify_file") is None
     denied, _ = _call(turn, "call_2", run_mode=RunMode.ASK)
+    denied.terminal_ready(remembered_permission=None)
     denied.deny(remember=True)
     assert turn.remembered_permission("fs_modify_file") == "n"
     third, step = _call(turn, "call_3", run_mode=RunMode.ASK)
@@ -404,6 +422,7 @@ def test_skip_really_skips_and_r_gives_a_reason() -> None:
     assert not any(isinstance(e, RunTool) for e in step.effects)
     assert step.records[0].content == "Tool skipped by configuration."  # type: ignore[attr-defined]
     asked, _ = _call(TurnState(), run_mode=RunMode.ASK)
+    asked.terminal_ready(remembered_permission=None)
     reason = asked.deny(reason="use git instead")
     assert reason.records[0].content == "Tool skipped by user: use git instead"  # type: ignore[attr-defined]
 
@@ -418,6 +437,7 @@ def test_ask_without_a_terminal_runs_the_tool() -> None:
 def test_edited_arguments_are_what_the_tool_runs_with() -> None:
     """Arguments edited at the permission prompt replace the model's for every run."""
     call, _ = _call(TurnState(), run_mode=RunMode.ASK)
+    call.terminal_ready(remembered_permission=None)
     step = call.permit(arguments={"path": "b"})
     assert _run_effect(step).arguments == {"path": "b"}
     asked = _ask(call, APPLY, InquiryFacts(terminal=True, static_answer=StaticAnswer(value=True)))
