@@ -88,6 +88,7 @@ from coordinator._scenario import load_scenario
 from coordinator._scripted_backend import ScriptedInquiryBackend
 from coordinator._store import Conversation, load_conversation, save_conversation
 from coordinator._terminal import TerminalPrompter, TerminalUnavailableError, printable
+from coordinator._toml_fields import name_key
 from coordinator._tool_coordinator import ToolCoordinator
 from machines import (
     Answered,
@@ -484,6 +485,10 @@ def _backend(
     try:
         backend = backend_from_config(config, tools=scenario.definitions)
     except ProviderConfigError as error:
+        if error.tool is not None:
+            origin = str(scenario.path)
+            key = name_key(origin, "tools", error.tool, what="a tool name")
+            raise ConfigError(origin, key, error.problem) from None
         if options.backend is not None:
             key = f"--{error.key.replace('_', '-')}" if error.key else "--backend"
             raise RunError(f"{key}: {error.problem}") from None

@@ -194,6 +194,20 @@ def test_a_missing_key_names_the_configured_variable(monkeypatch: pytest.MonkeyP
         backend_from_config({**BASE, "api_key_env": "NOWHERE_KEY"})
 
 
+@pytest.mark.parametrize("name", ["fs.read", "two words", "x" * 65, "caf\u00e9"])
+def test_a_tool_name_the_providers_refuse_is_named(name: str) -> None:
+    """Every tool goes to the provider: a name its API refuses is refused here, naming it."""
+    tool = ToolDefinition(name=name, parameters={"type": "object"})
+    with pytest.raises(ProviderConfigError) as caught:
+        backend_from_config(BASE, tools=[tool], api_key="sk-passed-in")
+    assert caught.value.tool == name
+    assert caught.value.key is None
+    assert str(caught.value).startswith(f"tool {name!r}: every tool is sent to ")
+    assert "1 to 64" in caught.value.problem
+    allowed = ToolDefinition(name="fs_read-2" + "x" * 55, parameters={"type": "object"})
+    backend_from_config(BASE, tools=[allowed], api_key="sk-passed-in")
+
+
 def test_a_reserved_tool_name_is_refused() -> None:
     """An embedder tool that pretends to be answer_inquiry is refused."""
     impostor = ToolDefinition(name=ANSWER_INQUIRY, parameters={"type": "object"})

@@ -143,6 +143,28 @@ def test_the_scenarios_backend_answers_when_the_answers_file_has_no_model(
     assert "scenario-model (from the scenario)" in out
 
 
+def test_a_tool_name_the_provider_refuses_is_named_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotted tool name and a real provider: the scenario's tool is named, nothing is run."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    tour = tmp_path / "tour"
+    shutil.copytree(TOUR, tour)
+    scenario = tour / "scenario.toml"
+    text = scenario.read_text().replace("[tools.lint", '[tools."code.lint"')
+    scenario.write_text(text.replace('tool = "lint"', 'tool = "code.lint"'))
+    answers = write(tmp_path / "person.toml", PERSON)
+    directory = tmp_path / "conversation"
+    status, _, err = cli(
+        "run", scenario, "--answers", answers, "--conversation", directory,
+        "--backend", "anthropic", "--model", "m", "--base-url", "http://127.0.0.1:9",
+        capsys=capsys,
+    )  # fmt: skip
+    assert status == 2
+    assert f'{scenario}: tools."code.lint": every tool is sent to anthropic' in err
+    assert not directory.exists()
+
+
 def test_a_failing_provider_is_a_backend_error_on_the_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ environment variable the mapping names (or passed in by the caller).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from coordinator._providers._tools import ToolDefinition
 
 __all__ = ["CONFIG_KEYS", "backend_from_config", "check_backend_config"]
+
+#: A tool name both APIs accept (Anthropic's and OpenAI's rule are the same).
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 _PROVIDERS = ("anthropic", "openai")
 _DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -183,6 +187,13 @@ def backend_from_config(
     # so an error never leaves a client behind unclosed.
     enabled = tuple(tools)
     turn_tools(enabled)
+    for tool in enabled:
+        if not _TOOL_NAME.fullmatch(tool.name):
+            raise ProviderConfigError(
+                f"every tool is sent to {settings.provider}, whose API takes a tool name of "
+                "letters, digits, '_' and '-' only, 1 to 64 of them",
+                tool=tool.name,
+            )
     adapter: ProviderAdapter
     if settings.provider == "anthropic":
         from coordinator._providers._anthropic import (  # noqa: PLC0415 - load one SDK only

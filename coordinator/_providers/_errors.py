@@ -47,13 +47,19 @@ class ProviderError(CoordinatorError):
 
 
 class ProviderConfigError(CoordinatorError, ValueError):
-    """A provider cannot be set up; ``key`` names the configuration key at fault."""
+    """A provider cannot be set up; ``key`` names the configuration key at fault.
 
-    def __init__(self, problem: str, *, key: str | None = None) -> None:
-        """Name the key (when there is one) and the problem."""
+    ``tool`` names the tool at fault instead, when the problem is a tool the
+    provider would refuse (its name).
+    """
+
+    def __init__(self, problem: str, *, key: str | None = None, tool: str | None = None) -> None:
+        """Name the key or the tool (when there is one) and the problem."""
         self.key = key
+        self.tool = tool
         self.problem = problem
-        super().__init__(f"{key}: {problem}" if key is not None else problem)
+        where = key if key is not None else (f"tool {tool!r}" if tool is not None else None)
+        super().__init__(f"{where}: {problem}" if where is not None else problem)
 
 
 def redact(text: str, *secrets: str | None) -> str:
