@@ -61,6 +61,7 @@ from coordinator._prompting import Deny, PermissionAnswer, PromptCancelled, Ques
 from coordinator._store import save_conversation
 from machines import (
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_QUESTIONS,
     AskAssistant,
     CompleteTool,
     InquiryRequest,
@@ -171,6 +172,10 @@ class ToolCoordinator:
     questions for the model. ``autosave`` (by default, whether the
     conversation was loaded from or saved to a directory) saves the
     conversation before each question is shown or sent, and after each batch.
+    ``max_attempts`` bounds how often one call's tool may ask the same
+    question, ``max_questions`` how many it may ask in all (a tool may make
+    up a new id each run): the question past either is recorded, closed as
+    ``attempts_exhausted``, and the call fails telling the model why.
     ``on_record`` is called with each entry as it is appended (to show
     progress; it never sees a secret, since none is recorded). Should it
     raise, it is not called again in that batch; the batch stops as on
@@ -190,6 +195,7 @@ class ToolCoordinator:
         terminal: bool | None = None,
         autosave: bool | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_questions: int = DEFAULT_MAX_QUESTIONS,
         system_parts: Sequence[str] = (),
         on_record: Callable[[EventEntry], None] | None = None,
     ) -> None:
@@ -204,6 +210,7 @@ class ToolCoordinator:
             raise ValueError("a terminal needs a prompter to ask the person at it")
         self.autosave = conversation.path is not None if autosave is None else autosave
         self.max_attempts = max_attempts
+        self.max_questions = max_questions
         if isinstance(system_parts, str):
             # A str is a sequence of strings too: it would become one part per character.
             raise TypeError("system_parts must be a sequence of strings, not a str: pass (text,)")
@@ -256,6 +263,7 @@ class ToolCoordinator:
                     remembered_permission=self._turn.remembered_permission(request.name),
                     available=request.name in self.tools,
                     max_attempts=self.max_attempts,
+                    max_questions=self.max_questions,
                 )
                 batch.calls.append(call)
                 self._apply(batch, index, step)

@@ -68,6 +68,7 @@ from machines._secret import SecretValue
 from machines._table import Fired, Guard, Row, Step, TableMachine
 from machines._tool_call_machine import (
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_QUESTIONS,
     TOOL_CALL_MACHINE,
     TOOL_CALL_ROWS,
     RunMode,
@@ -84,6 +85,7 @@ MACHINES: tuple[TableMachine[Any, Any], ...] = (
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_MAX_QUESTIONS",
     "INQUIRY_MACHINE",
     "INQUIRY_ROWS",
     "MACHINES",

@@ -27,9 +27,10 @@ Rules:
 5. A static answer that does not fit the question is not applied:
    ``invalid_static_answer``, and the tool is told which question, what was
    configured and what was expected.
-6. A question the tool call may not ask again (``exhausted_after``, set by
-   the tool-call machine) is still recorded, then closed at once as
-   ``attempts_exhausted``: the stream holds every question a tool asked.
+6. A question the tool call may not ask (``exhausted``, set by the
+   tool-call machine: the same question too often, or too many questions) is
+   still recorded, then closed at once as ``attempts_exhausted``: the stream
+   holds every question a tool asked.
 7. Only the person's answer can be remembered for the turn (their ``Y`` or
    ``N``); an answer from the model that asks to be is refused.
 """
@@ -57,7 +58,6 @@ from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines._turn_state import CachedAnswer, TurnState
 from machines.validators import is_json, of_type, optional_of_type
 from machines.wording import (
-    attempts_exhausted,
     backend_failed,
     invalid_static_answer,
     secret_for_assistant,
@@ -119,9 +119,9 @@ class InquiryFacts:
 
     ``cached_answer`` is what the turn cache holds for the question (the
     driver asks :meth:`TurnState.remembered_tool_answer`, which never returns
-    one for a secret). ``exhausted_after`` is set by the tool-call machine, not
-    the driver: the number of answers the question already had in this call
-    when the tool asked it once more than it may.
+    one for a secret). ``exhausted`` is set by the tool-call machine, not the
+    driver, when the tool call may not ask this question: why, in the words
+    the tool is told.
     """
 
     # Typed on the way in: the resolve rows' guards cover every Target and
@@ -135,7 +135,7 @@ class InquiryFacts:
     cached_answer: CachedAnswer | None = attrs.field(
         default=None, validator=optional_of_type(CachedAnswer)
     )
-    exhausted_after: int | None = attrs.field(default=None, validator=optional_of_type(int))
+    exhausted: str | None = attrs.field(default=None, validator=optional_of_type(str))
 
 
 class Inquiry:
@@ -277,8 +277,8 @@ def _g(name: str, description: str, test: Any) -> Guard[Inquiry]:
 
 EXHAUSTED = _g(
     "exhausted",
-    "the tool call may not ask this question again",
-    lambda m, _: m.facts.exhausted_after is not None,
+    "the tool call may ask no more (this question too often, or too many)",
+    lambda m, _: m.facts.exhausted is not None,
 )
 HAS_CACHED = _g(
     "cached",
@@ -378,11 +378,7 @@ def _cancelled(m: Inquiry, out: Out, reason: CancellationReason, failure: str | 
 
 
 def _give_up(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
-    answers = m.facts.exhausted_after
-    if answers is None:  # pragma: no cover - the guard checked
-        raise AssertionError("exhausted row without a count")
-    failure = attempts_exhausted(m.tool_name, m.question, answers)
-    _cancelled(m, out, CancellationReason.ATTEMPTS_EXHAUSTED, failure)
+    _cancelled(m, out, CancellationReason.ATTEMPTS_EXHAUSTED, m.facts.exhausted)
 
 
 def _deny_secret_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:

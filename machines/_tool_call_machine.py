@@ -19,8 +19,9 @@ Rules:
 2. Answers are keyed by the bare question id, latest wins, and are exactly
    what the next run of the tool receives. Nothing is pre-seeded: a tool sees
    a static answer only after it asked (RFD 082 "Pre-seed removal").
-3. A tool that asks the same question more than ``max_attempts`` times
-   fails with a tool-level error instead of looping. That last question is
+3. A tool that asks the same question more than ``max_attempts`` times, or
+   more than ``max_questions`` questions in all, fails with a tool-level
+   error instead of looping (a tool may make up a new question id each run). That last question is
    recorded and closed as ``attempts_exhausted`` by its inquiry like any
    other (RFD 082 records every question a tool asks), never routed.
 4. Permission decisions are remembered only in
@@ -49,6 +50,8 @@ from machines.wording import (
     SKIPPED_BY_CONFIGURATION,
     SKIPPED_BY_USER,
     SKIPPED_REMEMBERED,
+    attempts_exhausted,
+    questions_exhausted,
     skipped_with_reason,
     unavailable,
 )
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_MAX_QUESTIONS",
     "TOOL_CALL_MACHINE",
     "TOOL_CALL_ROWS",
     "RunMode",
@@ -72,6 +76,8 @@ __all__ = [
 
 #: How many times a tool may ask the same question in one tool call.
 DEFAULT_MAX_ATTEMPTS = 8
+#: How many questions in all a tool may ask in one tool call.
+DEFAULT_MAX_QUESTIONS = 64
 
 
 class ToolCallState(enum.Enum):
@@ -111,6 +117,7 @@ class ToolCall:
         "inquiries",
         "inquiry",
         "max_attempts",
+        "max_questions",
         "request",
         "response",
         "run_mode",
@@ -127,10 +134,13 @@ class ToolCall:
         run_mode: RunMode,
         terminal: bool,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_questions: int = DEFAULT_MAX_QUESTIONS,
     ) -> None:
         """A tool call not yet begun (state ``new``)."""
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        if max_questions < 1:
+            raise ValueError(f"max_questions must be at least 1, not {max_questions}")
         self.state = ToolCallState.NEW
         self.buffer = StepBuffer()
         self.turn = turn
@@ -139,6 +149,7 @@ class ToolCall:
         self.run_mode = run_mode
         self.terminal = terminal
         self.max_attempts = max_attempts
+        self.max_questions = max_questions
         self.answers: dict[str, ToolAnswer] = {}
         self.asked: Counter[str] = Counter()
         self.inquiry: Inquiry | None = None
@@ -156,6 +167,7 @@ class ToolCall:
         remembered_permission: PermissionDecision | None,
         available: bool = True,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_questions: int = DEFAULT_MAX_QUESTIONS,
     ) -> tuple[ToolCall, Step]:
         """Decide permission as far as possible without asking anyone.
 
@@ -168,6 +180,7 @@ class ToolCall:
             run_mode=run_mode,
             terminal=terminal,
             max_attempts=max_attempts,
+            max_questions=max_questions,
         )
         return call, call._fire("begin", remembered=remembered_permission, available=available)
 
@@ -409,9 +422,11 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     m.answers = dict(payload["accumulated"])
     facts: InquiryFacts = payload["facts"]
     answers = m.asked[question.id]
+    # The inquiry records a question it may not ask and closes it at once (its first row).
     if answers >= m.max_attempts:
-        # The inquiry records the question and closes it at once (its first row).
-        facts = attrs.evolve(facts, exhausted_after=answers)
+        facts = attrs.evolve(facts, exhausted=attempts_exhausted(m.name, question, answers))
+    elif (total := m.asked.total()) >= m.max_questions:
+        facts = attrs.evolve(facts, exhausted=questions_exhausted(m.name, total))
     m.asked[question.id] += 1
     inquiry = Inquiry(
         turn=m.turn,

@@ -27,6 +27,7 @@ __all__ = [
     "attempts_exhausted",
     "backend_failed",
     "invalid_static_answer",
+    "questions_exhausted",
     "secret_for_assistant",
     "secret_without_terminal",
     "skipped_with_reason",
@@ -106,4 +107,12 @@ def attempts_exhausted(tool_name: str, question: Question, attempts: int) -> str
     return (
         f"The tool '{tool_name}' asked question '{question.id}' (\"{question.text}\") again "
         f"after {attempts} answers; stopping here so it cannot loop forever."
+    )
+
+
+def questions_exhausted(tool_name: str, questions: int) -> str:
+    """A tool kept asking new questions."""
+    return (
+        f"The tool '{tool_name}' asked another question after {questions} answers in this "
+        "call; stopping here so it cannot loop forever."
     )

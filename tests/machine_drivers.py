@@ -80,7 +80,7 @@ class InquiryCase:
             target=self.target,
             static_answer=static,
             cached_answer=cached,
-            exhausted_after=8 if self.exhausted else None,
+            exhausted="asked too often" if self.exhausted else None,
         )
 
     def make(self, turn: TurnState | None = None) -> Inquiry:

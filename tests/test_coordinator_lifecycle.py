@@ -382,6 +382,29 @@ def test_a_tool_asking_once_too_often_has_that_question_recorded_and_closed(
     assert_invariants(conversation)
 
 
+def test_a_tool_asking_too_many_questions_is_stopped(tmp_path: Path) -> None:
+    """Past max_questions the next question is recorded, closed, and the call fails."""
+    conversation = conversation_on_disk(tmp_path)
+    questions = [Question.boolean(f"step_{n}", f"Do step {n}?") for n in range(1, 6)]
+    prompter = ScriptedPrompter().answer(value=True).answer(value=True)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": executor(AskingTool(questions))},
+        config=UNATTENDED,
+        prompter=prompter,
+        max_questions=2,
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert len(prompter.shown) == 2
+    assert _requests(conversation) == ["call_1.step_1.1", "call_1.step_2.1", "call_1.step_3.1"]
+    assert _responses(conversation)[-1] == Cancelled(
+        id="call_1.step_3.1", reason=CancellationReason.ATTEMPTS_EXHAUSTED
+    )
+    assert response.is_error
+    assert "asked another question after 2 answers" in response.content
+    assert_invariants(conversation)
+
+
 def test_a_resumed_turn_never_reuses_recorded_ids(tmp_path: Path) -> None:
     """A coordinator started on a turn that already holds call_1.apply.1 continues at .2."""
     conversation = conversation_on_disk(tmp_path)

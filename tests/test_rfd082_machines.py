@@ -315,6 +315,25 @@ def test_a_tool_that_keeps_asking_stops_after_max_attempts() -> None:
     assert requests == responses == ["call_1.apply.1", "call_1.apply.2", "call_1.apply.3"]
 
 
+def test_a_tool_that_keeps_asking_new_questions_stops_after_max_questions() -> None:
+    """A tool making up a new question id each run is stopped too, the last one recorded."""
+    call, _ = _call(TurnState(), max_questions=3)
+    for number in range(1, 4):
+        _shown(call, Question.boolean(f"q{number}", "Go on?"))
+        call.answer(f"call_1.q{number}.1", value=True)
+    final = _ask(call, Question.boolean("q4", "Go on?"))
+    assert call.state is ToolCallState.FAILED
+    assert [type(r).__name__ for r in final.records] == [
+        "InquiryRequest",
+        "Cancelled",
+        "ToolCallResponse",
+    ]
+    assert final.records[1] == Cancelled(
+        id="call_1.q4.1", reason=CancellationReason.ATTEMPTS_EXHAUSTED
+    )
+    assert "asked another question after 3 answers" in final.records[2].content  # type: ignore[attr-defined]
+
+
 def test_no_static_answer_is_pre_seeded() -> None:
     """The first run of a tool gets no answers; a static answer arrives only after it asks."""
     call, begun = _call(TurnState())
