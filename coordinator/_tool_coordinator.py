@@ -28,10 +28,13 @@ Rules:
 4. A secret answer is revealed only inside the executor. Should a tool echo
    one back (in its output, an error, or a question's text, context,
    options or default), it is replaced by ``<secret>`` before anything is
-   recorded: as it is, and as JSON or ``repr()`` would have escaped it, the
-   longest first, so a secret holding another is masked whole. A question
-   whose id holds a secret cannot be masked (the tool matches answers by
-   it), so its tool call fails instead.
+   recorded: as it is, as JSON (orjson's, Python's ASCII, Go's HTML-safe)
+   or ``repr()`` would have escaped it, and escaped twice so (a wrapper
+   encoding a traceback that quoted it), and URL-encoded; the longest first,
+   so a secret holding another is masked whole. An option or default masked
+   so is recorded, shown and sent masked; the tool gets back the one it
+   offered. A question whose id holds a secret cannot be masked (the tool
+   matches answers by it), so its tool call fails instead.
 5. A fresh :class:`~machines.TurnState` begins with each turn of the stream
    (a new ``turn_start``); ids of inquiries the turn already holds, say after
    a restart, are never reused.
@@ -42,8 +45,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import urllib.parse
 from collections import deque
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import attrs
 import orjson
@@ -65,6 +70,7 @@ from machines import (
     AskAssistant,
     CompleteTool,
     InquiryRequest,
+    InquirySource,
     InvalidAnswerError,
     JsonValue,
     MachineError,
@@ -82,9 +88,10 @@ from machines import (
     ToolCallState,
     TurnState,
 )
+from machines.validators import is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Coroutine, Iterable, Sequence
 
     from coordinator._backend import InquiryBackend
     from coordinator._executors import Executor
@@ -220,6 +227,8 @@ class ToolCoordinator:
         self._turn_key: object = None
         # Each spelling of each secret answer revealed this turn, longest first.
         self._masks: tuple[SecretValue, ...] = ()
+        # Per (tool call, question): masked option or default -> what the tool offered.
+        self._originals: dict[tuple[str, str], dict[str, SecretValue]] = {}
         self._batch: _Batch | None = None
 
     @property
@@ -319,6 +328,7 @@ class ToolCoordinator:
         self._turn = TurnState(recorded_ids=recorded)
         self._turn_key = key
         self._masks = ()
+        self._originals = {}
 
     # ----------------------------------------------------------- effects
 
@@ -343,7 +353,7 @@ class ToolCoordinator:
     def _perform(self, batch: _Batch, index: int, effect: object) -> None:
         if isinstance(effect, RunTool):
             self._add_masks(v for v in effect.answers.values() if isinstance(v, SecretValue))
-            self._spawn(batch, self._execute(batch, index, effect))
+            self._spawn(batch, self._execute(batch, index, self._unmasked_answers(effect)))
         elif isinstance(effect, QueuePermissionPrompt | QueueQuestion):
             batch.waiting.append((index, effect))
             self._pump(batch)
@@ -508,11 +518,12 @@ class ToolCoordinator:
             if type(result.content) is not str or type(result.is_error) is not bool:
                 return self._tool_failed(call, "its executor returned a malformed Completed")
             return call.completed(self._scrub(result.content), is_error=result.is_error)
-        if not isinstance(result, NeedsInput) or not isinstance(result.question, Question):
+        problem = _not_needs_input(result)
+        if problem is not None:
             # The executor broke its protocol: only its own call fails.
-            what = type(result).__name__
-            return self._tool_failed(call, f"its executor returned {what}, not a result")
-        question = self._scrub_question(result.question)
+            return self._tool_failed(call, f"its executor returned {problem}")
+        result = cast("NeedsInput", result)
+        question = self._scrub_question(call.id, result.question)
         if isinstance(question, str):
             return self._tool_failed(call, question)
         facts = self.config.facts(call.name, question, terminal=self.terminal, turn=self._turn)
@@ -606,35 +617,61 @@ class ToolCoordinator:
             text = text.replace(mask.reveal(), _MASK)
         return text
 
-    def _scrub_question(self, question: Question) -> Question | str:
-        """``question`` with every secret masked, or why it cannot be asked."""
+    def _scrub_question(self, call_id: str, question: Question) -> Question | str:
+        """``question`` with every secret masked, or why it cannot be asked.
+
+        An option or default that had to be masked is what the record, the
+        person and the model see; the tool offered the original, and gets it
+        back when that is the answer (:meth:`_unmasked_answers`).
+        """
+        self._originals.pop((call_id, question.id), None)
         if not self._masks:
             return question
         if self._scrub(question.id) != question.id:
             return f"its question's id echoes a secret answer ({self._scrub(question.id)!r})"
         answer_type = question.answer_type
-        options = tuple(
-            attrs.evolve(
-                option,
-                value=self._scrub(option.value),
-                description=option.description and self._scrub(option.description),
+        originals: dict[str, SecretValue] = {}
+        options = []
+        for option in answer_type.options:
+            masked = self._scrub(option.value)
+            if masked != option.value:
+                originals[masked] = SecretValue(option.value)
+            options.append(
+                attrs.evolve(
+                    option,
+                    value=masked,
+                    description=option.description and self._scrub(option.description),
+                )
             )
-            for option in answer_type.options
-        )
         default = question.default
+        if isinstance(default, str) and (masked_default := self._scrub(default)) != default:
+            originals[masked_default] = SecretValue(default)
+            default = masked_default
         try:
-            return attrs.evolve(
+            scrubbed = attrs.evolve(
                 question,
                 text=self._scrub(question.text),
                 context=self._scrub(question.context) if question.context is not None else None,
                 # Options and default are masked alike, so a default stays among the options.
-                default=self._scrub(default) if isinstance(default, str) else default,
+                default=default,
                 answer_type=answer_type
-                if options == answer_type.options
-                else attrs.evolve(answer_type, options=options),
+                if tuple(options) == answer_type.options
+                else attrs.evolve(answer_type, options=tuple(options)),
             )
         except (ValueError, MachineError) as error:  # say, two options alike once masked
             return f"its question {question.id!r} cannot be asked without a secret: {error}"
+        if originals:
+            self._originals[call_id, question.id] = originals
+        return scrubbed
+
+    def _unmasked_answers(self, effect: RunTool) -> RunTool:
+        """``effect`` with each masked option or default chosen turned back into the tool's."""
+        answers = dict(effect.answers)
+        for question_id, answer in effect.answers.items():
+            originals = self._originals.get((effect.tool_call_id, question_id))
+            if originals and isinstance(answer, str) and answer in originals:
+                answers[question_id] = originals[answer].reveal()
+        return attrs.evolve(effect, answers=answers) if answers != effect.answers else effect
 
 
 def _raise_observer_error(batch: _Batch) -> None:
@@ -658,17 +695,59 @@ def _stopping() -> bool:
 def _spellings(secret: str) -> set[str]:
     """How ``secret`` may appear in what a tool wrote: as it is, or escaped.
 
-    A tool's error may have been encoded as JSON (by the local tools'
-    wrapper with ``orjson``, or by a Python tool with ``json.dumps``, which
-    escapes non-ASCII too) or quote the value with ``repr()``; each escape
-    works character by character, so the escaped secret is a substring of
-    the escaped text around it.
+    A tool's text may hold the value encoded as JSON (by ``orjson``, by
+    Python's ``json.dumps``, which escapes non-ASCII too, or by Go, which
+    also escapes ``&``, ``<`` and ``>``), quoted with ``repr()``, or put in a
+    URL; and then be escaped once more (the local tools' wrapper encodes a
+    tool's error output as JSON, so a traceback quoting ``repr(token)`` is
+    escaped twice). Each escape works character by character, so the
+    escaped secret is a substring of the escaped text around it.
     """
-    quoted = repr(secret)[1:-1]
-    return {
-        secret,
-        orjson.dumps(secret).decode()[1:-1],
-        json.dumps(secret)[1:-1],
-        quoted,
-        quoted.replace("'", "\\'"),
-    }
+    once = {escape(secret) for escape in _ESCAPES}
+    twice = {escape(spelling) for spelling in once for escape in _ESCAPES}
+    return {secret, urllib.parse.quote(secret, safe=""), *once, *twice}
+
+
+def _orjson(text: str) -> str:
+    return orjson.dumps(text).decode()[1:-1]
+
+
+def _ascii_json(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def _html_safe_json(text: str) -> str:
+    # Go's encoding/json default.
+    escaped = _orjson(text).replace("&", "\\u0026").replace("<", "\\u003c")
+    return (
+        escaped.replace(">", "\\u003e").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
+
+
+def _repr(text: str) -> str:
+    return repr(text)[1:-1]
+
+
+def _repr_single_quoted(text: str) -> str:
+    # repr() chooses double quotes for a value holding a single quote; inside
+    # a larger single-quoted repr the quote is escaped instead.
+    return _repr(text).replace("'", "\\'")
+
+
+_ESCAPES = (_orjson, _ascii_json, _html_safe_json, _repr, _repr_single_quoted)
+
+
+def _not_needs_input(result: object) -> str | None:
+    """What keeps ``result`` from being a well-formed NeedsInput (an executor returns anything)."""
+    if not isinstance(result, NeedsInput) or not isinstance(result.question, Question):
+        return f"{type(result).__name__}, not a result"
+    answers: object = result.accumulated_answers
+    if not isinstance(result.source, InquirySource) or not (
+        isinstance(answers, Mapping)
+        and all(
+            type(key) is str and (isinstance(value, SecretValue) or is_json(value))
+            for key, value in answers.items()
+        )
+    ):
+        return "a malformed NeedsInput"
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
 from typing import TYPE_CHECKING
 
 import orjson
@@ -28,13 +29,16 @@ from coordinator._executors import (
     Completed,
     ExecutorResult,
     Failure,
+    NeedsInput,
     Success,
 )
 from coordinator._prompting import QuestionAnswer, ScriptedPrompter
 from coordinator._tool_coordinator import ToolCoordinator
 from machines import (
+    Answered,
     Cancelled,
     InquiryRequest,
+    InquirySource,
     JsonValue,
     Question,
     ShowQuestion,
@@ -338,6 +342,123 @@ def test_a_secret_echoed_escaped_is_masked(tmp_path: Path, how: str, secret: str
     assert_invariants(conversation, [secret])
 
 
+class EchoTwice(BuiltinTool):
+    """Asks for a token, then fails with an error body that escapes it again (or in a URL)."""
+
+    def __init__(self, how: str) -> None:
+        """``how``: "repr-in-json", "json-in-json", "go" or "url"."""
+        self.how = how
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """Ask for the token; then report it the way ``how`` says."""
+        del arguments
+        if "token" not in answers:
+            return Ask(TOKEN)
+        token = str(answers["token"])
+        body = {
+            # A Python traceback quoting repr(token), wrapped as JSON by a caller.
+            "repr-in-json": lambda: orjson.dumps({"stderr": f"bad token {token!r}"}).decode(),
+            # A tool that printed its JSON request, wrapped as JSON again.
+            "json-in-json": lambda: orjson.dumps({"stdout": json.dumps({"t": token})}).decode(),
+            # Go's encoding/json: & < > escaped.
+            "go": lambda: (
+                json.dumps({"t": token})
+                .replace("&", "\\u0026")
+                .replace("<", "\\u003c")
+                .replace(">", "\\u003e")
+            ),
+            "url": lambda: "GET https://x.test/deploy?token=" + urllib.parse.quote(token, safe=""),
+        }[self.how]()
+        return Failure(body)
+
+
+@pytest.mark.parametrize("how", ["repr-in-json", "json-in-json", "go", "url"])
+@pytest.mark.parametrize(
+    "secret", ["C:\\keys\\prod", 'p"ss\\w0rd', "cl\u00e9-secr\u00e8te", "a&b<c>d e"]
+)
+def test_a_secret_escaped_twice_or_put_in_a_url_is_masked(
+    tmp_path: Path, how: str, secret: str
+) -> None:
+    """Escaped once by the tool and again by a wrapper, or URL-encoded: still masked."""
+    conversation = conversation_on_disk(tmp_path)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"deploy": executor(EchoTwice(how))},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(secret),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert "<secret>" in response.content
+    decoded = orjson.loads(response.content) if response.content.startswith("{") else None
+    shown = json.dumps(decoded) + str(decoded) if decoded is not None else response.content
+    for text in (response.content, shown, urllib.parse.unquote(response.content)):
+        assert secret not in text
+    assert secret not in _decoded_stream(conversation)
+    assert_invariants(conversation, [secret])
+
+
+class OffersVersions(BuiltinTool):
+    """Asks for a PIN, then which version to deploy, offering versions the PIN is part of."""
+
+    def __init__(self) -> None:
+        """Remember what each run received."""
+        self.runs: list[dict[str, JsonValue]] = []
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """The PIN; then the version (the default a version too); then what was chosen."""
+        del arguments
+        self.runs.append({k: v for k, v in answers.items() if k != "pin"})
+        if "pin" not in answers:
+            return Ask(PIN)
+        versions = ["2024.1.0", "2024.2.0"]
+        if "version" not in answers:
+            return Ask(Question.select("version", "Which version?", versions, default=versions[0]))
+        if answers["version"] not in versions:
+            return Failure(f"unknown version {answers['version']}")
+        return Success(f"deployed {answers['version']}")
+
+
+def test_an_option_a_secret_is_part_of_is_recorded_masked_and_given_to_the_tool_whole(
+    tmp_path: Path,
+) -> None:
+    """PIN 2024, versions 2024.x offered: the record says <secret>.2.0, the tool gets 2024.2.0."""
+    conversation = conversation_on_disk(tmp_path)
+    prompter = ScriptedPrompter().answer("2024").answer("<secret>.2.0")
+    tool = OffersVersions()
+    coordinator = ToolCoordinator(
+        conversation, tools={"deploy": executor(tool)}, config=UNATTENDED, prompter=prompter
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert tool.runs[-1] == {"version": "2024.2.0"}
+    assert response == ToolCallResponse(id="c1", content="deployed <secret>.2.0", is_error=False)
+    shown = prompter.shown[-1]
+    assert isinstance(shown, ShowQuestion)
+    assert [o.value for o in shown.question.answer_type.options] == [
+        "<secret>.1.0",
+        "<secret>.2.0",
+    ]
+    assert shown.question.default == "<secret>.1.0"
+    assert payloads(conversation, Answered)[-1].answer == "<secret>.2.0"
+    assert "2024" not in _decoded_stream(conversation)
+    assert_invariants(conversation, ["2024"])
+
+
+def test_a_masked_default_taken_as_it_is_reaches_the_tool_whole(tmp_path: Path) -> None:
+    """Enter on a default that had to be masked: the tool gets the default it offered."""
+    conversation = conversation_on_disk(tmp_path)
+    prompter = ScriptedPrompter().answer("2024").answer("<secret>.1.0")
+    tool = OffersVersions()
+    coordinator = ToolCoordinator(
+        conversation, tools={"deploy": executor(tool)}, config=UNATTENDED, prompter=prompter
+    )
+    run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert tool.runs[-1] == {"version": "2024.1.0"}
+
+
 def test_a_secret_holding_another_is_masked_whole(tmp_path: Path) -> None:
     """The PIN 4711 inside the token ghp_4711_Zq8v: the token is masked whole, not around it."""
     conversation = conversation_on_disk(tmp_path)
@@ -412,6 +533,22 @@ class Malformed:
         (None, "its executor returned NoneType, not a result"),
         ({"content": "ok"}, "its executor returned dict, not a result"),
         (Completed(content=None), "its executor returned a malformed Completed"),  # type: ignore[arg-type]
+        (
+            NeedsInput(question=APPLY, source="assistant", accumulated_answers={}),  # type: ignore[arg-type]
+            "its executor returned a malformed NeedsInput",
+        ),
+        (
+            NeedsInput(question=APPLY, source=InquirySource.tool("bad"), accumulated_answers=None),  # type: ignore[arg-type]
+            "its executor returned a malformed NeedsInput",
+        ),
+        (
+            NeedsInput(
+                question=APPLY,
+                source=InquirySource.tool("bad"),
+                accumulated_answers={1: True},  # type: ignore[dict-item]
+            ),
+            "its executor returned a malformed NeedsInput",
+        ),
     ],
 )
 def test_an_executor_returning_what_it_must_not_fails_only_its_call(
