@@ -26,6 +26,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.orjson import make_converter
 from cattrs.v import format_exception
 
+from coordinator._json_read import holds_wide_float, note_wide_floats
 from coordinator._slots import record_builder
 from coordinator._storage_fields import decode_field, decode_object
 from machines import (
@@ -96,6 +97,20 @@ def _json_type(value: object) -> str:
     names = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
     names |= {dict: "an object", list: "an array", type(None): "null"}
     return names.get(type(value), type(value).__name__)
+
+
+#: The types of parsed JSON that can be, or hold, a float.
+_FREE_FORM: Final = frozenset({float, dict, list})
+
+
+def _note_wide_floats_in(value: Any) -> None:
+    """Note a float beyond 64 bits in ``value``, a free-form value read from the wire.
+
+    The values of a record the readers look at anyway: a float that large may
+    be an integer ``orjson`` could not read exactly (see coordinator._json_read).
+    """
+    if holds_wide_float(value):
+        note_wide_floats()
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -224,11 +239,17 @@ def _structure_response(value: Any, _: Any) -> InquiryResponse:
         # Pre-082 writers only ever recorded answers, as a flat {id, answer}.
         if "answer" not in data:
             raise WireError("inquiry_response has neither an 'outcome' nor an 'answer'")
-        return _new_answered(data.get("id"), data["answer"])
+        answer = data["answer"]
+        if type(answer) in _FREE_FORM:
+            _note_wide_floats_in(answer)
+        return _new_answered(data.get("id"), answer)
     if outcome == "answered":
         if "answer" not in data:
             raise WireError("an answered inquiry_response has no 'answer'")
-        return _new_answered(data.get("id"), data["answer"])
+        answer = data["answer"]
+        if type(answer) in _FREE_FORM:
+            _note_wide_floats_in(answer)
+        return _new_answered(data.get("id"), answer)
     if outcome == "cancelled":
         # A missing reason is the conservative `user`: every other reason needs
         # the engine itself to have written it.
@@ -373,7 +394,10 @@ def _structure_chat_response(data: dict[str, Any]) -> ChatResponse:
     if len(present) != 1:
         raise WireError("a chat_response needs exactly one of 'message', 'reasoning', 'data'")
     key, kind = present[0]
-    return _new_chat_response(kind, data[key])
+    content = data[key]
+    if type(content) is not str:
+        _note_wide_floats_in(content)
+    return _new_chat_response(kind, content)
 
 
 #: A turn marker has no fields: one immutable instance serves every turn.
@@ -427,6 +451,8 @@ def _fast_chat_request(data: dict[str, Any]) -> Event | None:
         return None
     if not _optional_string(author):
         return None
+    if schema is not None:
+        _note_wide_floats_in(schema)
     return _new_chat_request(content, schema, author)
 
 
@@ -458,6 +484,9 @@ def _fast_inquiry_request(data: dict[str, Any]) -> Event | None:
 def _recorded_question(
     text: str, answer_type: Any, default: Any, question_id: str | None, context: str | None
 ) -> InquiryQuestion:
+    # Reached by few questions (a select, a secret, a default not plain): a
+    # float beyond 64 bits is looked for here, not on the shared fast path.
+    _note_wide_floats_in([answer_type, default])
     return InquiryQuestion(
         text=text,
         answer_type=_structure_answer_type(answer_type, None),

@@ -61,8 +61,25 @@ class EventEntry:
 
     @property
     def kind(self) -> str:
-        """The wire ``type`` tag."""
-        return EVENT_KINDS[type(self.payload)]
+        """The wire ``type`` tag (a subclass of a record has its record's)."""
+        try:
+            return _KINDS[type(self.payload)]
+        except KeyError:
+            return _subclass_kind(type(self.payload))
+
+
+#: The wire ``type`` tag of each payload type, the records' and, once seen,
+#: their subclasses'.
+_KINDS: dict[type, str] = dict(EVENT_KINDS)
+
+
+def _subclass_kind(payload_type: type) -> str:
+    # The validator admits a subclass of a record (by isinstance), pairing
+    # treats it as its record and the converter writes its record's fields,
+    # so it is written as its record: the nearest record in its MRO names it.
+    kind = next(EVENT_KINDS[base] for base in payload_type.__mro__ if base in EVENT_KINDS)
+    _KINDS[payload_type] = kind
+    return kind
 
 
 # The codec builds an entry for every event it loads; see coordinator._slots.

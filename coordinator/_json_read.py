@@ -14,23 +14,51 @@ deep for the wrapping, or not JSON) is parsed again as it is, which raises the
 error for the file's own offsets, or leaves the value to be written once to
 check it. The limits are those of the ``orjson`` installed, checked on first
 use; where they are not the ones above, every file takes that second path.
+
+``orjson`` also reads an integer beyond 64 bits (below ``-2**63`` or above
+``2**64 - 1``) as the nearest float, and would write it back as that float:
+``123456789012345678901234567890`` becomes ``1.2345678901234568e+29``. The
+parsed value cannot tell such an integer from a float written as one
+(``1e20``), and looking at every value of every load for one would cost a
+load a fifth of its time (scanning its text for long runs of digits, several
+percent). So the readers note a float that large where they look at values
+anyway (:func:`note_wide_floats`): every leaf of the storage fields
+(arguments, metadata), the free-form values of the records (a chat
+request's schema, a response's data, an answer, a question's default), and
+global and unknown entries whole, which are few. Only a file where one was
+noted is read again by the standard library, which keeps integers whole, to
+find the integer it was (:func:`integer_beyond_64_bits`). Not looked at: a key
+a newer writer added to an entry of a kind this build knows, which is kept
+and written back but read by no reader.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from typing import Any, BinaryIO
+import json
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "READ_BLOCK",
     "READ_DEPTH",
     "WRITE_DEPTH",
+    "WideFloats",
+    "holds_wide_float",
+    "integer_beyond_64_bits",
     "invalid_utf8",
+    "is_wide_float",
     "loads_wrapped",
     "loads_writable",
+    "note_wide_floats",
     "read_file",
+    "watch_wide_floats",
     "wrap",
     "writable",
 ]
@@ -240,3 +268,113 @@ def invalid_utf8(handle: BinaryIO, *, block: int = READ_BLOCK) -> str | None:
         carried = data[decoded:]
         if not chunk:
             return None
+
+
+# ------------------------------------------------------- integers beyond 64 bits
+
+#: The integers ``orjson`` reads exactly: from ``-2**63`` to ``2**64 - 1``.
+_SMALLEST_READ = -(2**63)
+_LARGEST_READ = 2**64 - 1
+#: The same bounds as floats (both are powers of two, so exact).
+_FLOAT_FLOOR = float(_SMALLEST_READ)
+_FLOAT_CEILING = float(_LARGEST_READ + 1)
+
+
+def is_wide_float(value: float) -> bool:
+    """Whether ``value`` is a float ``orjson`` could have read from an integer beyond 64 bits.
+
+    Every float that large is a whole number; a float in range came from a
+    float literal, as ``orjson`` reads every integer in range as an integer.
+    The floor itself counts: ``-2**63 - 1`` reads as the float ``-2.0**63``.
+    """
+    return not _FLOAT_FLOOR < value < _FLOAT_CEILING
+
+
+def holds_wide_float(value: Any) -> bool:
+    """Whether ``value``, a parsed JSON value, holds a float :func:`is_wide_float` names."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if is_wide_float(item):
+                return True
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
+
+
+class WideFloats:
+    """Whether a reader met a float :func:`is_wide_float` names, while it was watched."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen = False
+
+
+_watching: contextvars.ContextVar[WideFloats | None] = contextvars.ContextVar(
+    "watching_wide_floats", default=None
+)
+
+
+@contextlib.contextmanager
+def watch_wide_floats() -> Iterator[WideFloats]:
+    """Note, while in the block, whether :func:`note_wide_floats` was called."""
+    sightings = WideFloats()
+    token = _watching.set(sightings)
+    try:
+        yield sightings
+    finally:
+        _watching.reset(token)
+
+
+def note_wide_floats() -> None:
+    """Tell the watcher, if any, that a value read holds a float beyond 64 bits.
+
+    Called by a reader only when it meets one: the rare path.
+    """
+    sightings = _watching.get()
+    if sightings is not None:
+        sightings.seen = True
+
+
+def integer_beyond_64_bits(data: bytes) -> tuple[int | None, str] | None:
+    """Where the JSON text ``data`` holds an integer ``orjson`` cannot read exactly, if anywhere.
+
+    The entry's index when the text is an array of entries (``None`` when it is
+    not, or the integer is not inside one), and the key path to the integer,
+    dotted with ``[index]`` for array items (``""`` for the value itself).
+    ``None`` when every integer fits in 64 bits. The standard library reads
+    integers whole; this is the slow path, for a text where a reader noted a
+    float that large (it may have been written as a float).
+    """
+    value = json.loads(data)
+    if type(value) is list:
+        for index, entry in enumerate(value):
+            path = _integer_beyond_64_bits(entry)
+            if path is not None:
+                return index, path
+        return None
+    path = _integer_beyond_64_bits(value)
+    return None if path is None else (None, path)
+
+
+def _integer_beyond_64_bits(value: Any) -> str | None:
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        kind = type(item)
+        if kind is int:
+            if not _SMALLEST_READ <= item <= _LARGEST_READ:
+                return path
+        elif kind is dict:
+            # Reversed, so that the first key in the text is looked at first.
+            stack.extend(
+                (child, f"{path}.{key}" if path else key) for key, child in reversed(item.items())
+            )
+        elif kind is list:
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
+    return None

@@ -6,8 +6,37 @@ Theory of operation: an ``inquiry_request`` is closed by the
 them. Ids are only unique within a turn, and not even there in older files:
 legacy two-segment inquiry ids repeat when a tool re-asked a question, and
 some providers reuse synthetic tool-call ids across cycles. So pairing is by
-id, then by order: a response pairs with the earliest request of its id that
-precedes it in the same turn and is still unpaired (first in, first out).
+id, then by *cycle*, then by order.
+
+A turn runs in cycles: the model responds (its ``chat_response`` entries,
+then the tool calls it makes), the calls run (asking their inquiries), their
+responses are recorded, and the model responds again. Two requests of one id
+in *different* cycles are different questions, so a request still open when
+its id is asked again in a later cycle can never be answered: the later
+request takes the id's next response, and the earlier one stays pending (a
+backend that failed in cycle 1 leaves its request open; cycle 2 reuses the
+tool-call id and asks again; cycle 2's answer must not close cycle 1's
+request). Two requests of one id in the *same* cycle (parallel calls sharing
+a synthetic id; a legacy question asked twice by one call) pair by order,
+first in, first out, as RFD 082 asks of colliding legacy ids.
+
+Where a cycle begins, by what each request follows in its turn:
+
+- a tool-call request: the last ``chat_request`` or ``chat_response``. A
+  model response writes its messages before its tool calls (every real JP
+  file has them so), so a message after a tool call is the next response.
+- an inquiry request: the last ``chat_request``, ``chat_response`` or
+  ``tool_call_request``. An inquiry sits between the request and the
+  response of the call that asks it, so a new tool call recorded between
+  two inquiries of one id means the later was asked by a later call.
+
+Only these entries delimit cycles, and ``sanitize`` never inserts or removes
+one of them after the first ``chat_request``; tool-call responses, which it
+does insert and remove, delimit nothing. That keeps a sanitized stream a
+fixed point. (It also means a cycle the model opened without writing a
+message, ``call X, result Y, call X``, is not told from one response making
+two calls: those pair by order.) Ids are never parsed to find a request's
+tool call: RFD 082 makes them opaque.
 
 Rules:
 
@@ -20,6 +49,9 @@ Rules:
   turn is *pending* (the turn is blocked on it) even when a later turn answers
   the same id, and a response with no earlier open request in its turn is
   *orphaned*.
+- A response pairs with the earliest open request of its id; the open
+  requests of an id are always of one cycle (asking it in a later cycle
+  leaves the earlier ones pending for good).
 - One pass over the entries, a dict of deques per turn: linear in the stream.
 """
 
@@ -211,22 +243,38 @@ def _pair(request: Located, response: Located) -> Pair:
     return pair
 
 
+#: What a payload is to pairing: a request or a response of either kind, or
+#: a chat message (which begins a cycle).
+_ASK, _ANSWER, _CALL, _RESULT, _CHAT = range(5)
+
+
 class _Matcher:
     """The open requests of one kind within one turn."""
 
-    __slots__ = ("open", "orphaned", "paired", "pairs", "requests")
+    __slots__ = ("cycle_of", "open", "orphaned", "paired", "pairs", "requests")
 
     def __init__(self) -> None:
+        # The open requests of an id, oldest first, and the cycle they were
+        # all made in: a request of the id in a later cycle replaces them.
         self.open: dict[str, deque[Located]] = {}
+        self.cycle_of: dict[str, int] = {}
         self.requests: list[Located] = []
         self.pairs: list[Pair] = []
         self.orphaned: list[Located] = []
         self.paired: set[int] = set()
 
-    def request(self, located: Located) -> None:
-        waiting = self.open.get(located.id)
+    def request(self, located: Located, cycle: int) -> None:
+        key = located.id
+        waiting = self.open.get(key)
         if waiting is None:
-            waiting = self.open[located.id] = deque()
+            waiting = self.open[key] = deque()
+            self.cycle_of[key] = cycle
+        elif self.cycle_of[key] != cycle:
+            # Asked again in a later cycle: what is still open of the earlier
+            # one will never be answered. It stays pending (finish() finds it
+            # among the requests); the new request takes the next response.
+            waiting.clear()
+            self.cycle_of[key] = cycle
         waiting.append(located)
         self.requests.append(located)
 
@@ -247,47 +295,58 @@ class _Matcher:
 
 
 class _Turn:
-    """Both matchers of the turn being read."""
+    """Both matchers of the turn being read, and what has begun its cycles so far."""
 
-    __slots__ = ("inquiries", "number", "tools")
+    __slots__ = ("calls", "chats", "inquiries", "number", "tools")
 
     def __init__(self, number: int) -> None:
         self.number = number
         self.inquiries = _Matcher()
         self.tools = _Matcher()
+        # The chat messages and the tool-call requests seen in the turn: a
+        # tool call's cycle is the count of chat messages before it, an
+        # inquiry's the count of both (see the module docstring). Only
+        # whether two counts are equal matters.
+        self.chats = 0
+        self.calls = 0
 
-    def feed(self, index: int, entry: EventEntry, role: tuple[bool, bool]) -> None:
-        inquiry, request = role
-        matcher = self.inquiries if inquiry else self.tools
+    def feed(self, index: int, entry: EventEntry, role: int) -> None:
         located = _located(index, entry, entry.payload.id)  # type: ignore[union-attr]
-        if request:
-            matcher.request(located)
+        if role == _CALL:
+            self.tools.request(located, self.chats)
+            self.calls += 1
+        elif role == _RESULT:
+            self.tools.response(located)
+        elif role == _ASK:
+            self.inquiries.request(located, self.chats + self.calls)
         else:
-            matcher.response(located)
+            self.inquiries.response(located)
 
 
-#: What a payload is to pairing, by its type: (an inquiry's, a request), or
-#: ``None`` when it is not paired. A type not listed (a subclass) is looked up
-#: once, by ``isinstance``, and remembered.
-_ROLES: dict[type, tuple[bool, bool] | None] = {
-    InquiryRequest: (True, True),
-    Answered: (True, False),
-    Cancelled: (True, False),
-    Redacted: (True, False),
-    ToolCallRequest: (False, True),
-    ToolCallResponse: (False, False),
-    ChatRequest: None,
-    ChatResponse: None,
+#: What a payload is to pairing, by its type, or ``None`` when pairing ignores
+#: it. A type not listed (a subclass) is looked up once, by ``isinstance``,
+#: and remembered.
+_ROLES: dict[type, int | None] = {
+    InquiryRequest: _ASK,
+    Answered: _ANSWER,
+    Cancelled: _ANSWER,
+    Redacted: _ANSWER,
+    ToolCallRequest: _CALL,
+    ToolCallResponse: _RESULT,
+    ChatRequest: _CHAT,
+    ChatResponse: _CHAT,
     TurnStart: None,
 }
 
 
-def _role(payload: object) -> tuple[bool, bool] | None:
+def _role(payload: object) -> int | None:
     kind = type(payload)
     try:
         return _ROLES[kind]
     except KeyError:
-        role = next((r for cls, r in _ROLES.items() if r and isinstance(payload, cls)), None)
+        role = next(
+            (r for cls, r in _ROLES.items() if r is not None and isinstance(payload, cls)), None
+        )
         _ROLES[kind] = role
         return role
 
@@ -325,7 +384,9 @@ def _pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
             # Events before any turn_start: the implicit leading turn.
             current = _Turn(0)
         role = _role(payload)
-        if role is not None:
+        if role == _CHAT:
+            current.chats += 1
+        elif role is not None:
             current.feed(index, entry, role)
 
     if current is not None:

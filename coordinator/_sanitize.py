@@ -21,9 +21,12 @@ closing what was left open, in seven steps, in this order:
    ``chat_request`` this step does nothing.
 
 Steps 2-5 pair with :mod:`coordinator._pairing`, on the stream as step 1 left
-it: **turn-scoped and count-based**. An orphan in turn 1 is repaired in turn
-1 even when turn 2 pairs the same id; of two legacy requests sharing an id
-and one response, the by-order pair stays and the other request goes.
+it: **turn-scoped, by cycle, then count-based**. An orphan in turn 1 is
+repaired in turn 1 even when turn 2 pairs the same id; of two legacy requests
+sharing an id and one response, the by-order pair stays and the other
+request goes; a request left open in one cycle whose id a later cycle asks
+again goes (an inquiry) or is closed where it stands (a tool call), and the
+later request keeps its response.
 
 Rules:
 
@@ -34,10 +37,13 @@ Rules:
   nothing, on every stream. Why it holds, step by step: no step adds or
   removes a ``chat_request``, so whether one exists is the same on every run.
   After step 1 only turn starts and global entries precede the first
-  ``chat_request``. Step 3 puts each inserted response right after an open
-  request, which pairs every request of the turn by order (every prefix still
-  holds at least as many requests as responses), and steps 2, 4 and 5 remove
-  only what pairing left over, so every turn ends fully paired. Step 6
+  ``chat_request``. Pairing's cycles begin at chat messages and tool-call
+  requests, which no step inserts or removes after that, so every run sees
+  the same cycles. Step 3 puts each inserted response right after an open
+  request, which pairs every request of its cycle by order (every prefix
+  still holds at least as many requests as responses) before a later cycle
+  asks its id again, and steps 2, 4 and 5 remove only what pairing left
+  over, so every turn ends fully paired. Step 6
   removes *every* trailing ``turn_start`` (removing only the last, as JP
   does, leaves the one before it trailing for the next run), and the turns
   it ends hold no events. Step 7 acts only on the turn starts before the

@@ -16,13 +16,19 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
+from coordinator._json_read import is_wide_float, note_wide_floats
+
 __all__ = ["decode_field", "decode_leaves", "decode_object", "encode_field", "encode_leaves"]
 
 _a2b_base64 = binascii.a2b_base64
+#: The last character, or none of an empty text (a constant: building the slice costs).
+_LAST = slice(-1, None)
 
+#: Each base64 character's value; padding counts as a value whose low bits are
+#: set, so a third "=" from the end reads as bits the padding leaves unused.
 _B64_INDEX = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-}
+} | {"=": 0x3F}
 
 
 def decode_field(text: str) -> str:
@@ -33,10 +39,16 @@ def decode_field(text: str) -> str:
         raw = _a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         return text
-    # Canonical only if the bits that padding leaves unused are zero (text
-    # without padding has none); checked inline, as this runs for every field.
-    if text[-1:] == "=" and (
-        _B64_INDEX[text[-3]] & 0x0F if text[-2] == "=" else _B64_INDEX[text[-2]] & 0x03
+    # Strict mode takes unpadded text only in whole quads, which is canonical;
+    # padded text it also takes with stray padding after a whole quad
+    # ("aGkg=", "Done==="). Canonical padded text is whole quads ending in
+    # "xx==" or "xxx=" whose padded-out bits are zero: a length of whole
+    # quads, then the bits (a third "=" from the end counts as set bits, see
+    # _B64_INDEX). Checked inline, and only for padded text: this runs for
+    # every field.
+    if text[_LAST] == "=" and (
+        len(text) & 3
+        or (_B64_INDEX[text[-3]] & 0x0F if text[-2] == "=" else _B64_INDEX[text[-2]] & 0x03)
     ):
         return text
     try:
@@ -59,6 +71,10 @@ def decode_leaves(value: Any) -> Any:
         return decode_object(value)
     if kind is list:
         return [decode_leaves(child) for child in value]
+    if kind is float and is_wide_float(value):
+        # Every leaf of a stored object passes here: an integer beyond 64 bits,
+        # read as a float, is noticed at the cost of one comparison per float.
+        note_wide_floats()
     return value
 
 

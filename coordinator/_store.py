@@ -38,7 +38,15 @@ from coordinator._entries import ConfigDelta
 from coordinator._errors import ConversationChangedError, StreamFormatError
 from coordinator._event_ids import new_event_id
 from coordinator._gc import collector_paused
-from coordinator._json_read import invalid_utf8, loads_writable, read_file, writable
+from coordinator._json_read import (
+    holds_wide_float,
+    integer_beyond_64_bits,
+    invalid_utf8,
+    loads_writable,
+    read_file,
+    watch_wide_floats,
+    writable,
+)
 from coordinator._stream import ConversationStream
 from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
 from machines import JsonValue
@@ -250,6 +258,27 @@ def _refuse_too_deep(path: Path, value: Any) -> None:
     raise StreamFormatError(path, problem if index is None else f"entry {problem}", index=index)
 
 
+def _refuse_integers_beyond_64_bits(path: Path, value: Any) -> None:
+    """Refuse a file holding an integer beyond 64 bits, naming the entry and the key.
+
+    ``orjson`` read it as the nearest float (so did ``value``) and would write
+    it back as that float: rather than change the number on the next save,
+    the file is not loaded. Called only when a reader noted a float that
+    large, which may also have been written as a float (``1e20``): the file
+    is read again, by the standard library, to tell which.
+    """
+    found = integer_beyond_64_bits(_read_bytes(path))
+    if found is None:
+        return
+    index, key = found
+    where = f"the integer at {key!r}" if key else "an integer"
+    kind = value[index].get("type") if index is not None else None
+    problem = f"{where} lies beyond 64 bits: it would be written back as a float, not as read"
+    if type(kind) is str:
+        problem = f"{kind}: {problem}"
+    raise StreamFormatError(path, problem, index=index)
+
+
 def _kind(value: object) -> str:
     names: dict[type, str] = {dict: "an object", list: "an array"}
     return names.get(type(value), type(value).__name__)
@@ -290,11 +319,14 @@ def load_conversation(
     if type(raw) is not list:
         raise StreamFormatError(events_path, f"must hold an array of entries, not {_kind(raw)}")
     try:
-        stream, repairs = ConversationStream.from_wire(
-            raw, origin=str(events_path), clock=clock, new_id=new_id
-        )
+        with watch_wide_floats() as wide:
+            stream, repairs = ConversationStream.from_wire(
+                raw, origin=str(events_path), clock=clock, new_id=new_id
+            )
     except EntryDecodeError as error:
         raise StreamFormatError(events_path, error.problem, index=error.index) from None
+    if wide.seen:
+        _refuse_integers_beyond_64_bits(events_path, raw)
 
     states = {events_path: events_state}
     metadata = _load_object(directory / METADATA, states)
@@ -328,6 +360,8 @@ def _load_object(path: Path, states: dict[Path, _FileState]) -> dict[str, JsonVa
     value, state = _read_json(path)
     if type(value) is not dict:
         raise StreamFormatError(path, f"must hold an object, not {_kind(value)}")
+    if holds_wide_float(value):  # a small file, written back as it was read: walked whole
+        _refuse_integers_beyond_64_bits(path, value)
     states[path] = state
     return value
 

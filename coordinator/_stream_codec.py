@@ -29,6 +29,7 @@ from coordinator._entries import (
     loaded_event_entry,
 )
 from coordinator._gc import collector_paused
+from coordinator._json_read import holds_wide_float, note_wide_floats
 from coordinator._storage_fields import decode_object, encode_field, encode_leaves
 from coordinator._timestamps import Timestamp, read_timestamp
 from machines import Event, RecordError
@@ -141,6 +142,7 @@ def _global_reader(read: Callable[[dict[str, Any], str], GlobalEntry]) -> _Entry
     def read_entry(raw: dict[str, Any], event_id: str) -> GlobalEntry:
         entry = read(raw, event_id)
         object.__setattr__(entry, "_stored", _stored(raw, event_id))
+        _note_wide_floats(raw)
         return entry
 
     return read_entry
@@ -267,6 +269,7 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
                 seen.add(event_id)
                 verbatim.add(event_id)
             append(UnknownEntry(raw))
+            _note_wide_floats(raw)
             continue
         if event_id is None:
             event_id = _fresh(new_id, reserved, seen)
@@ -296,6 +299,16 @@ def _fresh(new_id: Callable[[], str], reserved: set[str], seen: set[str]) -> str
         if candidate not in reserved and candidate not in seen:
             reserved.add(candidate)
             return candidate
+
+
+def _note_wide_floats(raw: dict[str, Any]) -> None:
+    """Note a float beyond 64 bits anywhere in a global or unknown entry.
+
+    These entries are few, and are written back as they were read, every key
+    of them: they are walked whole (see coordinator._json_read).
+    """
+    if holds_wide_float(raw):
+        note_wide_floats()
 
 
 def _kind_name(value: object) -> str:

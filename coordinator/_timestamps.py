@@ -4,10 +4,21 @@ JP stores UTC without a zone suffix, space-separated, with 1 to 9 fraction
 digits, trailing zeros trimmed and whole seconds written ``.0``. What was read
 is written back exactly (the text is kept), so nanosecond digits and RFC 3339
 forms survive a round trip; new timestamps use JP's form.
+
+Read are exactly two forms (``wire-format.md``): JP's,
+``YYYY-MM-DD HH:MM:SS[.f]`` with at most 9 fraction digits and no zone (a
+whole second without its ``.0`` is read too, as it always was here), and
+RFC 3339: a ``T``, ``t`` or space between date and time, any number of
+fraction digits, and ``Z``, ``z`` or a ``+HH:MM``/``-HH:MM`` offset. What else
+ISO 8601 allows (week and ordinal dates, a comma before the fraction, compact
+or hour-only offsets, no zone after a ``T``) is refused, as is a moment that
+falls outside the years 1 to 9999 once moved to UTC (:attr:`Timestamp.datetime`
+could not stand for it).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import attrs
@@ -31,27 +42,81 @@ def format_jp_timestamp(moment: datetime) -> str:
 
 
 def _parse(text: str) -> datetime:
-    # fromisoformat (3.11+) reads both JP's form and RFC 3339; it drops digits
-    # past microseconds, which is why the text itself is what gets written back.
-    moment = datetime.fromisoformat(text)
+    # fromisoformat (3.11+) reads both JP's form and RFC 3339 but for a
+    # lowercase "t" or "z" (RFC 3339 5.6 allows them); it drops digits past
+    # microseconds, which is why the text itself is what gets written back.
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = datetime.fromisoformat(text.upper())
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
+
+
+_SHAPES = "'YYYY-MM-DD HH:MM:SS[.f]' or RFC 3339"
+
+# The patterns are compiled on first use, by re's own cache: most runs never
+# meet a timestamp JP did not write, and compiling costs every start.
+
+#: JP's form, whole seconds with or without a fraction.
+_JP_FORM = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+
+#: RFC 3339's ``date-time`` (section 5.6), with its note's space separator and
+#: lowercase letters. Ranges of the date and time fields are fromisoformat's
+#: to check; the offset's are checked here, as fromisoformat takes "+05:60".
+_RFC_3339 = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+
+
+#: Where JP's form has its separators (a constant: building the slice costs).
+_SEPARATORS = slice(4, 20, 3)
+
+
+def _malformed(value: str) -> ValueError:
+    return ValueError(f"timestamp {value!r} is not {_SHAPES}")
 
 
 def _check(value: object) -> None:
     """Raise ``ValueError`` unless ``value`` is a timestamp text this module reads."""
     if type(value) is not str:
         raise ValueError(f"timestamp must be a string, not {type(value).__name__}")
-    if len(value) < 19 or value[4] != "-" or value[10] not in " Tt":  # noqa: PLR2004
-        # Require a date *and* a time: fromisoformat alone accepts a bare date.
-        raise ValueError(f"timestamp {value!r} is not 'YYYY-MM-DD HH:MM:SS[.f]' or RFC 3339")
+    # JP's form with a fraction (every timestamp JP writes), at the cost of
+    # one slice: the separators at 4, 7, 10, 13, 16 and 19 rule out every
+    # other shape fromisoformat reads that has no zone, and a moment with no
+    # zone is in range as it stands. Anything else takes the full check.
+    if value[_SEPARATORS] == "-- ::." and len(value) <= 29:  # noqa: PLR2004 - 9 fraction digits
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass  # a lowercase "z", say: the full check decides
+        else:
+            if moment.tzinfo is None:
+                return
+    _check_other(value)
+
+
+def _check_other(value: str) -> None:
+    """The full check, for what JP does not write."""
+    if re.fullmatch(_JP_FORM, value):
+        zoned = False
+    elif re.fullmatch(_RFC_3339, value):
+        zoned = True
+    else:
+        raise _malformed(value)
     try:
-        datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value.upper() if zoned else value)
     except ValueError:
-        raise ValueError(
-            f"timestamp {value!r} is not 'YYYY-MM-DD HH:MM:SS[.f]' or RFC 3339"
-        ) from None
+        raise _malformed(value) from None
+    if zoned:
+        try:
+            moment.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(
+                f"timestamp {value!r} is outside the years 1 to 9999 once moved to UTC"
+            ) from None
 
 
 def _valid(_instance: Timestamp, _attribute: attrs.Attribute[str], value: object) -> None:

@@ -22,6 +22,7 @@ from strategies import json_values
 
 from coordinator import StreamFormatError, _json_read, load_conversation, save_conversation
 from coordinator._json_read import READ_BLOCK, invalid_utf8, loads_writable, read_file
+from machines import ChatRequest
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -380,3 +381,163 @@ def test_a_byte_not_utf8_in_a_later_piece_is_refused_at_its_own_line(tmp_path: P
     )
     assert "line 6004 column 22" in str(caught.value)
     assert (tmp_path / "events.json").read_bytes() == data
+
+
+# ------------------------------------------------------ integers beyond 64 bits
+
+_STAMP = "2026-03-05 19:31:45.7"
+#: Stands in the tree for a number literal, put into the text afterwards.
+_NUMBER = "\x00number\x00"
+
+
+def _with_number(entry: dict[str, Any], literal: str) -> bytes:
+    """A stream of a turn start and ``entry``, whose placeholder becomes ``literal`` verbatim."""
+    entries = [{"timestamp": _STAMP, "type": "turn_start"}, {"timestamp": _STAMP, **entry}]
+    return _laid_out(entries).replace(orjson.dumps(_NUMBER), literal.encode())
+
+
+def _question(default: Any) -> dict[str, Any]:
+    return {"text": "Note?", "answer_type": {"type": "text"}, "default": default}
+
+
+#: Every place a number can sit, as (entry, the key path the error names).
+_PLACES = [
+    pytest.param({"type": "future_kind", "ledger_id": _NUMBER}, "'ledger_id'", id="unknown-entry"),
+    pytest.param(
+        {"type": "future_kind", "totals": {"rows": [1, _NUMBER]}},
+        "'totals.rows[1]'",
+        id="unknown-entry-nested",
+    ),
+    pytest.param(
+        {"type": "tool_call_request", "id": "c", "name": "n", "arguments": {"n": [_NUMBER]}},
+        "'arguments.n[0]'",
+        id="arguments",
+    ),
+    pytest.param(
+        {"type": "chat_response", "message": "ok", "metadata": {"tokens": _NUMBER}},
+        "'metadata.tokens'",
+        id="metadata",
+    ),
+    pytest.param(
+        {"type": "config_delta", "delta": {"seed": _NUMBER}}, "'delta.seed'", id="config-delta"
+    ),
+    pytest.param(
+        {"type": "compaction", "from_turn": 0, "to_turn": 1, "reasoning": {"n": _NUMBER}},
+        "'reasoning.n'",
+        id="compaction",
+    ),
+    pytest.param(
+        {"type": "chat_request", "content": "hi", "schema": {"maximum": _NUMBER}},
+        "'schema.maximum'",
+        id="chat-request-schema",
+    ),
+    pytest.param(
+        {"type": "chat_response", "data": {"id": _NUMBER}}, "'data.id'", id="chat-response-data"
+    ),
+    pytest.param(
+        {
+            "type": "inquiry_request",
+            "id": "c.q",
+            "source": {"source": "user"},
+            "question": _question(_NUMBER),
+        },
+        "'question.default'",
+        id="question-default",
+    ),
+    pytest.param(
+        {"type": "inquiry_response", "id": "c.q", "answer": _NUMBER}, "'answer'", id="answer"
+    ),
+    pytest.param(
+        {"type": "inquiry_response", "outcome": "answered", "id": "c.q", "answer": [_NUMBER]},
+        "'answer[0]'",
+        id="answered-outcome",
+    ),
+]
+
+
+@pytest.mark.parametrize("literal", ["123456789012345678901234567890", "-9223372036854775809"])
+@pytest.mark.parametrize(("entry", "key"), _PLACES)
+def test_an_integer_beyond_64_bits_is_refused_naming_the_entry_and_key(
+    tmp_path: Path, entry: dict[str, Any], key: str, literal: str
+) -> None:
+    """Read as a float, it would be saved as one: the load is refused and nothing written."""
+    data = _with_number(entry, literal)
+    (tmp_path / "events.json").write_bytes(data)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert caught.value.index == 1
+    assert str(caught.value) == (
+        f"{tmp_path / 'events.json'}: entry 1: {entry['type']}: the integer at {key} lies "
+        "beyond 64 bits: it would be written back as a float, not as read"
+    )
+    assert literal not in str(caught.value)
+    assert (tmp_path / "events.json").read_bytes() == data
+
+
+def test_an_integer_beyond_64_bits_in_metadata_json_is_refused_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    """The conversation's metadata file is written back too: refused the same way."""
+    (tmp_path / "events.json").write_bytes(_laid_out([]))
+    (tmp_path / "metadata.json").write_bytes(
+        b'{\n  "title": "t",\n  "stars": [1e20, 18446744073709551616]\n}\n'
+    )
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert caught.value.index is None
+    assert str(caught.value) == (
+        f"{tmp_path / 'metadata.json'}: the integer at 'stars[1]' lies beyond 64 bits: "
+        "it would be written back as a float, not as read"
+    )
+
+
+@pytest.mark.parametrize("literal", ["1e20", "1.5e300", "-1e19", "12345678901234567890.0"])
+@pytest.mark.parametrize(("entry", "key"), _PLACES)
+def test_a_float_beyond_64_bits_written_as_a_float_loads_and_saves(
+    tmp_path: Path, entry: dict[str, Any], key: str, literal: str
+) -> None:
+    """Only integers are refused: the same magnitude written as a float is a float, kept."""
+    del key
+    (tmp_path / "events.json").write_bytes(_with_number(entry, literal))
+    conversation = load_conversation(tmp_path)
+    conversation.stream.append(ChatRequest(content="next"))
+    save_conversation(conversation)
+    saved = orjson.loads((tmp_path / "events.json").read_bytes())
+    assert float(literal) in _numbers(saved[1])
+
+
+def _numbers(value: Any) -> list[Any]:
+    """Every number inside ``value``."""
+    found: list[Any] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) in (int, float):
+            found.append(item)
+    return found
+
+
+@pytest.mark.parametrize("literal", ["18446744073709551615", "-9223372036854775808"])
+def test_the_integers_at_the_edges_of_64_bits_load_and_save_as_they_were(
+    tmp_path: Path, literal: str
+) -> None:
+    """From -2**63 to 2**64 - 1 integers are read exactly, so those are kept, digit for digit."""
+    entry = {"type": "future_kind", "ledger_id": _NUMBER, "event_id": "e1"}
+    data = _with_number(entry, literal)
+    (tmp_path / "events.json").write_bytes(data)
+    conversation = load_conversation(tmp_path)
+    conversation.stream.append(ChatRequest(content="next"))
+    save_conversation(conversation)
+    assert f'"ledger_id": {literal},'.encode() in (tmp_path / "events.json").read_bytes()
+
+
+def test_the_slow_path_tells_an_integer_from_a_float_by_its_text() -> None:
+    """Where the standard library finds an integer beyond 64 bits: entry and key path."""
+    text = b'[{"a": 1e20}, {"b": {"c": [0, -18446744073709551617]}}]'
+    assert _json_read.integer_beyond_64_bits(text) == (1, "b.c[1]")
+    assert _json_read.integer_beyond_64_bits(b'[{"a": 1e20, "b": 18446744073709551615}]') is None
+    assert _json_read.integer_beyond_64_bits(b"99999999999999999999") == (None, "")

@@ -37,6 +37,7 @@ from machines import (
     Answered,
     Cancelled,
     ChatRequest,
+    ChatResponse,
     InquiryRequest,
     Redacted,
     ToolCallRequest,
@@ -185,6 +186,92 @@ def test_tool_call_ids_reused_within_and_across_turns() -> None:
     assert pairing.complete
 
 
+# A turn where a legacy tool-call id and so its two-segment inquiry id come
+# back in a later cycle: cycle 1's question went unanswered (the backend
+# failed, and its call ended in an error); cycle 2 asks again and is answered.
+_X = "fs_modify_file_0"
+_Q = "fs_modify_file_0.apply_changes"
+
+
+@pytest.mark.parametrize(
+    ("items", "pairs", "pending"),
+    [
+        pytest.param(
+            [
+                turn(), chat(),
+                call(_X), ask(_Q, text="Apply patch one?"), result(_X, is_error=True),
+                reply("Retrying."),
+                call(_X), ask(_Q, text="Apply patch two?"), answer(_Q), result(_X),
+            ],
+            [(7, 8)],
+            [3],
+            id="after-a-message",
+        ),
+        pytest.param(
+            [
+                turn(), chat(),
+                call(_X), ask(_Q), result(_X, is_error=True),
+                call(_X), ask(_Q), answer(_Q), result(_X),
+            ],
+            [(6, 7)],
+            [3],
+            id="after-a-new-call",
+        ),
+        pytest.param(
+            [turn(), chat(), call(_X), call(_X), ask(_Q), ask(_Q), answer(_Q), cancel(_Q)],
+            [(4, 6), (5, 7)],
+            [],
+            id="parallel-calls-same-cycle",
+        ),
+    ],
+)  # fmt: skip
+def test_an_inquiry_asked_again_in_a_later_cycle_takes_the_answer(
+    items: list[Item], pairs: list[tuple[int, int]], pending: list[int]
+) -> None:
+    """An id asked after a new message or call supersedes its open request; in one cycle, FIFO."""
+    pairing = pair_events(make_stream(*items)).inquiries
+    assert pair_positions(pairing) == pairs
+    assert [located.index for located in pairing.pending] == pending
+
+
+@pytest.mark.parametrize(
+    ("items", "pairs", "pending"),
+    [
+        pytest.param(
+            [turn(), chat(), call(_X), reply("Trying again."), call(_X), result(_X)],
+            [(4, 5)],
+            [2],
+            id="after-a-message",
+        ),
+        pytest.param(
+            [turn(), chat(), call(_X), chat("Go on."), call(_X), result(_X)],
+            [(4, 5)],
+            [2],
+            id="after-a-chat-request",
+        ),
+        pytest.param(
+            [turn(), chat(), reply(), call(_X), call(_X), result(_X, "1"), result(_X, "2")],
+            [(3, 5), (4, 6)],
+            [],
+            id="parallel-same-cycle",
+        ),
+        pytest.param(
+            [turn(), chat(), call(_X), reply("Reading."), result(_X)],
+            [(2, 4)],
+            [],
+            id="not-asked-again",
+        ),
+    ],
+)
+def test_a_tool_call_id_reused_in_a_later_cycle_takes_the_result(
+    items: list[Item], pairs: list[tuple[int, int]], pending: list[int]
+) -> None:
+    """A call id made again after a message supersedes its open call; in one response, by order."""
+    pairing = pair_events(make_stream(*items)).tool_calls
+    assert pair_positions(pairing) == pairs
+    assert [located.index for located in pairing.pending] == pending
+
+
 @pytest.mark.parametrize(
     "items",
     [
@@ -242,6 +329,7 @@ def _items() -> st.SearchStrategy[Item]:
     return st.one_of(
         st.just(turn()),
         st.just(chat()),
+        st.just(reply()),
         ids.map(ask),
         ids.map(answer),
         ids.map(cancel),
@@ -253,13 +341,36 @@ def _items() -> st.SearchStrategy[Item]:
 
 
 def _reference(
-    entries: list[StreamEntry], request_type: type, response_types: tuple[type, ...]
+    entries: list[StreamEntry],
+    request_type: type,
+    response_types: tuple[type, ...],
+    cycle_starts: tuple[type, ...],
 ) -> tuple[set[tuple[int, int]], set[int]]:
-    """The pairs and pending requests by a quadratic scan, written independently."""
+    """The pairs and pending requests by a quadratic scan, written independently.
+
+    A response takes the earliest unused request of its id earlier in its
+    turn, passing over one that a later request of the id, made before the
+    response in another cycle (a different count of ``cycle_starts`` since
+    the turn began), superseded.
+    """
 
     def payload_at(index: int) -> object:
         entry = entries[index]
         return entry.payload if isinstance(entry, EventEntry) else None
+
+    def same_id(one: object, other: object) -> bool:
+        return getattr(one, "id", None) == getattr(other, "id", None)
+
+    def cycle(turn_start: int, index: int) -> int:
+        return sum(isinstance(payload_at(i), cycle_starts) for i in range(turn_start, index))
+
+    def superseded(turn_start: int, request: int, before: int) -> bool:
+        return any(
+            isinstance(payload_at(later), request_type)
+            and same_id(payload_at(later), payload_at(request))
+            and cycle(turn_start, later) != cycle(turn_start, request)
+            for later in range(request + 1, before)
+        )
 
     pairs: set[tuple[int, int]] = set()
     used: set[int] = set()
@@ -274,7 +385,8 @@ def _reference(
                 if (
                     earlier not in used
                     and isinstance(candidate, request_type)
-                    and getattr(candidate, "id", None) == getattr(payload, "id", None)
+                    and same_id(candidate, payload)
+                    and not superseded(turn_start, earlier, index)
                 ):
                     used.add(earlier)
                     pairs.add((earlier, index))
@@ -285,16 +397,22 @@ def _reference(
 
 @given(st.lists(_items(), max_size=40))
 def test_pairing_agrees_with_a_quadratic_reference(items: list[Item]) -> None:
-    """Pairs and pending requests are those of a by-order scan of each turn."""
+    """Pairs and pending requests are those of a by-cycle, by-order scan of each turn."""
     stream = make_stream(*items)
     entries = list(stream)
     pairing = pair_events(stream)
+    chat_messages = (ChatRequest, ChatResponse)
     kinds = (
-        (InquiryRequest, (Answered, Cancelled, Redacted), pairing.inquiries),
-        (ToolCallRequest, (ToolCallResponse,), pairing.tool_calls),
+        (
+            InquiryRequest,
+            (Answered, Cancelled, Redacted),
+            (*chat_messages, ToolCallRequest),
+            pairing.inquiries,
+        ),
+        (ToolCallRequest, (ToolCallResponse,), chat_messages, pairing.tool_calls),
     )
-    for request_type, response_types, found in kinds:
-        pairs, pending = _reference(entries, request_type, response_types)
+    for request_type, response_types, cycle_starts, found in kinds:
+        pairs, pending = _reference(entries, request_type, response_types, cycle_starts)
         assert set(pair_positions(found)) == pairs
         assert {located.index for located in found.pending} == pending
 

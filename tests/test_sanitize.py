@@ -191,6 +191,70 @@ def test_tool_call_ids_reused_in_a_turn_are_closed_by_count() -> None:
     assert pair_events(stream).tool_calls.complete
 
 
+def test_an_unanswered_inquiry_of_an_earlier_cycle_goes_and_the_answered_one_stays() -> None:
+    """A legacy id asked again in a later cycle: cycle 1's request goes, the answered one stays."""
+    x, q = "fs_modify_file_0", "fs_modify_file_0.apply_changes"
+    stream = make_stream(
+        turn(), chat(),
+        call(x), ask(q, text="Apply patch one?"), result(x, "failed", is_error=True),
+        reply("Retrying."),
+        call(x), ask(q, text="Apply patch two?"), answer(q), result(x),
+    )  # fmt: skip
+    answered = stream[7]
+    report = sanitize(stream)
+    assert [(r.reason, r.index) for r in report.removed] == [
+        (RemovalReason.UNANSWERED_INQUIRY_REQUEST, 3)
+    ]
+    assert labels(stream) == [
+        "ts", "chat", f"call {x}", f"error {x}", "reply", f"call {x}", f"ask {q}", f"answer {q}",
+        f"result {x}",
+    ]  # fmt: skip
+    assert stream[6] is answered
+    assert pair_events(stream).complete
+    assert not sanitize(stream).changed
+
+
+def test_a_tool_call_left_open_before_its_id_is_reused_is_closed_where_it_stands() -> None:
+    """The interrupted response closes cycle 1's call right after it; cycle 2 keeps its result."""
+    x = "fs_modify_file_0"
+    stream = make_stream(turn(), chat(), call(x), reply("Again."), call(x), result(x, "applied"))
+    report = sanitize(stream)
+    assert labels(stream) == [
+        "ts",
+        "chat",
+        f"call {x}",
+        f"error {x}",
+        "reply",
+        f"call {x}",
+        f"result {x}",
+    ]
+    assert [(i.reason, i.index, i.anchor) for i in report.inserted] == [
+        (InsertionReason.INTERRUPTED_TOOL_CALL, 3, 2)
+    ]
+    assert report.removed == ()
+    pairs = [
+        (pair.request.index, pair.response.index) for pair in pair_events(stream).tool_calls.pairs
+    ]
+    assert pairs == [(2, 3), (5, 6)]
+    assert not sanitize(stream).changed
+
+
+def test_parallel_calls_sharing_an_id_keep_their_results_in_order() -> None:
+    """Duplicate ids in one response pair first with first: sanitize has nothing to repair."""
+    x, q = "fs_modify_file_0", "fs_modify_file_0.apply_changes"
+    stream = make_stream(
+        turn(), chat(), reply(), call(x), call(x), ask(q), ask(q), answer(q, value=False),
+        answer(q), result(x, "one"), result(x, "two"),
+    )  # fmt: skip
+    pairing = pair_events(stream)
+    pairs = [
+        (p.request.index, p.response.index)
+        for p in (*pairing.inquiries.pairs, *pairing.tool_calls.pairs)
+    ]
+    assert pairs == [(5, 7), (6, 8), (3, 9), (4, 10)]
+    assert not sanitize(stream).changed
+
+
 def test_missing_turn_start_takes_the_first_chat_request_timestamp() -> None:
     """Step 7 inserts the turn start directly before the first chat request, stamped as it."""
     stream = make_stream(config(), chat(), reply(), chat())

@@ -77,6 +77,12 @@ def test_canonical_base64_of_utf8_is_decoded(stored: str, decoded: str) -> None:
         "//79",  # decodes to bytes that are not UTF-8
         "gA==",  # a lone continuation byte
         "YWJj-_==",  # URL-safe alphabet
+        "aGkg=",  # canonical "aGkg" with a stray pad (would decode to "hi ")
+        "aGkg==",  # two stray pads
+        "YQ===",  # one pad too many
+        "test===",  # plain words that end in three or more "="
+        "Done===",
+        "YWJj====",  # a whole quad of padding
     ],
 )
 def test_values_that_are_not_canonical_base64_text_are_kept_as_they_are(stored: str) -> None:
@@ -93,6 +99,10 @@ def test_encoded_text_always_decodes_back(text: str) -> None:
 @given(
     st.text(max_size=24)
     | st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", max_size=24)
+    # Encoded text with stray padding after it, the shape strict decoding lets through.
+    | st.builds(
+        lambda text, pads: encode_field(text) + "=" * pads, texts(max_size=12), st.integers(1, 4)
+    )
 )
 def test_decoding_only_changes_what_encoding_gives_back(stored: str) -> None:
     """A value that decodes re-encodes to exactly the stored text; others stay as they are.
@@ -294,24 +304,35 @@ def test_new_entries_are_saved_with_their_storage_fields_encoded(tmp_path: Path)
     assert load_conversation(tmp_path).stream[1] == stream[1]
 
 
-def test_a_non_canonical_value_is_written_back_unchanged(tmp_path: Path) -> None:
-    """A value that is base64 but not canonical is plain, so it survives a re-save."""
+@pytest.mark.parametrize("stored", ["YR==", "aGkg=", "Done===", "test===="])
+def test_a_non_canonical_value_is_written_back_unchanged(tmp_path: Path, stored: str) -> None:
+    """A value that is base64 but not canonical is plain, so it loads and survives a re-save."""
     entries = [
         {
             "event_id": "a",
             "timestamp": STAMP,
+            "type": "tool_call_request",
+            "id": "c",
+            "name": "n",
+            "arguments": {"text": stored},
+        },
+        {
+            "event_id": "b",
+            "timestamp": STAMP,
             "type": "tool_call_response",
             "id": "c",
-            "content": "YR==",
+            "content": stored,
             "is_error": False,
-        }
+        },
     ]
     path = tmp_path / "events.json"
     path.write_bytes(orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n")
     conversation = load_conversation(tmp_path)
-    (entry,) = conversation.stream
-    assert isinstance(entry, EventEntry)
-    assert entry.payload == ToolCallResponse(id="c", content="YR==", is_error=False)
+    call, response = conversation.stream
+    assert isinstance(call, EventEntry)
+    assert isinstance(response, EventEntry)
+    assert call.payload == ToolCallRequest(id="c", name="n", arguments={"text": stored})
+    assert response.payload == ToolCallResponse(id="c", content=stored, is_error=False)
     conversation.stream.append(ChatRequest(content="next"))
     save_conversation(conversation)
-    assert orjson.loads(path.read_bytes())[0] == entries[0]
+    assert orjson.loads(path.read_bytes())[:2] == entries

@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock
@@ -29,7 +30,17 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from machines import ChatRequest, ChatResponse, ToolCallRequest, TurnStart
+from machines import (
+    Answered,
+    AnswerType,
+    ChatRequest,
+    ChatResponse,
+    InquiryQuestion,
+    InquiryRequest,
+    InquirySource,
+    ToolCallRequest,
+    TurnStart,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -190,6 +201,45 @@ def test_a_new_conversation_saves_in_the_current_layout(tmp_path: Path) -> None:
         {"title": "New"},
     )
     assert conversation.path == directory
+
+
+@attrs.frozen(kw_only=True)
+class _TracedCall(ToolCallRequest):
+    """An embedder's own tool-call record, with a field the format does not have."""
+
+    trace: str = "trace-1"
+
+
+@attrs.frozen(kw_only=True)
+class _TracedAnswer(Answered):
+    """An embedder's own inquiry answer."""
+
+
+def test_a_subclass_of_a_record_is_saved_and_loads_back_as_its_record(tmp_path: Path) -> None:
+    """A payload whose type subclasses a record has that record's kind and saves as it."""
+    conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    stream = conversation.stream
+    stream.append(TurnStart())
+    stream.append(ChatRequest(content="hi"))
+    call = stream.append(_TracedCall(id="c", name="fs_modify_file", arguments={"path": "a.py"}))
+    question = InquiryQuestion(text="Apply?", answer_type=AnswerType.boolean())
+    source = InquirySource.tool("fs_modify_file")
+    stream.append(InquiryRequest(id="c.q.1", source=source, question=question))
+    answer = stream.append(_TracedAnswer(id="c.q.1", answer=True))
+    assert (call.kind, answer.kind) == ("tool_call_request", "inquiry_response")
+
+    save_conversation(conversation, tmp_path)
+    saved = orjson.loads((tmp_path / "events.json").read_bytes())
+    assert [entry["type"] for entry in saved] == [
+        "turn_start", "chat_request", "tool_call_request", "inquiry_request", "inquiry_response",
+    ]  # fmt: skip
+    assert "trace" not in saved[2]
+    reloaded = load_conversation(tmp_path).stream
+    assert [entry.payload for entry in reloaded if isinstance(entry, EventEntry)][2:] == [
+        ToolCallRequest(id="c", name="fs_modify_file", arguments={"path": "a.py"}),
+        InquiryRequest(id="c.q.1", source=source, question=question),
+        Answered(id="c.q.1", answer=True),
+    ]
 
 
 def test_files_the_store_does_not_know_are_left_alone(tmp_path: Path) -> None:
