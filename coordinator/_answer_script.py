@@ -21,7 +21,9 @@ file and the key. ``remember`` is the terminal's ``Y``/``N``: the terminal
 remembers only a boolean's answer, so a text, select or secret answer cannot
 ask for it. An answer read from ``value_env`` is a secret from the moment it is read (a
 :class:`~machines.SecretValue`): it is meant for secret questions, and no
-error message or ``repr`` shows it.
+error message or ``repr`` shows it. The variables it is read from are
+:attr:`AnswerScript.secret_variables`: ``inquiry run`` keeps them out of the
+local tools' environment.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class PersonAnswer:
     cancel: bool = False
     tool: str | None = None
     question: str | None = None
+    #: The environment variable the answer was read from (``value_env``), if it was.
+    value_env: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -105,6 +109,11 @@ class AnswerScript:
     permissions: tuple[PermissionReply, ...] = ()
     answers: tuple[PersonAnswer, ...] = ()
     model: tuple[ModelAnswer, ...] = ()
+
+    @property
+    def secret_variables(self) -> tuple[str, ...]:
+        """The environment variables answers are read from (``value_env``), each once."""
+        return tuple(dict.fromkeys(a.value_env for a in self.answers if a.value_env is not None))
 
     def prompter(self) -> ScriptedPrompter:
         """A prompter that plays the person from this script."""
@@ -226,6 +235,7 @@ def _answer(data: Mapping[str, Any], origin: str, key: str) -> PersonAnswer:
         return PersonAnswer(cancel=True, tool=tool, question=question)
     remember = boolean(data.get("remember", False), origin, f"{key}.remember")
     value: ToolAnswer
+    name: str | None = None
     if "value_env" in data:
         name = string(data["value_env"], origin, f"{key}.value_env", empty=False)
         secret = os.environ.get(name)
@@ -246,7 +256,9 @@ def _answer(data: Mapping[str, Any], origin: str, key: str) -> PersonAnswer:
             f"is the Y or N of a boolean question: only `value = true` or `false` takes it, "
             f"not {what} (text, select and secret answers are never remembered)",
         )
-    return PersonAnswer(value=value, remember=remember, tool=tool, question=question)
+    return PersonAnswer(
+        value=value, remember=remember, tool=tool, question=question, value_env=name
+    )
 
 
 def _model(data: Mapping[str, Any], origin: str, key: str) -> ModelAnswer:

@@ -47,7 +47,7 @@ ASK_USER_PARAMETERS: Final[Mapping[str, Any]] = {
         "options": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "The choices, for a select question.",
+            "description": "The choices of a select question (only): distinct, not empty.",
         },
         "default": {"description": "The answer taken when the user just presses Enter."},
     },
@@ -56,14 +56,36 @@ ASK_USER_PARAMETERS: Final[Mapping[str, Any]] = {
 }
 
 
+def _json_kind(value: object) -> str:
+    """What ``value`` is, in JSON's words (the model wrote it as JSON)."""
+    kinds: dict[type, str] = {bool: "a boolean", int: "a number", float: "a number"}
+    kinds |= {dict: "an object", list: "an array", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
 def _answer_type(kind: str, options: object) -> AnswerType:
-    if kind == "boolean":
-        return AnswerType.boolean()
-    if kind == "select":
-        if not isinstance(options, list) or not options:
-            raise RecordError("a select question needs a non-empty 'options' array")
-        return AnswerType.select(str(option) for option in options)
-    return AnswerType.text()
+    """The answer type ``kind`` with ``options``; a ``RecordError`` saying what is wrong.
+
+    Options the person could not tell apart or pick are refused, not passed on
+    or dropped: the model is told and can ask again.
+    """
+    if kind != "select":
+        if options is not None:
+            raise RecordError(
+                f"'options' are for answer_type \"select\" only, not {kind!r}: "
+                "give answer_type \"select\" or leave 'options' out"
+            )
+        return AnswerType.boolean() if kind == "boolean" else AnswerType.text()
+    if not isinstance(options, list) or not options:
+        raise RecordError("a select question needs a non-empty 'options' array")
+    for index, option in enumerate(options):
+        if not isinstance(option, str):
+            raise RecordError(f"option {index} must be a string, not {_json_kind(option)}")
+        if not option.strip():
+            raise RecordError(f"option {index} is empty")
+        if option in options[:index]:
+            raise RecordError(f"option {index} ({option!r}) repeats an earlier option")
+    return AnswerType.select(options)
 
 
 class AskUser(BuiltinTool):
@@ -91,6 +113,8 @@ class AskUser(BuiltinTool):
         if problem is not None:
             return Failure(f"Invalid arguments for tool 'ask_user': {problem}.")
         text = str(arguments["question"])
+        if not text.strip():
+            return Failure("Invalid arguments for tool 'ask_user': the question is empty.")
         question_id = self.question_id(text)
         if question_id in answers:
             answer = orjson.dumps(answers[question_id]).decode()

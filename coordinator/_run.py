@@ -51,6 +51,10 @@ Rules:
    Python documentation advises) and the run stops as on Ctrl-C: every open
    tool call and question is closed and saved, and the exit status is 1.
 6. At the end, the answers file's entries no prompt used are named.
+7. Local tools run without the secrets the run reads in their environment
+   (the answers file's ``value_env`` variables, the model backend's API key
+   variable): what a tool prints is recorded, with only the secrets that
+   call was given masked in it.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ import attrs
 import orjson
 
 from coordinator._answer_script import AnswerScript, load_answer_script
-from coordinator._backend import InquiryBackendError
+from coordinator._backend import InquiryBackend, InquiryBackendError
 from coordinator._builtins import builtin_executors
 from coordinator._check import shown_path
 from coordinator._errors import ConfigError, CoordinatorError
@@ -84,6 +88,7 @@ from coordinator._prompting import (
     ScriptExhaustedError,
 )
 from coordinator._providers import ModelInquiryBackend, ProviderConfigError, backend_from_config
+from coordinator._providers._config import key_variable
 from coordinator._scenario import load_scenario
 from coordinator._scripted_backend import ScriptedInquiryBackend
 from coordinator._store import Conversation, load_conversation, save_conversation
@@ -114,7 +119,7 @@ from machines.wording import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from coordinator._backend import InquiryBackend, InquiryTask
+    from coordinator._backend import InquiryTask
     from coordinator._entries import EventEntry
     from coordinator._executors import Executor
     from coordinator._prompting import PermissionAnswer, QuestionAnswer
@@ -469,19 +474,32 @@ class _WatchedBackend:
 # ------------------------------------------------------------------- setup
 
 
+@attrs.frozen(kw_only=True)
+class _Model:
+    """Who plays the model, how to describe it, and where its API key is read from."""
+
+    backend: InquiryBackend | None
+    description: str
+    #: The environment variable holding the API key it uses, if it uses one.
+    key_variable: str | None = None
+
+
 def _backend(
     options: RunOptions, scenario: Scenario, scripted: ScriptedInquiryBackend | None
-) -> tuple[InquiryBackend | None, str]:
+) -> _Model:
     """The model backend, and how to describe it."""
     config: Mapping[str, object] | None
     if options.backend is not None:
         config, where = options.backend, "the command line"
     elif scripted is not None:
-        return scripted, "scripted ([[model]] of the answers file)"
+        return _Model(backend=scripted, description="scripted ([[model]] of the answers file)")
     elif scenario.backend is not None:
         config, where = scenario.backend, "the scenario"
     else:
-        return None, "none (questions for the model are cancelled as backend_error)"
+        return _Model(
+            backend=None,
+            description="none (questions for the model are cancelled as backend_error)",
+        )
     try:
         backend = backend_from_config(config, tools=scenario.definitions)
     except ProviderConfigError as error:
@@ -494,7 +512,29 @@ def _backend(
             raise RunError(f"{key}: {error.problem}") from None
         key = f"backend.{error.key}" if error.key else "backend"
         raise ConfigError(str(scenario.path), key, error.problem) from None
-    return backend, f"{config.get('provider')} {config.get('model')} (from {where})"
+    return _Model(
+        backend=backend,
+        description=f"{config.get('provider')} {config.get('model')} (from {where})",
+        key_variable=key_variable(config),  # checked by backend_from_config just now
+    )
+
+
+def _tool_environment(
+    script: AnswerScript | None, model: _Model
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The environment local tools run with, and the variables left out of it.
+
+    This process's environment, less the secrets the run reads: a tool may
+    print whatever it can read, and what it prints is recorded before anything
+    could mask it. Left out are the answers file's ``value_env`` variables (the
+    person's secret answers) and the variable holding the API key of the model
+    backend this run uses; other providers' keys stay, as a tool may need its own.
+    """
+    hidden = set(script.secret_variables if script is not None else ())
+    if model.key_variable is not None:
+        hidden.add(model.key_variable)
+    environment = {name: value for name, value in os.environ.items() if name not in hidden}
+    return environment, tuple(sorted(name for name in hidden if name in os.environ))
 
 
 def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bool]:
@@ -524,13 +564,15 @@ def _seed_workspace(scenario: Scenario, workspace: Path) -> None:
             shutil.copyfile(source, target)
 
 
-def _executors(scenario: Scenario, workspace: Path, conversation_id: str) -> dict[str, Executor]:
+def _executors(
+    scenario: Scenario, workspace: Path, conversation_id: str, env: Mapping[str, str]
+) -> dict[str, Executor]:
     builtins = builtin_executors()
     executors: dict[str, Executor] = {}
     for name, tool in scenario.tools.items():
         if tool.local is not None:
             executors[name] = LocalToolExecutor(
-                tool.local, root=workspace, conversation_id=conversation_id
+                tool.local, root=workspace, conversation_id=conversation_id, env=env
             )
         elif tool.builtin is not None:
             executors[name] = builtins[tool.builtin]
@@ -664,7 +706,9 @@ async def run_scenario(
     progress = _Progress(emit, scenario)
 
     scripted_model = script.backend() if script else None
-    backend, model = _backend(options, scenario, scripted_model)
+    model = _backend(options, scenario, scripted_model)
+    backend = model.backend
+    tool_environment, left_out = _tool_environment(script, model)
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(backend, ModelInquiryBackend):
             stack.push_async_callback(backend.aclose)
@@ -674,8 +718,12 @@ async def run_scenario(
         state = "a new conversation" if created else f"{len(conversation.stream.turns())} turns"
         emit(f"inquiry run: {shown_path(scenario.path)} -> {shown_path(path)} ({state})")
         emit(f"  person: {person.description}")
-        emit(f"  model: {model}")
+        emit(f"  model: {model.description}")
         emit(f"  tools run in {shown_path(workspace)}")
+        if left_out:
+            # Named, so that a tool missing one of them is no mystery; never a value.
+            names = ", ".join(left_out)
+            emit(f"  tools run without {names} in their environment (secrets of this run)")
         if options.backend is not None and script is not None and script.model:
             emit("note: --backend given, so the answers file's [[model]] entries are not used")
         if person.interactive and script is not None and (script.answers or script.permissions):
@@ -690,7 +738,7 @@ async def run_scenario(
             raise RunError(f"{path}: cannot be written: {error.strerror or error}") from None
         coordinator = ToolCoordinator(
             conversation,
-            tools=_executors(scenario, workspace, path.resolve().name),
+            tools=_executors(scenario, workspace, path.resolve().name, tool_environment),
             config=scenario.config,
             prompter=_WatchedPrompter(prompter, progress) if prompter is not None else None,
             backend=_WatchedBackend(backend, progress) if backend is not None else None,

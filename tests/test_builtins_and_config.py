@@ -73,6 +73,32 @@ def test_ask_user_asks_a_boolean_and_reports_the_answer(tmp_path: Path) -> None:
         ({"question": "Which?", "answer_type": "select", "options": []}, "non-empty 'options'"),
         ({"question": "Sure?", "answer_type": "boolean", "default": "yes"}, "default"),
         ({"question": "Hi?", "mood": "sunny"}, "'mood'"),
+        ({"question": ""}, "the question is empty"),
+        ({"question": "  \n"}, "the question is empty"),
+        (
+            {"question": "Which?", "options": ["a", "b"]},
+            "'options' are for answer_type \"select\"",
+        ),
+        (
+            {"question": "Sure?", "answer_type": "boolean", "options": ["a"]},
+            "'options' are for answer_type \"select\" only, not 'boolean'",
+        ),
+        (
+            {"question": "Which?", "answer_type": "select", "options": ["a", 1]},
+            "option 1 must be a string, not a number",
+        ),
+        (
+            {"question": "Which?", "answer_type": "select", "options": [{"x": 1}]},
+            "option 0 must be a string, not an object",
+        ),
+        (
+            {"question": "Which?", "answer_type": "select", "options": ["a", "b", "a"]},
+            "option 2 ('a') repeats an earlier option",
+        ),
+        (
+            {"question": "Which?", "answer_type": "select", "options": ["a", " "]},
+            "option 1 is empty",
+        ),
     ],
 )
 def test_ask_user_with_bad_arguments_tells_the_model_what_is_wrong(

@@ -99,6 +99,19 @@ def test_the_tool_gets_its_request_and_context_as_json(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("text", ["render {{context}} here", "{{tool}} and {{context}}"])
+def test_placeholder_text_in_an_argument_reaches_the_tool_as_it_is(
+    tmp_path: Path, text: str
+) -> None:
+    """Only the command's own placeholders are replaced, never text inside the request's JSON."""
+    result = _execute(_tool(tmp_path, ECHO), {"note": text}, arguments={"template": text})
+    assert isinstance(result, Completed)
+    seen = orjson.loads(result.content)
+    assert seen["tool"]["arguments"] == {"template": text}
+    assert seen["tool"]["answers"] == {"note": text}
+    assert seen["context"]["action"] == "run"
+
+
 def test_the_request_is_also_on_stdin(tmp_path: Path) -> None:
     """A tool without {{tool}} in its command reads the same request from stdin."""
     body = """
@@ -111,6 +124,23 @@ def test_the_request_is_also_on_stdin(tmp_path: Path) -> None:
     result = _execute(executor, {"passphrase": SecretValue(SECRET)})
     assert isinstance(result, Completed)
     assert orjson.loads(result.content) == {"passphrase": SECRET}
+
+
+def test_the_tool_gets_exactly_the_environment_it_is_given(tmp_path: Path) -> None:
+    """``env`` is the tool's whole environment: what the caller leaves out, it never sees."""
+    body = """
+        import json, os
+        print(json.dumps({"type": "success", "content": json.dumps(dict(os.environ))}))
+    """
+    script = _script(tmp_path, "env_tool", body)
+    tool = LocalTool(name="demo", command=[sys.executable, str(script)])
+    executor = LocalToolExecutor(tool, root=tmp_path, env={"ONLY": "this"})
+    result = _execute(executor)
+    assert isinstance(result, Completed)
+    seen = orjson.loads(result.content)
+    assert seen.pop("ONLY") == "this"
+    assert "PATH" not in seen
+    assert "HOME" not in seen
 
 
 def test_an_error_outcome_is_a_tool_error_with_message_and_trace(tmp_path: Path) -> None:
@@ -232,7 +262,10 @@ def test_a_tool_that_prints_megabytes_is_stopped(tmp_path: Path) -> None:
     """
     result = _execute(_tool(tmp_path, body, max_output=1_000_000))
     assert result == Completed(
-        content='{"message":"Tool \'demo\' printed more than 1000000 bytes and was stopped."}',
+        content=(
+            '{"message":"Tool \'demo\' printed more than 1000000 bytes '
+            '(stdout and stderr together) and was stopped."}'
+        ),
         is_error=True,
     )
 
@@ -287,6 +320,31 @@ def test_check_arguments(arguments: dict[str, object], problem: str | None) -> N
         "additionalProperties": False,
     }
     assert check_arguments(schema, arguments) == problem
+
+
+@pytest.mark.parametrize(
+    ("spec", "value", "fits"),
+    [
+        pytest.param({"enum": [0, 1]}, True, False, id="true-is-not-1"),
+        pytest.param({"enum": [0, 1]}, False, False, id="false-is-not-0"),
+        pytest.param({"enum": [True]}, 1, False, id="1-is-not-true"),
+        pytest.param({"enum": [1]}, 1.0, True, id="1.0-is-1"),
+        pytest.param({"enum": [[1, True]]}, [1.0, True], True, id="arrays-compare-as-json"),
+        pytest.param({"enum": [[1]]}, [True], False, id="arrays-compare-inside-too"),
+        pytest.param({"enum": [{"a": 0}]}, {"a": False}, False, id="objects-compare-inside"),
+        pytest.param({"enum": [None, "x"]}, None, True, id="null"),
+        pytest.param({"type": "integer"}, 2.0, True, id="2.0-is-an-integer"),
+        pytest.param({"type": "integer"}, 2.5, False, id="2.5-is-not"),
+        pytest.param({"type": "integer"}, True, False, id="true-is-no-integer"),
+        pytest.param({"type": "number"}, False, False, id="false-is-no-number"),
+    ],
+)
+def test_check_arguments_compares_values_as_json_schema_does(
+    spec: dict[str, object], value: object, fits: bool
+) -> None:
+    """A boolean is never a number, while 1 and 1.0 are one number (and 2.0 an integer)."""
+    problem = check_arguments({"properties": {"level": spec}}, {"level": value})
+    assert (problem is None) == fits
 
 
 MALFORMED_SCHEMAS = [

@@ -909,3 +909,92 @@ def test_a_conversation_name_that_is_not_utf8_is_printed_on_a_utf8_stdout(
     assert done.returncode == 0, done.stderr
     assert f"-> {tmp_path}/caf\ufffd (" in done.stdout.decode()
     assert (directory / "events.json").is_file()
+
+
+SNOOP = """
+    import json, os, sys
+    names = sys.argv[1:]
+    seen = {name: os.environ.get(name) for name in names}
+    print(json.dumps({"type": "success", "content": json.dumps(seen, sort_keys=True)}))
+"""
+
+#: What the test's environment holds, by variable.
+ENVIRONMENT = {
+    "INQUIRY_TEST_TOKEN": "token-from-the-answers-file",
+    "ANTHROPIC_API_KEY": "anthropic-key-value",
+    "OPENAI_API_KEY": "openai-key-value",
+    "INQUIRY_TEST_MODEL_KEY": "named-key-value",
+    "INQUIRY_TEST_PLAIN": "plain-value",
+}
+
+
+@pytest.mark.parametrize(
+    ("backend", "hidden"),
+    [
+        pytest.param(
+            '[backend]\nprovider = "anthropic"\nmodel = "m"\n', "ANTHROPIC_API_KEY", id="scenario"
+        ),
+        pytest.param(
+            "--backend openai --model m --api-key-env INQUIRY_TEST_MODEL_KEY",
+            "INQUIRY_TEST_MODEL_KEY",
+            id="command-line",
+        ),
+        pytest.param("", None, id="no-backend"),
+    ],
+)
+def test_local_tools_never_see_the_runs_secrets(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    backend: str,
+    hidden: str | None,
+) -> None:
+    """Tools run without the answers file's value_env variables and the model's key variable.
+
+    Only the key of the backend this run uses is left out: another provider's
+    key may be the tool's own.
+    """
+    for name, value in ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    snoop = write(tmp_path / "snoop.py", SNOOP)
+    names = ", ".join(f'"{name}"' for name in ENVIRONMENT)
+    in_scenario = backend if backend.startswith("[") else ""
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""
+        [defaults]
+        run = "unattended"
+        [tools.snoop]
+        command = ["{sys.executable}", "{snoop}", {names}]
+        [[turns]]
+        message = "What do tools see?"
+        [[turns.cycles]]
+        calls = [{{ tool = "snoop" }}]
+        """
+        + in_scenario,
+    )
+    answers = write(
+        tmp_path / "answers.toml",
+        '[[answers]]\ntool = "deploy"\nquestion = "token"\nvalue_env = "INQUIRY_TEST_TOKEN"\n',
+    )
+    directory = tmp_path / "conversation"
+    on_command_line = backend.split() if not backend.startswith("[") else []
+    status, out, err = cli(
+        "run",
+        scenario,
+        "--answers",
+        answers,
+        "--conversation",
+        directory,
+        *on_command_line,
+        capsys=capsys,
+    )
+    assert (status, err) == (0, "")
+    left_out = sorted(name for name in ("INQUIRY_TEST_TOKEN", hidden) if name is not None)
+    seen = orjson.loads(responses(assert_paired(directory))["call_1_1_1"].content)
+    assert seen == {
+        name: None if name in left_out else value for name, value in ENVIRONMENT.items()
+    }
+    assert f"  tools run without {', '.join(left_out)} in their environment" in out
+    for name in left_out:
+        assert ENVIRONMENT[name] not in out

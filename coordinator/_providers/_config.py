@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from coordinator._providers._model_backend import ProviderAdapter
     from coordinator._providers._tools import ToolDefinition
 
-__all__ = ["CONFIG_KEYS", "backend_from_config", "check_backend_config"]
+__all__ = ["CONFIG_KEYS", "backend_from_config", "check_backend_config", "key_variable"]
 
 #: A tool name both APIs accept (Anthropic's and OpenAI's rule are the same).
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -136,6 +136,14 @@ def _settings(config: Mapping[str, object]) -> _Settings:
         max_tokens=max_tokens,
         prompt_cache=prompt_cache,
     )
+
+
+def key_variable(config: Mapping[str, object]) -> str:
+    """The environment variable a backend set up from ``config`` reads its API key from.
+
+    Raises :class:`ProviderConfigError` as :func:`check_backend_config` does.
+    """
+    return _settings(config).api_key_env
 
 
 def check_backend_config(config: Mapping[str, object]) -> None:

@@ -1,0 +1,313 @@
+"""Local tools as processes: what ends a call, what it leaves behind, and why one cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import signal
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+import pytest
+
+from coordinator import Completed, LocalTool, LocalToolExecutor
+from coordinator import _local_tools as local_tools
+from machines import ToolCallRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine, Iterator
+
+    from coordinator import ExecutorResult
+
+T = TypeVar("T")
+
+#: Far longer than any call below takes when it works; the bugs these tests
+#: guard against never end at all (the stray processes sleep for ever).
+PATIENCE = 30.0
+
+CALL = ToolCallRequest(id="call_1", name="demo", arguments={})
+
+
+def _within(work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, failing the test when it has none after :data:`PATIENCE` seconds.
+
+    Run on an event loop of its own in a thread: a call that never ends may
+    also hold up its loop's closing (cancelled, it can go on waiting), which
+    no timeout inside the loop can cut short.
+    """
+    outcome: dict[str, Any] = {}
+
+    def play() -> None:
+        try:
+            outcome["result"] = asyncio.run(work)
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    thread.join(PATIENCE)
+    if thread.is_alive():
+        pytest.fail(f"still running after {PATIENCE:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    result: T = outcome["result"]
+    return result
+
+
+@pytest.fixture
+def strays(tmp_path: Path) -> Iterator[Path]:
+    """A file where tools write the pids of the processes they leave behind; killed at the end."""
+    pids = tmp_path / "strays"
+    pids.touch()
+    yield pids
+    for line in pids.read_text().split():
+        pid = int(line)
+        # The process, and the group it leads if it leads one (coreutils
+        # `timeout` and its child): a child left in the tool's group leads none.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _noted(path: Path) -> str:
+    """What a tool wrote to ``path`` so far."""
+    return path.read_text() if path.exists() else ""
+
+
+def _executor(tmp_path: Path, body: str, **kwargs: Any) -> LocalToolExecutor:
+    script = tmp_path / "tool.py"
+    script.write_text(textwrap.dedent(body))
+    command = kwargs.pop("command", [sys.executable, str(script)])
+    return LocalToolExecutor(LocalTool(name="demo", command=command, **kwargs), root=tmp_path)
+
+
+def _stray(pids: Path, *, session: bool) -> str:
+    """Python that starts a `sleep infinity` holding the tool's output, noting its pid."""
+    return f"""
+        import subprocess
+        child = subprocess.Popen(["sleep", "infinity"], start_new_session={session})
+        with open({str(pids)!r}, "a") as file:
+            file.write(f"{{child.pid}}\\n")
+    """
+
+
+def _daemon_tool(tmp_path: Path, pids: Path, **kwargs: Any) -> LocalToolExecutor:
+    """A tool that starts a daemon (its own session) and then runs for ever."""
+    body = _stray(pids, session=True) + "\n        import time\n        time.sleep(10**6)\n"
+    return _executor(tmp_path, body, **kwargs)
+
+
+def _coreutils_timeout_tool(tmp_path: Path, pids: Path, **kwargs: Any) -> LocalToolExecutor:
+    """A shell tool running a step under coreutils `timeout`, which leaves the process group."""
+    script = f"timeout 100000 sleep infinity & echo $! >> '{pids}'; wait"
+    return _executor(tmp_path, "", command=["sh", "-c", script], **kwargs)
+
+
+LEAVERS = [
+    pytest.param(_daemon_tool, id="daemon"),
+    pytest.param(_coreutils_timeout_tool, id="coreutils-timeout"),
+]
+
+
+@pytest.mark.parametrize("make", LEAVERS)
+def test_a_timeout_is_not_held_by_a_process_that_left_the_group(
+    tmp_path: Path, strays: Path, make: Any
+) -> None:
+    """The tool is stopped at its timeout though a process outside its group holds its output."""
+    executor = make(tmp_path, strays, timeout=0.5)
+    result = _within(executor.execute(CALL, {}))
+    assert result == Completed(
+        content=orjson.dumps(
+            {
+                "message": "Tool 'demo' ran longer than 0.5 s and was stopped; a process it "
+                "started outside its process group still held its output and may still be "
+                "running."
+            }
+        ).decode(),
+        is_error=True,
+    )
+
+
+@pytest.mark.parametrize("make", LEAVERS)
+def test_a_cancel_is_not_held_by_a_process_that_left_the_group(
+    tmp_path: Path, strays: Path, make: Any
+) -> None:
+    """Cancelling the call (Ctrl-C) returns at once and the tool itself is gone."""
+    executor = make(tmp_path, strays, timeout=100_000)
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(executor.execute(CALL, {}))
+        while not _noted(strays):  # noqa: ASYNC110 - a file, not an event
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    _within(cancelled())
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["same-group", "own-session"])
+def test_a_tool_that_exits_is_done_though_its_child_holds_the_output(
+    tmp_path: Path, strays: Path, session: bool
+) -> None:
+    """A tool that exits at once with its outcome gets that outcome, not a timeout."""
+    body = (
+        _stray(strays, session=session)
+        + """
+        import json
+        print(json.dumps({"type": "success", "content": "server started"}))
+    """
+    )
+    executor = _executor(tmp_path, body, timeout=100_000)
+    assert _within(executor.execute(CALL, {})) == Completed(content="server started")
+
+
+DESCRIPTORS = Path("/proc/self/fd")
+
+
+def _open_descriptors() -> int:
+    return len(list(DESCRIPTORS.iterdir()))
+
+
+@pytest.mark.skipif(not DESCRIPTORS.is_dir(), reason="counts descriptors in /proc")
+def test_a_cancel_during_the_stop_closes_the_pipes(
+    tmp_path: Path, strays: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled while it waits for the rest of a stopped tool's output, no pipe is left open."""
+    # The wait for the rest of the output lasts until the cancel, however late it comes.
+    monkeypatch.setattr(local_tools, "OUTPUT_GRACE", 100_000, raising=False)
+    tool_pid = tmp_path / "tool-pid"
+    body = (
+        _stray(strays, session=True)
+        + f"""
+        import os, time
+        with open({str(tool_pid)!r}, "w") as file:
+            file.write(str(os.getpid()))
+        time.sleep(10**6)
+    """
+    )
+    executor = _executor(tmp_path, body, timeout=0.2)
+
+    async def cancelled_in_the_stop() -> None:
+        task = asyncio.ensure_future(executor.execute(CALL, {}))
+        while not _noted(tool_pid):  # noqa: ASYNC110 - a file, not an event
+            await asyncio.sleep(0.01)
+        pid = int(_noted(tool_pid))
+        with contextlib.suppress(ProcessLookupError):
+            while True:  # until the timeout has killed the tool and it is reaped
+                os.kill(pid, 0)
+                await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    before = _open_descriptors()
+    _within(cancelled_in_the_stop())
+    assert _open_descriptors() == before
+    gc.collect()  # an unclosed transport would warn here, failing the test
+
+
+def test_a_tool_killed_by_a_signal_says_which(tmp_path: Path) -> None:
+    """The error of a tool killed by a signal names the signal."""
+    body = """
+        import os, signal
+        print("half done", flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+    """
+    result = _within(_executor(tmp_path, body).execute(CALL, {}))
+    assert result == Completed(
+        content=orjson.dumps(
+            {
+                "message": "Tool 'demo' execution failed: killed by SIGTERM.",
+                "stderr": "",
+                "stdout": "half done\n",
+            }
+        ).decode(),
+        is_error=True,
+    )
+
+
+def test_the_output_limit_counts_stdout_and_stderr_together(tmp_path: Path) -> None:
+    """`max_output` bounds all the tool prints: 600 kB on each of two streams is past 1 MB."""
+    body = """
+        import sys
+        sys.stdout.write("o" * 600_000)
+        sys.stderr.write("e" * 600_000)
+    """
+    result = _within(_executor(tmp_path, body, max_output=1_000_000).execute(CALL, {}))
+    assert result == Completed(
+        content=orjson.dumps(
+            {
+                "message": "Tool 'demo' printed more than 1000000 bytes (stdout and stderr "
+                "together) and was stopped."
+            }
+        ).decode(),
+        is_error=True,
+    )
+
+
+def _start(tmp_path: Path, command: list[str], root: Path | None = None) -> ExecutorResult:
+    executor = LocalToolExecutor(
+        LocalTool(name="demo", command=command), root=root if root is not None else tmp_path
+    )
+    return _within(executor.execute(CALL, {}))
+
+
+def _start_error(result: ExecutorResult) -> str:
+    assert isinstance(result, Completed)
+    assert result.is_error
+    message: str = orjson.loads(result.content)["message"]
+    return message
+
+
+def test_a_missing_working_directory_is_named(tmp_path: Path) -> None:
+    """A tool whose working directory is gone says so, naming the directory, not the program."""
+    gone = tmp_path / "gone"
+    message = _start_error(_start(tmp_path, ["true"], root=gone))
+    assert message == (
+        f"Tool 'demo' could not be started: its working directory {str(gone)!r} "
+        "cannot be entered: No such file or directory."
+    )
+
+
+def test_a_missing_interpreter_is_named(tmp_path: Path) -> None:
+    """A script whose #! line names a missing interpreter says which, not that the script is."""
+    script = tmp_path / "tool"
+    script.write_text("#!/nonexistent/interpreter -x\necho hi\n")
+    script.chmod(0o755)
+    message = _start_error(_start(tmp_path, [str(script)]))
+    assert message == (
+        "Tool 'demo' could not be started: the interpreter '/nonexistent/interpreter' "
+        f"named by the #! line of {str(script)!r} is not found."
+    )
+
+
+@pytest.mark.parametrize(
+    ("program", "problem"),
+    [
+        ("/nonexistent/program", "the program '/nonexistent/program' does not exist"),
+        (
+            "no-such-program-anywhere",
+            "the program 'no-such-program-anywhere' is not found on PATH",
+        ),
+    ],
+)
+def test_a_missing_program_is_named(tmp_path: Path, program: str, problem: str) -> None:
+    """A program that is not there is named, and where it was looked for."""
+    message = _start_error(_start(tmp_path, [program]))
+    assert message == f"Tool 'demo' could not be started: {problem}."
+
+
+def test_a_nul_byte_in_the_command_is_a_start_failure(tmp_path: Path) -> None:
+    """A NUL byte in the command fails the call like any start failure, naming the argument."""
+    message = _start_error(_start(tmp_path, ["echo", "a\0b"]))
+    assert message == (
+        "Tool 'demo' could not be started: argument 1 of its command contains a NUL byte."
+    )
