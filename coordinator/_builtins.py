@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from coordinator._codec import json_type
 from coordinator._executors import (
     Ask,
     BuiltinExecutor,
@@ -56,13 +57,6 @@ ASK_USER_PARAMETERS: Final[Mapping[str, Any]] = {
 }
 
 
-def _json_kind(value: object) -> str:
-    """What ``value`` is, in JSON's words (the model wrote it as JSON)."""
-    kinds: dict[type, str] = {bool: "a boolean", int: "a number", float: "a number"}
-    kinds |= {dict: "an object", list: "an array", type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
-
-
 def _answer_type(kind: str, options: object) -> AnswerType:
     """The answer type ``kind`` with ``options``; a ``RecordError`` saying what is wrong.
 
@@ -80,7 +74,7 @@ def _answer_type(kind: str, options: object) -> AnswerType:
         raise RecordError("a select question needs a non-empty 'options' array")
     for index, option in enumerate(options):
         if not isinstance(option, str):
-            raise RecordError(f"option {index} must be a string, not {_json_kind(option)}")
+            raise RecordError(f"option {index} must be a string, not {json_type(option)}")
         if not option.strip():
             raise RecordError(f"option {index} is empty")
         if option in options[:index]:

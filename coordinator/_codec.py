@@ -60,6 +60,7 @@ __all__ = [
     "EVENT_KINDS",
     "STORED_READERS",
     "WireError",
+    "json_type",
     "structure_event",
     "structure_question",
     "unstructure_event",
@@ -87,13 +88,14 @@ def _expect(kind: type, what: str) -> Callable[[Any, Any], Any]:
         # cattrs would coerce 5 into "5"; a stored value of the wrong type is a
         # broken file, not something to repair silently.
         if type(value) is not kind:
-            raise WireError(f"expected {what}, got {_json_type(value)}")
+            raise WireError(f"expected {what}, got {json_type(value)}")
         return value
 
     return structure
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """What ``value`` is, in JSON's words ("a string", "an object", "null")."""
     names = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
     names |= {dict: "an object", list: "an array", type(None): "null"}
     return names.get(type(value), type(value).__name__)
@@ -115,7 +117,7 @@ def _note_wide_floats_in(value: Any) -> None:
 
 def _object(value: Any, where: str) -> dict[str, Any]:
     if type(value) is not dict:
-        raise WireError(f"{where} must be an object, got {_json_type(value)}")
+        raise WireError(f"{where} must be an object, got {json_type(value)}")
     return value
 
 
@@ -228,7 +230,7 @@ def _unstructure_source(source: InquirySource) -> dict[str, Any]:
 
 def _structure_reason(value: Any, _: Any) -> AnyCancellationReason:
     if type(value) is not str or not value:
-        raise WireError(f"reason must be a non-empty string, got {_json_type(value)}")
+        raise WireError(f"reason must be a non-empty string, got {json_type(value)}")
     return parse_cancellation_reason(value)
 
 
