@@ -15,6 +15,12 @@ error for the file's own offsets, or leaves the value to be written once to
 check it. The limits are those of the ``orjson`` installed, checked on first
 use; where they are not the ones above, every file takes that second path.
 
+The wrapping has a price of its own, whatever the text: ``orjson`` builds 770
+arrays and each is looked at, about 70 microseconds. A text shorter than
+:data:`WRAP_FROM` (a ``metadata.json``, a short conversation) is parsed as it
+is and written once instead, which costs it less; a longer one, and each
+piece of a long stream, is wrapped.
+
 ``orjson`` also reads an integer beyond 64 bits (below ``-2**63`` or above
 ``2**64 - 1``) as the nearest float, and would write it back as that float:
 ``123456789012345678901234567890`` becomes ``1.2345678901234568e+29``. The
@@ -48,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "READ_BLOCK",
     "READ_DEPTH",
+    "WRAP_FROM",
     "WRITE_DEPTH",
     "WideFloats",
     "holds_wide_float",
@@ -67,6 +74,9 @@ __all__ = [
 READ_DEPTH = 1024
 #: How deeply nested a value ``orjson`` writes.
 WRITE_DEPTH = 254
+#: The length from which a text is parsed wrapped. Below it, writing the value
+#: once costs less than the wrapping (they cost the same near 400 KB).
+WRAP_FROM = 1 << 18
 
 
 def writable(value: Any) -> bool:
@@ -105,31 +115,34 @@ def _wrapping() -> tuple[bytes, bytes]:
 
 
 def wrap(*parts: bytes | bytearray | memoryview) -> bytes:
-    """``parts``, one after the other, inside the wrapping levels, for :func:`loads_wrapped`.
+    """``parts``, one after the other, as :func:`loads_wrapped` parses them.
 
-    A caller holding a large file drops its own copy once this returns, so
-    that the text is not held twice while it parses.
+    Inside the wrapping levels when they are :data:`WRAP_FROM` bytes or
+    longer, as they are when shorter. A caller holding a large file drops its
+    own copy once this returns, so that the text is not held twice while it
+    parses.
     """
     opening, closing = _wrapping()
-    if opening:
+    if opening and sum(len(part) for part in parts) >= WRAP_FROM:
         return b"".join((opening, *parts, closing))
     if len(parts) == 1 and isinstance(parts[0], bytes):
         return parts[0]  # already the text to parse: no copy
     return b"".join(parts)
 
 
-def loads_wrapped(wrapped: bytes) -> tuple[Any, bool]:
-    """The value of the text :func:`wrap` wrapped, and whether ``orjson`` can write it back.
+def loads_wrapped(text: bytes) -> tuple[Any, bool]:
+    """The value of the text :func:`wrap` gave, and whether ``orjson`` can write it back.
 
-    Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads`` of the text
-    itself does.
+    Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads`` of the parts
+    themselves does. A text of :data:`WRAP_FROM` bytes or more is wrapped:
+    :func:`wrap` wraps exactly the parts that long, and wrapping only adds.
     """
     opening, closing = _wrapping()
-    if not opening:
-        value = orjson.loads(wrapped)
+    if not opening or len(text) < WRAP_FROM:
+        value = orjson.loads(text)
         return value, writable(value)
     try:
-        value = orjson.loads(wrapped)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
         pass  # too deep to write, or not JSON: the text alone says which
     else:
@@ -139,7 +152,7 @@ def loads_wrapped(wrapped: bytes) -> tuple[Any, bool]:
             value = value[0]
         else:
             return value, True
-    value = orjson.loads(wrapped[len(opening) : len(wrapped) - len(closing)])
+    value = orjson.loads(text[len(opening) : len(text) - len(closing)])
     return value, writable(value)
 
 

@@ -1,7 +1,8 @@
 """Parsing a file and learning whether it can be written back (coordinator._json_read).
 
-The parse proves a file writable by reading it inside extra levels of arrays,
-and a large file laid out as JP writes it is read a block at a time and parsed
+The parse proves a file writable by reading it inside extra levels of arrays
+(a text long enough that this costs it less than writing it once), and a
+large file laid out as JP writes it is read a block at a time and parsed
 in pieces of whole entries. These tests hold both to what they replace:
 ``orjson.loads`` of the whole file as it is (its value, or its error at the
 file's own offsets), and writing the value once to see whether ``orjson`` can.
@@ -26,6 +27,14 @@ from machines import ChatRequest
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+
+@pytest.fixture(autouse=True, params=["wrapped", "as_it_is"])
+def parse_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test both ways: every text wrapped, and every text (but a long one) as it is."""
+    way: str = request.param
+    monkeypatch.setattr(_json_read, "WRAP_FROM", 0 if way == "wrapped" else 1 << 40)
+    return way
 
 
 def _nested(depth: int, kind: str) -> bytes:
@@ -115,6 +124,20 @@ def test_text_that_is_json_only_once_wrapped_is_refused_as_orjson_refuses_it(
     expected = _as_orjson(data)
     assert isinstance(expected, str)
     assert _ours(data) == expected
+
+
+@pytest.mark.parametrize("depth", [254, 255, 1024, 1025])
+@pytest.mark.parametrize("shorter", [1, 0])
+def test_texts_either_side_of_the_wrapping_length_read_as_orjson_reads_them(
+    monkeypatch: pytest.MonkeyPatch, depth: int, shorter: int
+) -> None:
+    """Wrapped from ``WRAP_FROM`` bytes, as they are below: the same value, writable or not."""
+    monkeypatch.setattr(_json_read, "WRAP_FROM", 8192)
+    nested = _nested(depth, "mixed")
+    data = nested + b" " * (8192 - shorter - len(nested))
+    wrapped = _json_read.wrap(data)
+    assert (len(wrapped) > len(data)) is (not shorter)
+    assert _same(_ours(data), _as_orjson(data))
 
 
 def test_whitespace_around_the_value_is_allowed_as_orjson_allows_it() -> None:
