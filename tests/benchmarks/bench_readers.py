@@ -2,24 +2,26 @@
 
 Both are single passes, so their cost per entry should not grow with the
 stream: the metric is the cost per entry on the longest stream, against the
-cost per entry on the shortest, measured in the same run. The streams are the
-generated conversations of the store benchmark (turns of eleven to sixteen
+cost per entry on shorter ones, measured in the same run. The stream is the
+generated conversation of the store benchmark (turns of eleven to sixteen
 entries) with every hundredth tool-call response missing, so that
 ``sanitize()`` has repairs to make.
 
-The longest stream is compared with each shorter one: with the shortest,
-which fits in the CPU caches, the figure includes the step from cache to
-memory; with the next, which is already far beyond the caches, it shows
-how the pass itself grows. Beside them, with no target, the same figures for
-the least any reader does: a pass reading each entry's payload and its id.
-What that costs more per entry on the long stream is the memory's, not the
-readers'.
+A shorter stream is a slice of the longest: a run at ten thousand entries
+passes over each of the longest stream's hundred slices of ten thousand in
+turn, so every run reads the same million entries, from the same places in
+memory. One short stream read over and over would sit in the CPU's caches
+after its first pass, and the comparison would measure the step from cache
+to memory (what the least a reader does, below, shows is most of a
+reader's growth) rather than whether the pass grows with the stream. What
+remains is each pass's own: the dicts and lists it builds, and what it
+returns. Beside them, with no target, the same figures for the least any
+reader does: a pass reading each entry's payload and its id.
 
-Each timed run reads as many entries on a short stream as on the long one
-(the short one, over and over), and the runs take turns: one pass over a
-million entries lasts seconds, long enough to be caught by a slow spell of
-a shared machine, so the short streams' runs must be as exposed to them, or
-the comparison measures the machine.
+Each timed run reads as many entries at every size, and the runs take
+turns: one pass over a million entries lasts seconds, long enough to be
+caught by a slow spell of a shared machine, so the short streams' runs must
+be as exposed to them, or the comparison measures the machine.
 """
 
 from __future__ import annotations
@@ -42,23 +44,36 @@ def _stream(count: int) -> ConversationStream:
     return ConversationStream.from_wire(entries)[0]
 
 
-def _reader_runs(stream: ConversationStream, passes: int) -> dict[str, Run]:
-    """For each reader, a timed run of ``passes`` passes over ``stream`` and its setup."""
+def _slices(stream: ConversationStream, count: int) -> list[ConversationStream]:
+    """``stream`` cut into streams of ``count`` entries (the last may be shorter).
+
+    A cut inside a turn makes the turn's start the next slice's implicit
+    leading turn: one turn in ``count`` entries, read as any stream's is.
+    """
+    entries = list(stream)
+    return [
+        ConversationStream(entries[start : start + count])
+        for start in range(0, len(entries), count)
+    ]
+
+
+def _reader_runs(streams: list[ConversationStream]) -> dict[str, Run]:
+    """For each reader, a timed run of one pass over each of ``streams``, and its setup."""
     copies: list[ConversationStream] = []
 
     def pair() -> None:
-        for _ in range(passes):
+        for stream in streams:
             pair_events(stream)
 
     def fresh() -> None:  # sanitize changes the stream it is given: a copy per pass
-        copies[:] = [ConversationStream(stream) for _ in range(passes)]
+        copies[:] = [ConversationStream(stream) for stream in streams]
 
     def repair() -> None:
         for copy in copies:
             sanitize(copy)
 
     def read() -> None:
-        for _ in range(passes):
+        for stream in streams:
             [getattr(getattr(entry, "payload", None), "id", None) for entry in stream]
 
     return {
@@ -71,18 +86,17 @@ def _reader_runs(stream: ConversationStream, passes: int) -> dict[str, Run]:
 def run(sizes: Sizes) -> list[Metric]:
     """Every reader metric: the longest stream against each shorter one."""
     large = max(sizes.reader_streams)
-    passes = {count: max(1, large // count) for count in sizes.reader_streams}
-    streams = {count: _stream(count) for count in passes}
-    runs = {count: _reader_runs(streams[count], passes[count]) for count in passes}
+    longest = _stream(large)
+    streams = {count: _slices(longest, count) for count in sizes.reader_streams}
+    runs = {count: _reader_runs(streams[count]) for count in streams}
     best = {
         name: best_times(
-            {count: runs[count][name] for count in passes}, repeats=max(2, sizes.repeats)
+            {count: runs[count][name] for count in streams}, repeats=max(2, sizes.repeats)
         )
         for name in _READERS
     }
-    # Per entry: each run read ``passes[count]`` times the stream of ``count``.
     per_entry = {
-        (name, count): seconds / (passes[count] * len(streams[count]))
+        (name, count): seconds / len(longest)
         for name, times in best.items()
         for count, seconds in times.items()
     }
@@ -93,9 +107,12 @@ def run(sizes: Sizes) -> list[Metric]:
             baseline=per_entry[name, small] * 1e9,
             unit="ns/entry",
             target=target,
-            note=f"{name} per entry on {large} entries vs {small} ({passes[small]} passes)",
+            note=(
+                f"{name} per entry on {large} entries vs {small}"
+                f" (each of {len(streams[small])} slices in turn)"
+            ),
         )
         for name, target in _READERS.items()
-        for small in sorted(passes)
+        for small in sorted(streams)
         if small != large
     ]

@@ -17,12 +17,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from bench_support import (
     Cost,
     Metric,
+    Run,
     Sizes,
     best_costs,
     fixture_dirs,
@@ -34,6 +35,9 @@ from bench_support import (
 
 from coordinator import load_conversation, save_conversation
 from coordinator._atomic import atomic_write
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["run"]
 
@@ -106,10 +110,8 @@ def engine_pipeline(source: Path, target: Path) -> None:
 # ------------------------------------------------------------------- timing
 
 
-def _compare(
-    name: str, source: Path, *, entries: int, scratch: Path, repeats: int, note: str = ""
-) -> tuple[Metric, dict[str, Cost]]:
-    """The load+save metric for ``source``, and each side's cost per entry."""
+def _compare_fixture(source: Path, entries: int, scratch: Path, repeats: int) -> Metric:
+    """The load+save metric for a real conversation: short runs, many of them, taking turns."""
     target = scratch / "out"
 
     def clear() -> None:
@@ -123,15 +125,14 @@ def _compare(
         repeats=repeats,
     )
     clear()
-    metric = Metric(
-        metric=f"store.load_save.{name}",
+    return Metric(
+        metric="store.load_save.largest_fixture",
         value=costs["engine"].wall * 1e3,
         baseline=costs["baseline"].wall * 1e3,
         unit="ms",
         target=1.5,
-        note=note or f"{entries} entries",
+        note=f"{source.name}: {entries} entries",
     )
-    return metric, {side: cost.per(entries) for side, cost in costs.items()}
 
 
 def _memory(name: str, source: Path, entries: int, scratch: Path) -> list[Metric]:
@@ -174,20 +175,79 @@ def _label(count: int) -> str:
     return str(count)
 
 
-def _repeats(sizes: Sizes, count: int) -> int:
-    """How many runs of each side for a stream of ``count`` entries.
-
-    A run of ten thousand entries lasts a tenth of a second, which a slow
-    spell of a shared machine often fills: those get many runs, so that the
-    best of them finds the machine as quiet as a long run's best does. A run
-    of a million lasts tens of seconds: fewer, but never one alone (a single
-    run's page faults and fsync vary by a third).
-    """
-    if count <= 10_000:
-        return sizes.repeats * 4
-    if count <= 100_000:
-        return sizes.repeats
+def _rounds(sizes: Sizes) -> int:
+    """How many runs of each size and side: each lasts tens of seconds, but never one alone."""
     return max(2, sizes.repeats // 2)
+
+
+def _passes(
+    pipeline: Callable[[Path, Path], None], source: Path, targets: Path, passes: int
+) -> Run:
+    """A timed run of ``passes`` load+saves of ``source``, each to a fresh directory.
+
+    A fresh directory each: a save over the files of the pass before would
+    find them holding its bytes already and write nothing. The setup, not
+    timed, removes the directories of the run before.
+    """
+
+    def work() -> None:
+        for index in range(passes):
+            pipeline(source, targets / str(index))
+
+    def clear() -> None:
+        shutil.rmtree(targets, ignore_errors=True)
+
+    return work, clear
+
+
+def _generated(sizes: Sizes, scratch: Path) -> list[Metric]:
+    """Load+save of every generated stream against the raw pipeline, and how it grows.
+
+    Every timed run reads as many entries as the longest stream holds (a
+    shorter stream, over and over), and the runs of every size and side take
+    turns, as the readers' benchmark does. A run over a million entries
+    lasts tens of seconds, so a slow spell of a shared machine falls within
+    it; the best of twenty runs of a tenth of a second each can fall between
+    two, and the growth from the short stream to the long one would then
+    measure the machine's quiet moments rather than the store.
+    """
+    longest = max(sizes.streams)
+    passes = {count: max(1, longest // count) for count in sizes.streams}
+    sources = {
+        count: write_conversation(scratch / f"gen{count}", generated_entries(count))
+        for count in sizes.streams
+    }
+    pipelines = {"baseline": raw_pipeline, "engine": engine_pipeline}
+    targets = {count: scratch / f"out{count}" for count in sizes.streams}
+    runs = {
+        (count, side): _passes(pipeline, sources[count], targets[count], passes[count])
+        for count in sizes.streams
+        for side, pipeline in pipelines.items()
+    }
+    costs = best_costs(runs, repeats=_rounds(sizes))
+    for target in targets.values():
+        shutil.rmtree(target, ignore_errors=True)
+    metrics: list[Metric] = []
+    per_entry: dict[int, dict[str, Cost]] = {}
+    for count in sizes.streams:
+        read = count * passes[count]
+        engine, baseline = costs[count, "engine"], costs[count, "baseline"]
+        metrics.append(
+            Metric(
+                metric=f"store.load_save.{_label(count)}",
+                value=engine.wall / passes[count] * 1e3,
+                baseline=baseline.wall / passes[count] * 1e3,
+                unit="ms",
+                target=1.5,
+                note=f"{count} entries ({passes[count]} passes a run)",
+            )
+        )
+        per_entry[count] = {"engine": engine.per(read), "baseline": baseline.per(read)}
+        if count == sizes.memory_stream:
+            metrics.extend(_memory(_label(count), sources[count], count, scratch))
+    for source in sources.values():
+        shutil.rmtree(source)
+    return [*metrics, *_scaling(per_entry)]
 
 
 def run(sizes: Sizes) -> list[Metric]:
@@ -199,33 +259,9 @@ def run(sizes: Sizes) -> list[Metric]:
         if fixtures:
             largest = max(fixtures, key=lambda path: (path / "events.json").stat().st_size)
             count = len(orjson.loads((largest / "events.json").read_bytes()))
-            note = f"{largest.name}: {count} entries"
-            metric, _ = _compare(
-                "largest_fixture",
-                largest,
-                entries=count,
-                scratch=scratch,
-                repeats=sizes.repeats * 3,
-                note=note,
-            )
-            metrics.append(metric)
+            metrics.append(_compare_fixture(largest, count, scratch, sizes.repeats * 3))
             metrics.extend(_memory("largest_fixture", largest, count, scratch))
-
-        per_entry: dict[int, dict[str, Cost]] = {}
-        for count in sizes.streams:
-            source = write_conversation(scratch / f"gen{count}", generated_entries(count))
-            metric, per_entry[count] = _compare(
-                _label(count),
-                source,
-                entries=count,
-                scratch=scratch,
-                repeats=_repeats(sizes, count),
-            )
-            metrics.append(metric)
-            if count == sizes.memory_stream:
-                metrics.extend(_memory(_label(count), source, count, scratch))
-            shutil.rmtree(source)
-        metrics.extend(_scaling(per_entry))
+        metrics.extend(_generated(sizes, scratch))
     metrics.append(_freed_pages(sizes))
     return metrics
 
@@ -263,7 +299,7 @@ def _freed_pages(sizes: Sizes) -> Metric:
     pages = size // mmap.PAGESIZE
     _touch(size)  # the memory the measured runs free and take again
     recent = returned = float("inf")
-    for _ in range(_repeats(sizes, max(sizes.streams))):  # as many as that stream's runs
+    for _ in range(_rounds(sizes)):  # as many as each generated stream's runs
         recent = min(recent, _touch(size))
         time.sleep(sizes.freed_pause)
         returned = min(returned, _touch(size))
