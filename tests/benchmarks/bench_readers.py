@@ -13,9 +13,9 @@ turn, so every run reads the same million entries, from the same places in
 memory. One short stream read over and over would sit in the CPU's caches
 after its first pass, and the comparison would measure the step from cache
 to memory (what the least a reader does, below, shows is most of a
-reader's growth) rather than whether the pass grows with the stream. What
-remains is each pass's own: the dicts and lists it builds, and what it
-returns. Beside them, with no target, the same figures for the least any
+reader's growth) rather than whether the pass grows with the stream. For
+the same reason each run keeps what its passes return until it is over
+(see :func:`_reader_runs`). Beside them, with no target, the same figures for the least any
 reader does: a pass reading each entry's payload and its id.
 
 Each timed run reads as many entries at every size, and the runs take
@@ -58,28 +58,41 @@ def _slices(stream: ConversationStream, count: int) -> list[ConversationStream]:
 
 
 def _reader_runs(streams: list[ConversationStream]) -> dict[str, Run]:
-    """For each reader, a timed run of one pass over each of ``streams``, and its setup."""
+    """For each reader, a timed run of one pass over each of ``streams``, and its setup.
+
+    A run keeps what each pass returns until the run is over, as a caller
+    keeps the pairing it asked for; the setup of the next run lets it go.
+    Dropped at once, a pass's result would leave its memory to the next
+    pass, still in the CPU's caches, which the result of ten thousand
+    entries fits in and that of a million does not: the comparison would
+    measure the caches again.
+    """
+    kept: list[object] = []
     copies: list[ConversationStream] = []
 
+    def forget() -> None:
+        kept.clear()
+
     def pair() -> None:
-        for stream in streams:
-            pair_events(stream)
+        kept.extend(pair_events(stream) for stream in streams)
 
     def fresh() -> None:  # sanitize changes the stream it is given: a copy per pass
+        kept.clear()
         copies[:] = [ConversationStream(stream) for stream in streams]
 
     def repair() -> None:
-        for copy in copies:
-            sanitize(copy)
+        kept.extend(sanitize(copy) for copy in copies)
 
     def read() -> None:
-        for stream in streams:
+        kept.extend(
             [getattr(getattr(entry, "payload", None), "id", None) for entry in stream]
+            for stream in streams
+        )
 
     return {
-        "pair_events": (pair, None),
+        "pair_events": (pair, forget),
         "sanitize": (repair, fresh),
-        "read_payload_ids": (read, None),
+        "read_payload_ids": (read, forget),
     }
 
 
