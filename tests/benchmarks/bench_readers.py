@@ -15,8 +15,9 @@ after its first pass, and the comparison would measure the step from cache
 to memory (what the least a reader does, below, shows is most of a
 reader's growth) rather than whether the pass grows with the stream. For
 the same reason each run keeps what its passes return until it is over
-(see :func:`_reader_runs`). Beside them, with no target, the same figures for the least any
-reader does: a pass reading each entry's payload and its id.
+(see :func:`_reader_runs`). Beside them, with no target, the same figures
+for the least any reader does: a pass reading each entry's payload and its
+id.
 
 Each timed run reads as many entries at every size, and the runs take
 turns: one pass over a million entries lasts seconds, long enough to be
