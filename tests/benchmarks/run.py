@@ -11,6 +11,7 @@ more than once. Every baseline is measured in the same run as its metric.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 from typing import TYPE_CHECKING
@@ -151,4 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # The reader stopped reading (``--json | head``): nothing is left to
+        # say, and Python's flush of stdout at exit must not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)  # as a shell reports a process ended by SIGPIPE
