@@ -11,9 +11,10 @@ are not UTF-8 appear as U+FFFD, as JP shows them.
 
 from __future__ import annotations
 
+import io
 import os
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from coordinator._entries import EventEntry
 from coordinator._pairing import pair_events
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from coordinator._pairing import Pairing
     from coordinator._store import Conversation
 
-__all__ = ["pairing_summary", "shown_path", "summarize"]
+__all__ = ["pairing_summary", "shown_path", "summarize", "to_null_device"]
 
 
 def shown_path(path: Path | str) -> str:
@@ -101,3 +102,20 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
             "regenerated": conversation.id_repairs.regenerated,
         },
     }
+
+
+def to_null_device(out: TextIO) -> None:
+    """Point ``out``'s file descriptor at the null device, as the Python docs advise on EPIPE.
+
+    Whatever is still buffered for a pipe its reader closed then goes
+    nowhere, rather than raising again when the interpreter flushes it at exit.
+    """
+    try:
+        descriptor = out.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return  # not a file: nothing is left to flush into the closed pipe
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, descriptor)
+    finally:
+        os.close(null)

@@ -19,16 +19,26 @@
   did not complete.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
-success, 1 when a check finds something to act on, 2 when an input cannot be
-read or an output cannot be written (nothing is written then). Paths are
-printed, and put in JSON, with any bytes of their names that are not UTF-8
-shown as U+FFFD (:func:`coordinator._check.shown_path`).
+success, 1 when diagrams are stale or a turn of ``inquiry run`` did not
+complete, 2 when an input cannot be read or an output cannot be written
+(nothing is written then). Paths are printed, and put in JSON, with any bytes
+of their names that are not UTF-8 shown as U+FFFD
+(:func:`coordinator._check.shown_path`), in errors too.
+
+An output that cannot be written (a full disk, a pipe its reader closed, a
+terminal whose encoding cannot show the text) is such an error. ``inquiry
+sanitize`` learns what it can of its output before it saves (that it takes
+the first line, and can encode the report); with ``--json`` the report comes
+after the save, since it lists the files written, and an error then says
+what was saved. ``inquiry export --output``
+never writes over the files of the conversation it exports.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -36,7 +46,7 @@ from typing import TYPE_CHECKING, TextIO
 import orjson
 
 from coordinator._atomic import atomic_write
-from coordinator._check import shown_path, summarize
+from coordinator._check import shown_path, summarize, to_null_device
 from coordinator._errors import CoordinatorError
 from coordinator._sanitize import (
     INTERRUPTED_TOOL_CALL,
@@ -75,7 +85,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"  entries: {summary['entries']} in {turns} turn{'' if turns == 1 else 's'}\n")
     out.writelines(f"    {kind}: {count}\n" for kind, count in summary["kinds"].items())
     if summary["unknown_kinds"]:
-        out.write(f"  kept verbatim (unknown kinds): {', '.join(summary['unknown_kinds'])}\n")
+        kinds = ", ".join(_one_line(kind) for kind in summary["unknown_kinds"])
+        out.write(f"  kept verbatim (unknown kinds): {kinds}\n")
     outcomes = ", ".join(f"{n} {k}" for k, n in summary["inquiry_outcomes"].items())
     out.write(
         f"  inquiries: {summary['inquiry_requests']} requests, "
@@ -93,6 +104,14 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
     )
     return EXIT_OK
+
+
+def _one_line(text: str) -> str:
+    """``text`` as it is when printable, else quoted with its escapes.
+
+    A kind named by a file must not break a line or drive the terminal.
+    """
+    return text if text.isprintable() else ascii(text)
 
 
 def _describe_removal(removal: Removal) -> str:
@@ -116,37 +135,52 @@ def _describe_insertion(insertion: Insertion) -> str:
     )
 
 
-def _write_report(report: SanitizeReport, *, dry_run: bool, out: TextIO) -> None:
+def _report_lines(report: SanitizeReport, *, dry_run: bool) -> list[str]:
     removing, inserting = ("would remove", "would insert") if dry_run else ("removed", "inserted")
-    out.writelines(f"  {removing} {_describe_removal(r)}\n" for r in report.removed)
-    out.writelines(f"  {inserting} {_describe_insertion(i)}\n" for i in report.inserted)
+    return [f"  {removing} {_describe_removal(r)}\n" for r in report.removed] + [
+        f"  {inserting} {_describe_insertion(i)}\n" for i in report.inserted
+    ]
 
 
 def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     conversation = load_conversation(args.path)
     plan = plan_sanitize(conversation.stream)
     report = plan.report
+    shown = shown_path(conversation.path) if conversation.path else None
+    lines = _report_lines(report, dry_run=args.dry_run)
+    if not args.json:
+        # Before the save, what can be learnt of the output: that it can
+        # encode the report, and that it takes the first line. Then a dead
+        # output stops the command with nothing saved; the report itself
+        # follows the save, which may yet be refused.
+        encoding = getattr(out, "encoding", None)
+        if isinstance(encoding, str):
+            "".join(lines).encode(encoding)
+        out.write(f"{shown}\n")
+        out.flush()
     written: list[str] = []
     if report.changed and not args.dry_run:
         plan.apply()
         written = [shown_path(path) for path in save_conversation(conversation).written]
-    shown = shown_path(conversation.path) if conversation.path else None
     if args.json:
-        _print_json(
-            {
-                "path": shown,
-                "dry_run": args.dry_run,
-                **report.as_dict(),
-                "written": written,
-            },
-            out,
-        )
+        try:
+            _print_json(
+                {"path": shown, "dry_run": args.dry_run, **report.as_dict(), "written": written},
+                out,
+            )
+            out.flush()
+        except (OSError, UnicodeEncodeError) as error:
+            saved = ", ".join(written) or "nothing"
+            sys.stderr.write(
+                f"inquiry: {saved} was saved, but the report cannot be written: "
+                f"{_failed(error, out)}\n"
+            )
+            return EXIT_UNREADABLE
         return EXIT_OK
-    out.write(f"{shown}\n")
     if not report.changed:
         out.write("  nothing to sanitize; nothing written\n")
         return EXIT_OK
-    _write_report(report, dry_run=args.dry_run, out=out)
+    out.writelines(lines)
     if args.dry_run:
         out.write("  dry run: nothing written\n")
     else:
@@ -170,10 +204,17 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
         out.write(markdown)
         return EXIT_OK
     target = Path(args.output)
+    if os.path.realpath(target) in {os.path.realpath(path) for path in conversation.files}:
+        sys.stderr.write(
+            f"inquiry: {shown_path(target)}: is a file of the conversation being exported; "
+            "not writing over it (give another --output)\n"
+        )
+        return EXIT_UNREADABLE
     try:
         atomic_write(target, markdown.encode())
     except OSError as error:
-        sys.stderr.write(f"inquiry: {target}: cannot be written: {error.strerror or error}\n")
+        problem = f"{shown_path(target)}: cannot be written: {error.strerror or error}"
+        sys.stderr.write(f"inquiry: {problem}\n")
         return EXIT_UNREADABLE
     return EXIT_OK
 
@@ -335,6 +376,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
+    """Why ``output`` could not be written; a pipe its reader closed is let go quietly."""
+    if isinstance(error, BrokenPipeError):
+        to_null_device(output)
+        return "its reader closed it"
+    if isinstance(error, UnicodeEncodeError):
+        return f"its encoding ({error.encoding}) cannot show the text"
+    return error.strerror or str(error)
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
@@ -346,10 +397,19 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     warnings.setLevel(logging.WARNING)
     warnings.setFormatter(logging.Formatter("inquiry: %(message)s"))
     logger.addHandler(warnings)
+    output = out or sys.stdout
     try:
-        return handler(args, out or sys.stdout)
+        return handler(args, output)
     except CoordinatorError as error:
-        sys.stderr.write(f"inquiry: {error}\n")
+        # shown_path makes any part of the text that came from a file name
+        # that is not UTF-8 show U+FFFD, as paths do everywhere else.
+        sys.stderr.write(f"inquiry: {shown_path(str(error))}\n")
+        return EXIT_UNREADABLE
+    except (OSError, UnicodeEncodeError) as error:
+        # Reading and saving conversations raise CoordinatorErrors; what
+        # reaches here is the output failing (subcommands that write files
+        # of their own catch their errors).
+        sys.stderr.write(f"inquiry: the output cannot be written: {_failed(error, output)}\n")
         return EXIT_UNREADABLE
     finally:
         logger.removeHandler(warnings)

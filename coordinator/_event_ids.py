@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import string
 
-__all__ = ["new_event_id"]
+__all__ = ["FRESH_ID_ATTEMPTS", "new_event_id", "repeated_ids"]
 
 _ALPHABET = (string.digits + string.ascii_lowercase).encode("ascii")
 _LENGTH = 7
@@ -33,3 +33,16 @@ def new_event_id() -> str:
         chars = os.urandom(_DRAW).translate(_TO_CHAR, _DROPPED)
         if len(chars) >= _LENGTH:
             return chars[:_LENGTH].decode("ascii")
+
+
+#: How many ids in a row an id source may give that are taken already before
+#: it is told it repeats itself. The default one repeats one in 78 billion.
+FRESH_ID_ATTEMPTS = 1000
+
+
+def repeated_ids(last: str) -> str:
+    """The problem with an id source that gave :data:`FRESH_ID_ATTEMPTS` taken ids in a row."""
+    return (
+        f"new_id gave {FRESH_ID_ATTEMPTS} event ids in a row that the stream holds already"
+        f" (the last {last!r}); it must give fresh ids"
+    )

@@ -48,7 +48,12 @@ from coordinator._json_read import (
     writable,
 )
 from coordinator._stream import ConversationStream
-from coordinator._stream_codec import EntryDecodeError, IdRepairs, decode_entries
+from coordinator._stream_codec import (
+    EntryDecodeError,
+    IdRepairs,
+    decode_entries,
+    encode_entries,
+)
 from machines import JsonValue
 from machines.validators import is_json
 
@@ -135,6 +140,18 @@ class Conversation:
             metadata=metadata,
             base_config=base_config,
         )
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The files of this conversation where it was last loaded from or saved to.
+
+        Its directory's three files, and the file its stream was read from when
+        that is another (``backup.json``); none before it was loaded or saved.
+        """
+        if self.path is None:
+            return ()
+        own = tuple(self.path / name for name in (EVENTS, METADATA, BASE_CONFIG))
+        return own if self._stream_file is None else (self._stream_file, *own)
 
     @property
     def base_config(self) -> dict[str, JsonValue] | None:
@@ -380,11 +397,18 @@ class SaveResult:
 
 
 def save_conversation(conversation: Conversation, path: Path | str | None = None) -> SaveResult:
-    """Save ``conversation`` to ``path`` (by default where it was loaded from).
+    """Save ``conversation`` to ``path`` (by default where it was last loaded from or saved to).
 
     ``path`` is the conversation directory or, as for loading, its ``events.json``.
-    Each file is replaced atomically and only when its bytes change; a file
-    that is a symbolic link is written through, the link kept. Every file is
+    A save to another directory moves the conversation there, as "save as"
+    does: the next save without a path goes there too. Each file is replaced
+    atomically and only when its bytes change; a file that is a symbolic link
+    is written through, the link kept. A file is only ever replaced when this
+    conversation read or wrote it (or it holds just the bytes to write): an
+    existing conversation at ``path`` that was not loaded is never
+    overwritten. A conversation in the current layout without a base
+    configuration gets an empty one (``{}``), since ``base_config.json`` is
+    what marks the layout when it is loaded again. Every file is
     checked before the first is written, so a save that raises has written
     nothing (unless the OS fails one write after another succeeded, which the
     error then says). A file whose value in memory has not changed since it
@@ -393,7 +417,8 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
 
     Raises :class:`ConversationChangedError` if a file this save must write
     changed on disk since it was loaded, and :class:`StreamFormatError` rather
-    than overwrite a file it cannot read, for a value JSON cannot hold (a NaN,
+    than overwrite a file this conversation did not load or write (one it
+    cannot read included), for a value JSON cannot hold (a NaN,
     a ``datetime`` in ``metadata``: the error names the file and the key), for
     a stream read from a file not named ``events.json`` (``backup.json``) saved
     into that same directory (its ``events.json`` holds another stream: save
@@ -411,8 +436,13 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
 
     # Everything is decided before anything is written: a refusal leaves every file as it was.
     plans = [_plan_events(conversation, directory / EVENTS)]
-    if conversation.layout is Layout.CURRENT and conversation.base_config is not None:
-        plans.append(_plan_object(conversation, directory / BASE_CONFIG, conversation.base_config))
+    if conversation.layout is Layout.CURRENT:
+        base_config = conversation.base_config
+        plans.append(
+            _plan_object(
+                conversation, directory / BASE_CONFIG, {} if base_config is None else base_config
+            )
+        )
     if conversation.metadata is not None:
         plans.append(_plan_object(conversation, directory / METADATA, conversation.metadata))
 
@@ -485,7 +515,7 @@ def _plan_events(conversation: Conversation, target: Path) -> _Plan:
         and saved[1] == stream.revision
     ):
         return _Plan(target, None)
-    body = _file_body(target, stream.to_wire())
+    body = _file_body(target, encode_entries(stream))  # not to_wire(), which copies
     plan = _plan_body(conversation, target, body, state, list)
     plan.revision = stream.revision
     return plan
@@ -524,8 +554,8 @@ def _plan_body(
         return _Plan(target, body, state=state)  # another writer wrote just our bytes
     if target in conversation._files:
         raise ConversationChangedError(target)
-    _refuse_unreadable(target, current, shape)
-    return _Plan(target, body, write=True)
+    _refuse_foreign(target, current, shape, body)
+    return _Plan(target, body, write=True)  # our very value, laid out otherwise: nothing lost
 
 
 def _write(directory: Path, target: Path, body: bytes, written: list[Path]) -> None:
@@ -608,8 +638,14 @@ def _first_non_json(value: dict[Any, Any]) -> str:
     return "it is not JSON"  # not reached: is_json found something
 
 
-def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
-    """Raise rather than overwrite a file that is not what it should be."""
+def _refuse_foreign(target: Path, current: bytes, shape: type, body: bytes) -> None:
+    """Raise rather than overwrite ``target``, a file this conversation never read or wrote.
+
+    Only a file holding the very value to be written (laid out otherwise)
+    may be replaced: any other holds another conversation's record, which a
+    save never destroys, whatever path it was given. The error says what is
+    wrong with a file that cannot be read, too.
+    """
     try:
         value, can_write = loads_writable(current)
     except orjson.JSONDecodeError as error:
@@ -622,11 +658,18 @@ def _refuse_unreadable(target: Path, current: bytes, shape: type) -> None:
         raise StreamFormatError(
             target, f"holds {_kind(value)}, not {_kind(shape())}; not overwriting it"
         )
+    if _json_body(value) == body:
+        return
     if isinstance(value, list):
-        # A stream whose entries cannot be read is not ours to replace either.
+        # Said first: a stream whose entries cannot be read is not ours either.
         try:
             decode_entries(value, new_id=new_event_id, origin=str(target))
         except EntryDecodeError as error:
             raise StreamFormatError(
                 target, f"{error.problem}; not overwriting it", index=error.index
             ) from None
+    raise StreamFormatError(
+        target,
+        "holds what this conversation was not loaded from; not overwriting it "
+        "(load that conversation to change it, or save this one to another directory)",
+    )

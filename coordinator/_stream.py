@@ -12,14 +12,16 @@ The stream hands events to a model provider only through
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import attrs
+import orjson
 
 from coordinator._entries import ConfigDelta, EventEntry, StreamEntry, UnknownEntry
-from coordinator._event_ids import new_event_id
+from coordinator._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
 from coordinator._stream_codec import IdRepairs, decode_entries, encode_entries
 from coordinator._timestamps import Timestamp
 from machines import Event, TurnStart, is_provider_visible
@@ -73,6 +75,12 @@ class ConversationStream(Sequence[StreamEntry]):
     default time is UTC now and ids come from the OS RNG. ``revision`` grows
     with every change, so a store can tell an unchanged stream without
     serializing it.
+
+    Entries are values, and so are the dicts and lists inside them: the
+    stream keeps what it is given as it is (a payload's ``arguments``, a
+    loaded entry's text as read, to write it back unchanged), and nothing
+    changed inside an entry in place is seen by the stream, its revision or
+    a save. To change an entry, put a new one in its place (:meth:`replace`).
     """
 
     def __init__(
@@ -106,7 +114,8 @@ class ConversationStream(Sequence[StreamEntry]):
         """Decode a parsed ``events.json`` array; report the ids it had to repair.
 
         Raises :class:`coordinator._stream_codec.EntryDecodeError` for an entry
-        it cannot read.
+        it cannot read. The stream keeps ``raw_entries``' values, to write
+        them back as they were read: change none of them afterwards.
         """
         new_id = new_id or new_event_id
         decoded = decode_entries(raw_entries, new_id=new_id, origin=origin)
@@ -117,8 +126,15 @@ class ConversationStream(Sequence[StreamEntry]):
         return stream, decoded.repairs
 
     def to_wire(self) -> list[dict[str, Any]]:
-        """The on-disk array."""
-        return encode_entries(self._entries)
+        """The on-disk array: a copy, which the caller may change freely.
+
+        (The store writes the entries without copying them.)
+        """
+        wire = encode_entries(self._entries)
+        try:
+            return cast("list[dict[str, Any]]", orjson.loads(orjson.dumps(wire)))
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes
+            return copy.deepcopy(wire)
 
     # ------------------------------------------------------------ sequence
 
@@ -151,12 +167,17 @@ class ConversationStream(Sequence[StreamEntry]):
         return Timestamp.from_datetime(self._clock())
 
     def fresh_id(self) -> str:
-        """An event id used by no entry of this stream (and now reserved)."""
-        while True:
+        """An event id used by no entry of this stream (and now reserved).
+
+        Raises ``ValueError`` when ``new_id`` keeps giving ids the stream
+        holds (a constant, say), rather than asking it for ever.
+        """
+        for _ in range(FRESH_ID_ATTEMPTS):
             candidate = self._new_id()
             if candidate not in self._ids:
                 self._ids.add(candidate)
                 return candidate
+        raise ValueError(repeated_ids(candidate))
 
     def make_entry(
         self,
@@ -204,14 +225,25 @@ class ConversationStream(Sequence[StreamEntry]):
 
     def _set(self, entries: list[StreamEntry]) -> None:
         ids: set[str] = set()
+        # Entries of kinds this version does not know are kept verbatim, so an
+        # id they repeat among themselves is the writer's and must survive;
+        # an id of ours must be unique among all (a load would give it a new
+        # one otherwise, whichever of the two came first).
+        unknown: set[str] = set()
         for index, entry in enumerate(entries):
+            if not isinstance(entry, StreamEntry):
+                raise TypeError(
+                    f"entry {index} is a {type(entry).__name__}, not a stream entry"
+                    " (an EventEntry, a ConfigDelta, a Compaction or an UnknownEntry)"
+                )
             event_id = _entry_id(entry)
             if event_id is None:
                 continue
-            # An entry of a kind this version does not know is kept verbatim,
-            # so a repeated id there is the writer's and must survive; ours
-            # must be unique.
-            if event_id in ids and not isinstance(entry, UnknownEntry):
+            if isinstance(entry, UnknownEntry):
+                if event_id in ids and event_id not in unknown:
+                    raise ValueError(f"entry {index} repeats event id {event_id!r}")
+                unknown.add(event_id)
+            elif event_id in ids:
                 raise ValueError(f"entry {index} repeats event id {event_id!r}")
             ids.add(event_id)
         self._entries = entries

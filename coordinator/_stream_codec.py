@@ -28,6 +28,7 @@ from coordinator._entries import (
     UnknownEntry,
     loaded_event_entry,
 )
+from coordinator._event_ids import FRESH_ID_ATTEMPTS, repeated_ids
 from coordinator._gc import collector_paused
 from coordinator._json_read import holds_wide_float, note_wide_floats
 from coordinator._storage_fields import decode_object, encode_field, encode_leaves
@@ -292,13 +293,14 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
 
 
 def _fresh(new_id: Callable[[], str], reserved: set[str], seen: set[str]) -> str:
-    while True:
+    for _ in range(FRESH_ID_ATTEMPTS):
         candidate = new_id()
         if type(candidate) is not str or not candidate:
             raise TypeError(f"new_id must return a non-empty string, not {candidate!r}")
         if candidate not in reserved and candidate not in seen:
             reserved.add(candidate)
             return candidate
+    raise ValueError(repeated_ids(candidate))
 
 
 def _note_wide_floats(raw: dict[str, Any]) -> None:

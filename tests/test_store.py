@@ -623,15 +623,53 @@ def test_a_foreign_file_that_cannot_be_read_is_not_overwritten(
     assert (directory / name).read_bytes() == content
 
 
-def test_a_foreign_readable_conversation_may_be_replaced(tmp_path: Path) -> None:
-    """Saving over a conversation the store can read is an explicit overwrite."""
+@pytest.mark.parametrize("name", ["events.json", "metadata.json", "base_config.json"])
+def test_a_conversation_that_was_not_loaded_is_never_overwritten(
+    tmp_path: Path, name: str
+) -> None:
+    """A new conversation saved where another is: refused naming the file, nothing written."""
     directory = _current(tmp_path / "conv")
-    conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    for other in {"events.json", "metadata.json", "base_config.json"} - {name}:
+        (directory / other).unlink()
+    before = _snapshot(directory)
+    conversation = Conversation.new(
+        metadata={"title": "new"}, clock=FixedClock(), new_id=CountingIds()
+    )
     conversation.stream.append(ChatRequest(content="replacement"))
-    save_conversation(conversation, directory)
-    (entry,) = load_conversation(directory).stream
-    assert isinstance(entry, EventEntry)
-    assert entry.payload == ChatRequest(content="replacement")
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation, directory)
+    assert str(caught.value) == (
+        f"{directory / name}: holds what this conversation was not loaded from; not "
+        "overwriting it (load that conversation to change it, or save this one to another "
+        "directory)"
+    )
+    assert _snapshot(directory) == before
+
+
+def test_a_file_holding_our_very_value_laid_out_otherwise_is_replaced(tmp_path: Path) -> None:
+    """Compact JSON of exactly the value to be written: nothing is lost by laying it out."""
+    conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(ChatRequest(content="hi"))
+    ours = dump(conversation.stream.to_wire())
+    (tmp_path / "events.json").write_bytes(orjson.dumps(conversation.stream.to_wire()))
+    assert save_conversation(conversation, tmp_path).written[0] == tmp_path / "events.json"
+    assert (tmp_path / "events.json").read_bytes() == ours
+
+
+def test_a_new_conversation_without_a_base_config_loads_again_in_the_current_layout(
+    tmp_path: Path,
+) -> None:
+    """An empty base_config.json is written: without it, a first config delta would be read
+    as the base configuration of a legacy conversation."""
+    conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append_config_delta({"assistant": {"model": "x"}})
+    conversation.stream.append(ChatRequest(content="hi"))
+    save_conversation(conversation, tmp_path)
+    assert (tmp_path / "base_config.json").read_bytes() == b"{}\n"
+    loaded = load_conversation(tmp_path)
+    assert loaded.layout is Layout.CURRENT
+    assert loaded.base_config == {}
+    assert [entry.kind for entry in loaded.stream] == ["config_delta", "chat_request"]
 
 
 # -------------------------------------------------------------- global entries
@@ -789,6 +827,33 @@ def test_a_stream_read_from_another_file_may_be_saved_as_a_copy(tmp_path: Path) 
     assert labels_of(copy) == ["chat_request"]
     conversation.stream.append(ChatResponse.message("hello"))
     assert save_conversation(conversation).written == (copy / "events.json",)
+    assert _snapshot(directory) == before
+
+
+def test_a_stream_read_from_another_file_is_not_saved_back_over_events_json_later(
+    tmp_path: Path,
+) -> None:
+    """Saved as a copy first, it still cannot replace the directory's own stream."""
+    directory = tmp_path / "conv"
+    backup = _with_backup(directory)
+    before = _snapshot(directory)
+    conversation = load_conversation(backup, clock=FixedClock(), new_id=CountingIds())
+    save_conversation(conversation, tmp_path / "elsewhere")
+    with pytest.raises(StreamFormatError) as caught:
+        save_conversation(conversation, directory)
+    assert "holds what this conversation was not loaded from" in str(caught.value)
+    assert _snapshot(directory) == before
+
+
+def test_a_save_elsewhere_moves_the_conversation_there(tmp_path: Path) -> None:
+    """As "save as" does: the next save without a path writes the new directory."""
+    directory = _current(tmp_path / "conv")
+    before = _snapshot(directory)
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    save_conversation(conversation, tmp_path / "moved")
+    conversation.stream.append(ChatResponse.message("after the move"))
+    assert save_conversation(conversation).written == (tmp_path / "moved" / "events.json",)
+    assert conversation.path == tmp_path / "moved"
     assert _snapshot(directory) == before
 
 
