@@ -6,6 +6,9 @@ rename itself survives a crash. Temporary files are named after the writing
 process; those left by a process that died mid-write are removed by the next
 successful write (or save) to the same directory.
 
+A file its writer may not write (made read-only) is not replaced, though
+renaming over it would succeed: ``PermissionError``, as writing it would.
+
 A target that is a symbolic link is written through: the file the link leads
 to (through every link in turn) is the one replaced, its temporary file beside
 it, and the link itself stays as it was. Replacing the link would turn it into
@@ -15,6 +18,7 @@ a regular file and leave the file it named without the change.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -42,6 +46,10 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
         existing: int | None = path.stat().st_mode & 0o777
     except FileNotFoundError:
         existing = None
+    if existing is not None and not os.access(path, os.W_OK):
+        # Renaming over it needs only the directory's permission, but a file
+        # made read-only is one its owner means to keep as it is.
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
     # A new file gets 0o666 narrowed by the process umask, as any new file does.
     fd = os.open(
         temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if existing is None else existing

@@ -46,3 +46,15 @@ def refuse_searching(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
 
     monkeypatch.setattr(Path, "stat", stat)
     monkeypatch.setattr(Path, "open", open_)
+
+
+def refuse_writing(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """Make ``path`` a file its writer may not write, as a read-only file is to its owner."""
+    real_access = os.access
+
+    def access(target: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+        if mode & os.W_OK and Path(os.fsdecode(target)) == path:
+            return False
+        return real_access(target, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)

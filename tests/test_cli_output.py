@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 import pytest
+from os_refusals import refuse_writing
 
 from coordinator._cli import main
 
@@ -185,5 +186,20 @@ def test_sanitize_to_an_output_that_cannot_encode_its_report_saves_nothing(
     assert main(["sanitize", str(directory)], out=out) == 2
     assert capsys.readouterr().err == (
         "inquiry: the output cannot be written: its encoding (latin-1) cannot show the text\n"
+    )
+    assert (directory / "events.json").read_bytes() == before
+
+
+def test_sanitize_does_not_replace_a_read_only_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renaming over it would succeed; a file made read-only is kept: exit 2, nothing saved."""
+    directory = tmp_path / "conv"
+    before = _needs_sanitizing(directory)
+    refuse_writing(monkeypatch, directory / "events.json")
+    assert main(["sanitize", str(directory)], out=io.StringIO()) == 2
+    assert capsys.readouterr().err == (
+        f"inquiry: {directory / 'events.json'}: cannot be written: Permission denied; "
+        "nothing was saved\n"
     )
     assert (directory / "events.json").read_bytes() == before
