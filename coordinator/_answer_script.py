@@ -48,6 +48,7 @@ from coordinator._toml_fields import (
     kind_of,
     load_toml,
     optional_string,
+    shown_error,
     string,
     tables,
 )
@@ -158,9 +159,16 @@ class AnswerScript:
 
 
 def load_answer_script(path: Path | str) -> AnswerScript:
-    """Read and check the answers file ``path``."""
+    """Read and check the answers file ``path``.
+
+    An error shows the file's name with U+FFFD for each byte that is not
+    UTF-8, as every path is shown; :attr:`AnswerScript.path` keeps the name as it is.
+    """
     path = Path(path)
-    return parse_answer_script(load_toml(path), origin=str(path))
+    try:
+        return parse_answer_script(load_toml(path), origin=str(path))
+    except ConfigError as error:
+        raise shown_error(error) from None
 
 
 def parse_answer_script(data: Mapping[str, Any], *, origin: str) -> AnswerScript:

@@ -54,6 +54,7 @@ from typing import Any
 import attrs
 import orjson
 
+from coordinator._check import shown_path
 from coordinator._codec import WireError, structure_question
 from coordinator._executors import Completed, ExecutorResult, NeedsInput, reveal_answers
 from machines import InquirySource, SecretValue, ToolAnswer, ToolCallRequest
@@ -369,7 +370,9 @@ class LocalToolExecutor:
         return orjson.dumps(
             {
                 "action": "run",
-                "root": str(self._root),
+                # JSON cannot hold a name that is not UTF-8: such bytes show as
+                # U+FFFD here; the tool runs in the root itself, whatever its name.
+                "root": shown_path(self._root),
                 "access": None,
                 "workspace_id": self._workspace_id,
                 "conversation_id": self._conversation_id,

@@ -41,9 +41,9 @@ Rules:
 2. The conversation is saved after each user message and at the end of each
    turn (the coordinator saves in between, before every question).
 3. Exit status: 0 when every turn completed; 1 when one did not (interrupted,
-   or the answers file had no reply for a prompt), with the reason as one
-   line on stderr; 2 when an input cannot be read or the conversation cannot
-   be written.
+   or the answers file had no reply for a prompt, or one that does not fit
+   it), with the reason as one line on stderr; 2 when an input cannot be
+   read or the conversation cannot be written.
 4. Nothing printed carries a secret: answers are printed from the records,
    which never hold one.
 5. When standard output is closed under the run (``inquiry run ... | head``),
@@ -55,16 +55,21 @@ Rules:
    (the answers file's ``value_env`` variables, the model backend's API key
    variable): what a tool prints is recorded, with only the secrets that
    call was given masked in it.
+8. Seeding the workspace never writes outside it nor through a link a tool
+   left there, and never copies the conversation into it
+   (:func:`_seed_workspace`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
+import errno
 import os
+import secrets
 import shutil
 import signal
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -77,7 +82,7 @@ import orjson
 from coordinator._answer_script import AnswerScript, load_answer_script
 from coordinator._backend import InquiryBackend, InquiryBackendError
 from coordinator._builtins import builtin_executors
-from coordinator._check import shown_path
+from coordinator._check import shown_path, to_null_device
 from coordinator._errors import ConfigError, CoordinatorError
 from coordinator._local_tools import LocalToolExecutor
 from coordinator._prompting import (
@@ -93,16 +98,18 @@ from coordinator._scenario import load_scenario
 from coordinator._scripted_backend import ScriptedInquiryBackend
 from coordinator._store import Conversation, load_conversation, save_conversation
 from coordinator._terminal import TerminalPrompter, TerminalUnavailableError, printable
-from coordinator._toml_fields import name_key
+from coordinator._toml_fields import join_key, kind_of, name_key
 from coordinator._tool_coordinator import ToolCoordinator
 from machines import (
     Answered,
+    AnswerKind,
     Cancelled,
     ChatRequest,
     ChatResponse,
     InquiryRequest,
     Question,
     Redacted,
+    SecretValue,
     SourceKind,
     ToolCallRequest,
     ToolCallResponse,
@@ -124,7 +131,7 @@ if TYPE_CHECKING:
     from coordinator._executors import Executor
     from coordinator._prompting import PermissionAnswer, QuestionAnswer
     from coordinator._scenario import Cycle, Scenario
-    from machines import JsonValue, ShowPermissionPrompt, ShowQuestion, TurnState
+    from machines import JsonValue, ShowPermissionPrompt, ShowQuestion, ToolAnswer, TurnState
 
 __all__ = [
     "EXIT_INCOMPLETE",
@@ -442,13 +449,52 @@ class _WatchedPrompter:
         return answer
 
     async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        scripted = self.prompter if isinstance(self.prompter, ScriptedPrompter) else None
+        unused = set(scripted.unused_answers) if scripted is not None else set()
         try:
             answer = await self.prompter.ask_question(prompt)
         except ScriptExhaustedError as error:
             self.progress.problem(f"the answers file: {error} (the question was cancelled)")
             raise PromptCancelled from None  # reported here; the coordinator need not log it
+        if scripted is not None and not _fits(prompt.question, answer.value):
+            # The file does not fit the prompt, as when it has no reply: a
+            # problem of the run, recorded as that is. (A person at the
+            # terminal cannot type an answer that does not fit.)
+            taken = sorted(unused - set(scripted.unused_answers))
+            entry = f"answers[{taken[0]}]" if taken else "an entry"
+            self.progress.problem(
+                f"the answers file's {entry} does not fit {_asked(prompt)}: "
+                f"{_misfit(prompt.question, answer.value)} (the question was cancelled)"
+            )
+            raise PromptCancelled
         self.progress.person_answered(prompt, remember=answer.remember)
         return answer
+
+
+def _asked(prompt: ShowQuestion) -> str:
+    return f"question {prompt.question.id!r} of tool {prompt.tool_name!r}"
+
+
+def _fits(question: Question, value: ToolAnswer) -> bool:
+    """Whether the engine takes ``value`` as an answer to ``question`` (it checks again)."""
+    return question.answer_type.accepts(value)
+
+
+def _misfit(question: Question, value: ToolAnswer) -> str:
+    """What the answer must be, and what the file gave: its kind, never a secret's value.
+
+    A wrong option of a select is quoted, since it is the clue to the slip;
+    anything given for a secret question, and anything read with
+    ``value_env``, is named by its kind only.
+    """
+    answer_type = question.answer_type
+    if isinstance(value, SecretValue):
+        given = "a secret read with `value_env`"
+    elif answer_type.kind is AnswerKind.SELECT and isinstance(value, str):
+        given = repr(_one_line(value))
+    else:
+        given = kind_of(value)
+    return f"the answer must be {answer_type.expected()}, not {given}"
 
 
 class _WatchedBackend:
@@ -503,15 +549,15 @@ def _backend(
     try:
         backend = backend_from_config(config, tools=scenario.definitions)
     except ProviderConfigError as error:
+        origin = shown_path(scenario.path)
         if error.tool is not None:
-            origin = str(scenario.path)
             key = name_key(origin, "tools", error.tool, what="a tool name")
             raise ConfigError(origin, key, error.problem) from None
         if options.backend is not None:
             key = f"--{error.key.replace('_', '-')}" if error.key else "--backend"
             raise RunError(f"{key}: {error.problem}") from None
-        key = f"backend.{error.key}" if error.key else "backend"
-        raise ConfigError(str(scenario.path), key, error.problem) from None
+        key = join_key("backend", error.key) if error.key else "backend"
+        raise ConfigError(origin, key, error.problem) from None
     return _Model(
         backend=backend,
         description=f"{config.get('provider')} {config.get('model')} (from {where})",
@@ -538,30 +584,133 @@ def _tool_environment(
 
 
 def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bool]:
-    """The conversation at ``path`` (created when missing or empty), and whether it is new."""
-    if path.exists() and not path.is_dir():
-        raise RunError(f"{path}: is not a directory")
-    if not path.exists() or not any(path.iterdir()):
-        title = scenario.title or f"inquiry run: {scenario.path.stem}"
+    """The conversation at ``path`` (created when missing or empty), and whether it is new.
+
+    A new conversation's default title names the scenario file as every path
+    is shown (U+FFFD for a byte that is not UTF-8): the title is saved as JSON,
+    which cannot hold the lone surrogates such a name decodes to.
+    """
+    try:
+        exists = path.exists()
+        if exists and not path.is_dir():
+            raise RunError(f"{shown_path(path)}: is not a directory")
+        empty = not exists or not any(path.iterdir())
+    except OSError as error:  # a name too long, a loop of links, no permission: what the OS says
+        raise RunError(f"{shown_path(path)}: cannot be read: {_reason(error)}") from None
+    if empty:
+        title = scenario.title or f"inquiry run: {shown_path(scenario.path.stem)}"
         # base_config.json marks the current layout; the engine configures nothing in it.
         return Conversation.new(metadata={"title": title}, base_config={}), True
     return load_conversation(path), False
 
 
-def _seed_workspace(scenario: Scenario, workspace: Path) -> None:
-    """Copy the scenario's seed files into the workspace, replacing earlier copies."""
-    workspace.mkdir(parents=True, exist_ok=True)
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
+
+
+def _check_seed(scenario: Scenario, conversation: Path) -> None:
+    """Refuse a seed inside the conversation: its files would be copied to its own tools.
+
+    (A conversation inside the seed is left out of the copy instead; see
+    :func:`_seed_workspace`.)
+    """
     if scenario.seed is None:
         return
-    # Contents only, not modes: a seed in a read-only checkout still gives
-    # the tools files they can edit, and copies that the next run can replace.
-    for source in sorted(scenario.seed.rglob("*")):
-        target = workspace / source.relative_to(scenario.seed)
-        if source.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        elif source.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+    if _real(scenario.seed).is_relative_to(_real(conversation)):
+        raise ConfigError(
+            shown_path(scenario.path),
+            "workspace.seed",
+            f"{shown_path(scenario.seed)} lies inside the conversation "
+            f"{shown_path(conversation)}, whose files are not for its tools: "
+            "seed from a directory outside it",
+        )
+
+
+def _seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> None:
+    """Copy the scenario's seed files into the workspace, replacing earlier copies.
+
+    The workspace is the tools' to change, and a tool may have left a link
+    anywhere in it (``notes.txt -> ../events.json``): seeding never writes
+    outside the workspace nor through a link. The workspace itself is made a
+    real directory, seed or not (a link there is replaced), and a link where
+    the seed puts a file or a directory is replaced by it (the link, not
+    what it points to); a file is copied to a new file that then takes the
+    old one's name, so not even a hard link to another file is written
+    through. A file where the seed has a directory is replaced by it too; a
+    directory where the seed has a file is an error (exit 2), since
+    replacing it would delete what the tools put there. Whatever else the
+    workspace holds is left as it is.
+
+    From the seed: a file is copied (a link to a file, the file it names);
+    a link to a directory is not followed, so a link to a parent cannot loop;
+    nothing inside the conversation is copied, so a seed that holds the
+    conversation (``seed = "."``, ``-c ./conversation``) neither copies it
+    into its own workspace nor shows ``events.json`` to the tools.
+    """
+    try:
+        _real_directory(workspace)
+        if scenario.seed is not None:
+            _copy_seed(scenario.seed, workspace, leave_out=_real(conversation))
+    except OSError as error:
+        where = error.filename if error.filename is not None else workspace
+        raise RunError(
+            f"{shown_path(where)}: cannot seed the workspace: {_reason(error)}"
+        ) from None
+
+
+def _real_directory(path: Path) -> None:
+    """Make ``path`` a directory of its own: a link or file there is replaced, never followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        path.mkdir()
+        return
+    if stat.S_ISDIR(mode):
+        return
+    path.unlink()
+    path.mkdir()
+
+
+def _copy_seed(source: Path, target: Path, *, leave_out: Path) -> None:
+    """Copy the directory ``source`` into the real directory ``target``, less ``leave_out``."""
+    with os.scandir(source) as scanned:
+        entries = sorted(scanned, key=lambda entry: entry.name)
+    for entry in entries:
+        path, destination = Path(entry.path), target / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if _real(path) == leave_out:
+                continue
+            _real_directory(destination)
+            _copy_seed(path, destination, leave_out=leave_out)
+        elif entry.is_file() and not _real(path).is_relative_to(leave_out):
+            _replace_file(path, destination)
+
+
+def _real(path: Path) -> Path:
+    """``path`` with every link resolved; unlike ``Path.resolve``, never raising on a loop."""
+    return Path(os.path.realpath(path))
+
+
+def _replace_file(source: Path, target: Path) -> None:
+    """Copy ``source`` to a new file beside ``target``, then give it ``target``'s name.
+
+    Contents only, not modes: a seed in a read-only checkout still gives the
+    tools files they can edit, and copies that the next run can replace.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(target).st_mode):
+            problem = "is a directory where the seed has a file: remove it"
+            raise IsADirectoryError(errno.EISDIR, problem, str(target))
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.seeding")
+    # O_EXCL: a fresh file, never one (or a link) that is already there.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as copy, source.open("rb") as original:
+            shutil.copyfileobj(original, copy)
+        temporary.replace(target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _executors(
@@ -601,21 +750,8 @@ class _Output:
             self.out.flush()  # progress is for watching, even through a pipe
         except BrokenPipeError:
             self.closed = True
-            _to_null_device(self.out)
+            to_null_device(self.out)
             self.on_close()
-
-
-def _to_null_device(out: TextIO) -> None:
-    """Point ``out``'s file descriptor at the null device, as the Python docs advise on EPIPE."""
-    try:
-        descriptor = out.fileno()
-    except (OSError, ValueError, io.UnsupportedOperation):
-        return  # not a file: nothing is left to flush into the closed pipe
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, descriptor)
-    finally:
-        os.close(null)
 
 
 @attrs.frozen(kw_only=True)
@@ -701,6 +837,7 @@ async def run_scenario(
     if terminal is None:
         terminal = sys.stdin.isatty() and out.isatty()
     conversation, created = _open_conversation(options.conversation, scenario)
+    _check_seed(scenario, options.conversation)
     person = _person(options, script, terminal=terminal, out=out)
     prompter, emit = person.prompter, person.emit
     progress = _Progress(emit, scenario)
@@ -733,12 +870,15 @@ async def run_scenario(
             return RunResult(turns=len(scenario.turns), completed=0, output_closed=True)
         try:
             save_conversation(conversation, path)
-            _seed_workspace(scenario, workspace)
         except OSError as error:
-            raise RunError(f"{path}: cannot be written: {error.strerror or error}") from None
+            raise RunError(f"{shown_path(path)}: cannot be written: {_reason(error)}") from None
+        _seed_workspace(scenario, workspace, path)
         coordinator = ToolCoordinator(
             conversation,
-            tools=_executors(scenario, workspace, path.resolve().name, tool_environment),
+            # A tool is given the id as JSON text: U+FFFD for a byte of the name that is not UTF-8.
+            tools=_executors(
+                scenario, workspace, shown_path(path.resolve().name), tool_environment
+            ),
             config=scenario.config,
             prompter=_WatchedPrompter(prompter, progress) if prompter is not None else None,
             backend=_WatchedBackend(backend, progress) if backend is not None else None,
@@ -819,9 +959,8 @@ async def _play(
                     completed += 1
                 save_conversation(conversation)
         except OSError as error:
-            raise RunError(
-                f"{conversation.path}: cannot be written: {error.strerror or error}"
-            ) from None
+            where = shown_path(conversation.path) if conversation.path else "the conversation"
+            raise RunError(f"{where}: cannot be written: {_reason(error)}") from None
     closed = output is not None and output.closed
     return RunResult(
         turns=len(scenario.turns),

@@ -41,6 +41,7 @@ from typing import Any, Final
 import attrs
 
 from coordinator._builtins import ASK_USER_PARAMETERS
+from coordinator._check import shown_path
 from coordinator._config import ToolsConfig, parse_tools_config
 from coordinator._errors import ConfigError
 from coordinator._local_tools import LocalTool, check_arguments, schema_problem
@@ -50,11 +51,13 @@ from coordinator._providers._tools import ANSWER_INQUIRY, ToolDefinition
 from coordinator._toml_fields import (
     check_keys,
     choice,
+    join_key,
     json_table,
     kind_of,
     load_toml,
     name_key,
     optional_string,
+    shown_error,
     string,
     table,
     tables,
@@ -159,9 +162,16 @@ class Scenario:
 
 
 def load_scenario(path: Path | str) -> Scenario:
-    """Read and check the scenario file ``path``."""
+    """Read and check the scenario file ``path``.
+
+    An error shows the file's name with U+FFFD for each byte that is not
+    UTF-8, as every path is shown; :attr:`Scenario.path` keeps the name as it is.
+    """
     path = Path(path)
-    return parse_scenario(load_toml(path), origin=str(path), directory=path.resolve().parent)
+    try:
+        return parse_scenario(load_toml(path), origin=str(path), directory=path.resolve().parent)
+    except ConfigError as error:
+        raise shown_error(error) from None
 
 
 def parse_scenario(data: Mapping[str, Any], *, origin: str, directory: Path) -> Scenario:
@@ -212,7 +222,7 @@ def _backend(value: object, origin: str) -> dict[str, object]:
     try:
         check_backend_config(backend)
     except ProviderConfigError as error:
-        key = f"backend.{error.key}" if error.key else "backend"
+        key = join_key("backend", error.key) if error.key else "backend"
         raise ConfigError(origin, key, error.problem) from None
     return backend
 
@@ -227,9 +237,18 @@ def _system(value: object, origin: str) -> tuple[str, ...]:
 
 def _directory(value: object, origin: str, key: str, directory: Path) -> Path:
     path = directory / string(value, origin, key, empty=False)
-    if not path.is_dir():
-        raise ConfigError(origin, key, f"{path} is not a directory")
+    try:
+        found = path.is_dir()
+    except OSError as error:  # a name too long, a loop of links: any reason the OS gives
+        problem = f"{shown_path(path)} cannot be read: {_reason(error)}"
+        raise ConfigError(origin, key, problem) from None
+    if not found:
+        raise ConfigError(origin, key, f"{shown_path(path)} is not a directory")
     return path
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
 
 
 # ---------------------------------------------------------------- tools
@@ -326,8 +345,14 @@ def _program(program: str, origin: str, key: str, directory: Path) -> str:
             raise ConfigError(origin, key, f"program {program!r} is not on PATH")
         return program
     path = directory / program
-    if not path.is_file() or not os.access(path, os.X_OK):
-        raise ConfigError(origin, key, f"program {program!r} is not an executable file ({path})")
+    try:
+        found = path.is_file() and os.access(path, os.X_OK)
+    except OSError as error:  # a name too long, a loop of links: any reason the OS gives
+        problem = f"program {program!r} cannot be looked up ({shown_path(path)}): {_reason(error)}"
+        raise ConfigError(origin, key, problem) from None
+    if not found:
+        problem = f"program {program!r} is not an executable file ({shown_path(path)})"
+        raise ConfigError(origin, key, problem)
     return str(path.resolve())
 
 
@@ -337,7 +362,10 @@ def _argument(argument: str, directory: Path) -> str:
     if "/" not in argument or Path(argument).is_absolute() or "{{" in argument:
         return argument
     path = directory / argument
-    return str(path.resolve()) if path.exists() else argument
+    try:
+        return str(path.resolve()) if path.exists() else argument
+    except OSError:  # a name the OS refuses to look up names no file beside the scenario
+        return argument
 
 
 def _parameters(data: object, origin: str, key: str) -> dict[str, JsonValue]:

@@ -2,7 +2,9 @@
 
 Theory of operation: a file is parsed with :mod:`tomllib`, then every value is
 taken out through one of these functions, which name the file and the dotted
-key (arrays of tables as ``turns[0].cycles[1]``, counting from 0) in the
+key (arrays of tables as ``turns[0].cycles[1]``, counting from 0; a name
+that is not a bare key quoted as TOML quotes it, ``tools."x.y"``, so that it
+reads as one name and the error stays on one line) in the
 :class:`~coordinator.ConfigError` they raise. A reader asks for each
 table's keys with :func:`check_keys` first, so an unknown key (a typo) is an
 error rather than a setting silently ignored.
@@ -20,14 +22,14 @@ and a value is written inside up to two more: an entry of ``events.json``, the
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 import tomllib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from coordinator._check import shown_path
 from coordinator._errors import ConfigError
 from coordinator._json_read import WRITE_DEPTH
 
@@ -44,12 +46,15 @@ __all__ = [
     "boolean",
     "check_keys",
     "choice",
+    "join_key",
     "json_table",
     "json_value",
     "kind_of",
     "load_toml",
     "name_key",
     "optional_string",
+    "quoted_name",
+    "shown_error",
     "string",
     "table",
     "tables",
@@ -84,6 +89,15 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "(file)", "is nested too deeply to read") from None
 
 
+def shown_error(error: ConfigError) -> ConfigError:
+    """``error`` with its file, and any path in its problem, shown as every path is shown.
+
+    A file name that is not UTF-8 decodes to lone surrogates, which print as
+    escapes; shown, each byte that does not decode is U+FFFD.
+    """
+    return ConfigError(shown_path(error.origin), error.key, shown_path(error.problem))
+
+
 def kind_of(value: object) -> str:
     """What ``value`` is, in TOML's words."""
     names: dict[type, str] = {
@@ -100,11 +114,33 @@ def kind_of(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _join(key: str, name: str) -> str:
-    return f"{key}.{name}" if key else name
-
-
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_BASIC_PLANE = 0xFFFF  # TOML escapes a character past it with \U and eight digits
+
+
+def quoted_name(name: str) -> str:
+    """``name`` as a part of a dotted key: bare when TOML allows, else quoted as TOML quotes it.
+
+    ``"x.y"`` stays one name (not ``x`` then ``y``), and escapes keep an error
+    on one line whatever the name holds (a newline, a control character, a
+    line or paragraph separator).
+    """
+    if _BARE_KEY.fullmatch(name):
+        return name
+    quoted = json.dumps(name, ensure_ascii=False)  # TOML's basic string escapes are JSON's
+    return "".join(_escaped(char) for char in quoted)
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= _BASIC_PLANE else f"\\U{code:08x}"
+
+
+def join_key(key: str, name: str) -> str:
+    """The dotted key of ``name`` under ``key`` (``""``: the top), ``name`` quoted if need be."""
+    return f"{key}.{quoted_name(name)}" if key else quoted_name(name)
 
 
 def name_key(origin: str, key: str, name: str, *, what: str) -> str:
@@ -115,9 +151,8 @@ def name_key(origin: str, key: str, name: str, *, what: str) -> str:
     an error names the table as the file wrote it.
     """
     if not isinstance(name, str):  # a table built in Python may have other keys
-        raise ConfigError(origin, _join(key, repr(name)), f"{what} must be a string")
-    shown = name if _BARE_KEY.fullmatch(name) else orjson.dumps(name).decode()
-    where = _join(key, shown)
+        raise ConfigError(origin, f"{key}.{name!r}", f"{what} must be a string")
+    where = join_key(key, name)
     if not name:
         # Nothing is ever called or asked by an empty name: refused here, as a
         # slip in the file, rather than by a record mid-run.
@@ -139,10 +174,10 @@ def check_keys(
         if name not in known:
             expected = ", ".join(sorted(known))
             problem = f"unknown key (expected one of: {expected})"
-            raise ConfigError(origin, _join(key, name), problem)
+            raise ConfigError(origin, join_key(key, name), problem)
     for name in required:
         if name not in data:
-            raise ConfigError(origin, _join(key, name), "is required")
+            raise ConfigError(origin, join_key(key, name), "is required")
 
 
 def table(value: object, origin: str, key: str) -> Mapping[str, Any]:
@@ -186,7 +221,7 @@ def optional_string(
     """``data[name]`` as a string (not empty, unless ``empty``), or ``None`` when absent."""
     if name not in data:
         return None
-    return string(data[name], origin, _join(key, name), empty=empty)
+    return string(data[name], origin, join_key(key, name), empty=empty)
 
 
 def boolean(value: object, origin: str, key: str) -> bool:
@@ -225,7 +260,7 @@ def _json(value: object, origin: str, key: str, depth: int = 0, *, outer: str = 
                 for index, item in enumerate(value)
             ]
         return {
-            str(name): _json(item, origin, _join(key, name), depth + 1, outer=outer)
+            str(name): _json(item, origin, join_key(key, str(name)), depth + 1, outer=outer)
             for name, item in value.items()
         }
     raise ConfigError(origin, key, f"must be a JSON value, not {kind_of(value)}")

@@ -659,8 +659,11 @@ def test_a_file_holding_our_very_value_laid_out_otherwise_is_replaced(tmp_path: 
 def test_a_new_conversation_without_a_base_config_loads_again_in_the_current_layout(
     tmp_path: Path,
 ) -> None:
-    """An empty base_config.json is written: without it, a first config delta would be read
-    as the base configuration of a legacy conversation."""
+    """An empty base_config.json is written.
+
+    Without it, a first config delta would be read as the base configuration
+    of a legacy conversation.
+    """
     conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
     conversation.stream.append_config_delta({"assistant": {"model": "x"}})
     conversation.stream.append(ChatRequest(content="hi"))

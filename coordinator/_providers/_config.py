@@ -71,9 +71,16 @@ def _seconds(config: Mapping[str, object], key: str) -> float | None:
     value = config.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ProviderConfigError("must be a number of seconds greater than 0", key=key)
-    return float(value)
+    problem = "must be a finite number of seconds greater than 0"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProviderConfigError(problem, key=key)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer past the largest float: no timeout anyone means
+        raise ProviderConfigError(problem, key=key) from None
+    if not 0 < seconds < math.inf:
+        raise ProviderConfigError(problem, key=key)
+    return seconds
 
 
 def _flag(config: Mapping[str, object], key: str) -> bool | None:
