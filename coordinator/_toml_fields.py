@@ -151,7 +151,9 @@ def name_key(origin: str, key: str, name: str, *, what: str) -> str:
     an error names the table as the file wrote it.
     """
     if not isinstance(name, str):  # a table built in Python may have other keys
-        raise ConfigError(origin, f"{key}.{name!r}", f"{what} must be a string")
+        raise ConfigError(
+            origin, f"{key}.{name!r}" if key else repr(name), f"{what} must be a string"
+        )
     where = join_key(key, name)
     if not name:
         # Nothing is ever called or asked by an empty name: refused here, as a
