@@ -275,10 +275,10 @@ def test_a_stray_response_under_a_secret_questions_id_is_masked(
 
 
 def test_global_entries_render_as_notes() -> None:
-    """Compactions show their summary; unknown entries are named, not shown."""
+    """Compactions show their summary, quoted; unknown entries are named, not shown."""
     stream = make_stream(turn(), chat(), compaction("We fixed the bug."), unknown("bookmark"))
     text = export_markdown(stream)
-    assert "### Compaction of turns 0 to 1\n\nWe fixed the bug." in text
+    assert "### Compaction of turns 0 to 1\n\n> We fixed the bug." in text
     assert "_An entry of unknown kind `bookmark`, kept in the file, not shown._" in text
 
 
