@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from conftest import CountingIds, FixedClock
+
 from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
 from coordinator._config import parse_tools_config
 from coordinator._executors import (
@@ -92,8 +94,14 @@ def executor(tool: BuiltinTool) -> BuiltinExecutor:
 
 
 def conversation_on_disk(path: Path, message: str = "please do it") -> Conversation:
-    """A saved conversation whose current turn holds a user message."""
-    conversation = Conversation.new(metadata={"title": "test"})
+    """A saved conversation whose current turn holds a user message.
+
+    Its clock and ids are fixed: tests look for short secrets (a PIN) in what
+    was written, which a real clock's microseconds or a random id could hold.
+    """
+    conversation = Conversation.new(
+        metadata={"title": "test"}, clock=FixedClock(), new_id=CountingIds()
+    )
     conversation.stream.append(TurnStart())
     conversation.stream.append(ChatRequest(content=message))
     save_conversation(conversation, path)
