@@ -74,7 +74,7 @@ or drive the terminal:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import attrs
 import orjson
@@ -94,6 +94,7 @@ from machines import (
     ToolCallRequest,
     ToolCallResponse,
     TurnStart,
+    UnknownCancellationReason,
 )
 
 if TYPE_CHECKING:
@@ -573,7 +574,12 @@ def _event(entry: EventEntry, *, secret: bool) -> list[str]:
     if isinstance(payload, InquiryRequest):
         return _question(payload)
     if isinstance(payload, Answered | Cancelled | Redacted):
-        line = _REDACTED if secret else describe_inquiry_response(payload)
+        if not secret:
+            line = describe_inquiry_response(payload)
+        elif isinstance(payload, Cancelled):
+            line = "Cancelled (<redacted>)"  # a newer writer's reason, free text
+        else:
+            line = _REDACTED
         return [f"### Response ({_code(payload.id)})", line]
     return []  # a turn start: its turn's heading stands for it
 
@@ -592,7 +598,10 @@ def _global(entry: StreamEntry) -> list[str]:
 
 
 def _secret_responses(stream: ConversationStream) -> set[int]:
-    """Positions of ``Answered`` responses that may hold a secret (there should be none).
+    """Positions of responses that may hold a secret (there should be none).
+
+    An ``Answered``, or a ``Cancelled`` whose reason is not one this build
+    knows (free text a newer writer, or anyone, put there).
 
     Every response under a secret question's id counts, not only the one
     pairing would match with the question: an orphan or a repeat under that
@@ -622,12 +631,19 @@ def _secret_responses(stream: ConversationStream) -> set[int]:
         index
         for index, entry in enumerate(stream)
         if isinstance(entry, EventEntry)
-        and isinstance(entry.payload, Answered)
+        and _may_hold_a_secret(entry.payload)
         and (
             entry.payload.id in secret_ids
             or _is_attempt_id(entry.payload.id, calls=calls, questions=questions)
         )
     }
+
+
+def _may_hold_a_secret(payload: object) -> TypeGuard[Answered | Cancelled]:
+    """An answer, or a cancellation whose reason is a newer writer's free text."""
+    return isinstance(payload, Answered) or (
+        isinstance(payload, Cancelled) and isinstance(payload.reason, UnknownCancellationReason)
+    )
 
 
 def _is_attempt_id(inquiry_id: str, *, calls: Collection[str], questions: Collection[str]) -> bool:

@@ -309,3 +309,18 @@ def test_real_conversations_export(path: Path) -> None:
     assert len(lines) == len(responses)
     expected = [f"Answer: {json.dumps(e['answer'])}" for e in responses if "answer" in e]
     assert [line for line in lines if line.startswith("Answer: ")] == expected
+
+
+def test_a_secret_questions_cancellation_for_an_unknown_reason_hides_the_reason() -> None:
+    """An unknown reason is free text, which may hold the secret; a known one is shown."""
+    stream = make_stream(
+        turn(),
+        chat(),
+        _SECRET_ASKED,
+        Cancelled(id="c1.token", reason=parse_cancellation_reason("hunter2-reason")),
+        Cancelled(id="c1.token", reason=CancellationReason.USER),
+    )
+    text = export_markdown(stream)
+    assert "hunter2" not in text
+    assert "### Response (`c1.token`)\n\nCancelled (<redacted>)" in text
+    assert "### Response (`c1.token`)\n\nCancelled (user)" in text
