@@ -47,7 +47,7 @@ import orjson
 
 from coordinator._atomic import atomic_write
 from coordinator._check import shown_path, summarize, to_null_device
-from coordinator._errors import CoordinatorError
+from coordinator._errors import CoordinatorError, os_reason
 from coordinator._sanitize import (
     INTERRUPTED_TOOL_CALL,
     InsertionReason,
@@ -213,7 +213,7 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
     try:
         atomic_write(target, markdown.encode())
     except OSError as error:
-        problem = f"{shown_path(target)}: cannot be written: {error.strerror or error}"
+        problem = f"{shown_path(target)}: cannot be written: {os_reason(error)}"
         sys.stderr.write(f"inquiry: {problem}\n")
         return EXIT_UNREADABLE
     return EXIT_OK
@@ -383,7 +383,7 @@ def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
         return "its reader closed it"
     if isinstance(error, UnicodeEncodeError):
         return f"its encoding ({error.encoding}) cannot show the text"
-    return error.strerror or str(error)
+    return os_reason(error)
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:

@@ -16,7 +16,16 @@ __all__ = [
     "ConversationChangedError",
     "CoordinatorError",
     "StreamFormatError",
+    "os_reason",
 ]
+
+
+def os_reason(error: OSError) -> str:
+    """What the OS said went wrong (``Permission denied``), without the path it names.
+
+    Every message that names a file names it itself, shown as paths are shown.
+    """
+    return error.strerror or str(error)
 
 
 class CoordinatorError(Exception):

@@ -83,7 +83,7 @@ from coordinator._answer_script import AnswerScript, load_answer_script
 from coordinator._backend import InquiryBackend, InquiryBackendError
 from coordinator._builtins import builtin_executors
 from coordinator._check import shown_path, to_null_device
-from coordinator._errors import ConfigError, CoordinatorError
+from coordinator._errors import ConfigError, CoordinatorError, os_reason
 from coordinator._local_tools import LocalToolExecutor
 from coordinator._prompting import (
     Permit,
@@ -596,16 +596,12 @@ def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bo
             raise RunError(f"{shown_path(path)}: is not a directory")
         empty = not exists or not any(path.iterdir())
     except OSError as error:  # a name too long, a loop of links, no permission: what the OS says
-        raise RunError(f"{shown_path(path)}: cannot be read: {_reason(error)}") from None
+        raise RunError(f"{shown_path(path)}: cannot be read: {os_reason(error)}") from None
     if empty:
         title = scenario.title or f"inquiry run: {shown_path(scenario.path.stem)}"
         # base_config.json marks the current layout; the engine configures nothing in it.
         return Conversation.new(metadata={"title": title}, base_config={}), True
     return load_conversation(path), False
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or type(error).__name__
 
 
 def _check_seed(scenario: Scenario, conversation: Path) -> None:
@@ -654,7 +650,7 @@ def _seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> 
     except OSError as error:
         where = error.filename if error.filename is not None else workspace
         raise RunError(
-            f"{shown_path(where)}: cannot seed the workspace: {_reason(error)}"
+            f"{shown_path(where)}: cannot seed the workspace: {os_reason(error)}"
         ) from None
 
 
@@ -871,7 +867,7 @@ async def run_scenario(
         try:
             save_conversation(conversation, path)
         except OSError as error:
-            raise RunError(f"{shown_path(path)}: cannot be written: {_reason(error)}") from None
+            raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
         _seed_workspace(scenario, workspace, path)
         coordinator = ToolCoordinator(
             conversation,
@@ -960,7 +956,7 @@ async def _play(
                 save_conversation(conversation)
         except OSError as error:
             where = shown_path(conversation.path) if conversation.path else "the conversation"
-            raise RunError(f"{where}: cannot be written: {_reason(error)}") from None
+            raise RunError(f"{where}: cannot be written: {os_reason(error)}") from None
     closed = output is not None and output.closed
     return RunResult(
         turns=len(scenario.turns),

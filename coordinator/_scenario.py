@@ -43,7 +43,7 @@ import attrs
 from coordinator._builtins import ASK_USER_PARAMETERS
 from coordinator._check import shown_path
 from coordinator._config import ToolsConfig, parse_tools_config
-from coordinator._errors import ConfigError
+from coordinator._errors import ConfigError, os_reason
 from coordinator._local_tools import LocalTool, check_arguments, schema_problem
 from coordinator._providers._config import check_backend_config
 from coordinator._providers._errors import ProviderConfigError
@@ -240,15 +240,11 @@ def _directory(value: object, origin: str, key: str, directory: Path) -> Path:
     try:
         found = path.is_dir()
     except OSError as error:  # a name too long, a loop of links: any reason the OS gives
-        problem = f"{shown_path(path)} cannot be read: {_reason(error)}"
+        problem = f"{shown_path(path)} cannot be read: {os_reason(error)}"
         raise ConfigError(origin, key, problem) from None
     if not found:
         raise ConfigError(origin, key, f"{shown_path(path)} is not a directory")
     return path
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or type(error).__name__
 
 
 # ---------------------------------------------------------------- tools
@@ -348,7 +344,8 @@ def _program(program: str, origin: str, key: str, directory: Path) -> str:
     try:
         found = path.is_file() and os.access(path, os.X_OK)
     except OSError as error:  # a name too long, a loop of links: any reason the OS gives
-        problem = f"program {program!r} cannot be looked up ({shown_path(path)}): {_reason(error)}"
+        looked_up = f"program {program!r} cannot be looked up ({shown_path(path)})"
+        problem = f"{looked_up}: {os_reason(error)}"
         raise ConfigError(origin, key, problem) from None
     if not found:
         problem = f"program {program!r} is not an executable file ({shown_path(path)})"

@@ -35,7 +35,7 @@ import orjson
 
 from coordinator._atomic import atomic_write, remove_stale_temps
 from coordinator._entries import ConfigDelta
-from coordinator._errors import ConversationChangedError, StreamFormatError
+from coordinator._errors import ConversationChangedError, StreamFormatError, os_reason
 from coordinator._event_ids import new_event_id
 from coordinator._gc import collector_paused
 from coordinator._json_read import (
@@ -203,11 +203,6 @@ def _holds(current: bytes, body: bytes) -> bool:
     )
 
 
-def _reason(error: OSError) -> str:
-    """What the OS said went wrong (``Permission denied``), without the path it names."""
-    return error.strerror or str(error)
-
-
 def _stat(path: Path) -> os.stat_result | None:
     """``path``'s status, through links; ``None`` when there is no such file.
 
@@ -219,7 +214,7 @@ def _stat(path: Path) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise StreamFormatError(path, f"cannot be read: {_reason(error)}") from error
+        raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from error
 
 
 def _state(path: Path) -> _FileState | None:
@@ -231,7 +226,7 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as error:
-        raise StreamFormatError(path, f"cannot be read: {_reason(error)}") from error
+        raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from error
 
 
 def _not_json(error: orjson.JSONDecodeError, handle: BinaryIO) -> str:
@@ -258,7 +253,7 @@ def _read_json(path: Path) -> tuple[Any, _FileState]:
     except FileNotFoundError:
         raise StreamFormatError(path, "does not exist") from None
     except OSError as error:
-        raise StreamFormatError(path, f"cannot be read: {_reason(error)}") from None
+        raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from None
     if not can_write:
         _refuse_too_deep(path, value)
     return value, state
@@ -572,7 +567,8 @@ def _write(directory: Path, target: Path, body: bytes, written: list[Path]) -> N
             saved = f"{names} {'was' if len(written) == 1 else 'were'} saved, the rest was not"
         else:
             saved = "nothing was saved"
-        raise StreamFormatError(target, f"cannot be written: {_reason(error)}; {saved}") from error
+        problem = f"cannot be written: {os_reason(error)}; {saved}"
+        raise StreamFormatError(target, problem) from error
 
 
 def _remember(conversation: Conversation, plan: _Plan) -> None:
