@@ -289,7 +289,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inquiry", description="Resolve, record and inspect tool questions."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
+    )
+    # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser("check", help="load a conversation and report what it holds")
     check.add_argument("path", help="a conversation directory or its events.json")
@@ -386,9 +390,23 @@ def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
     return os_reason(error)
 
 
+def _version() -> str:
+    """The installed distribution's version (the one ``pip`` reports)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - --version only
+
+    try:
+        return version("inquiry-coordinator")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "(not installed)"
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_UNREADABLE
     handler: Callable[[argparse.Namespace, TextIO], int] = args.handler
     # The library logs to a NullHandler (it is not its place to print); a
     # person at the command line is told its warnings, for this run only.

@@ -42,7 +42,7 @@ def render_mermaid(machine: TableMachine[Any, Any]) -> str:
         f"    {row.source.value} --> {row.target.value}: {_label(row)}" for row in machine.rows
     )
     lines.extend(
-        f"    {state.value} --> [*]" for state in machine.states if state in machine.terminal
+        f"    {state.value} --> [*]" for state in machine.states if state in machine.final
     )
     return "\n".join(lines) + "\n"
 
@@ -61,7 +61,7 @@ def render_dot(machine: TableMachine[Any, Any]) -> str:
         '    __start__ [shape=point, label=""];',
     ]
     for state in machine.states:
-        final = ", peripheries=2" if state in machine.terminal else ""
+        final = ", peripheries=2" if state in machine.final else ""
         lines.append(f"    {_quote(state.value)} [label={_quote(state.value)}{final}];")
     lines.append(f"    __start__ -> {_quote(machine.start.value)};")
     lines.extend(
@@ -95,4 +95,16 @@ def render_markdown_table(machine: TableMachine[Any, Any]) -> str:
             f"| {number} | {trigger} | {_code(row.source.value)} | {target} | {when} "
             f"| {emits} | {', '.join(effects) or '—'} |"
         )
+    lines.append("")
+    lines.append(f"Final states: {_states(machine, machine.final)}.")
+    if machine.transient:
+        lines.append(
+            f"Transient states (an automatic row must fire on entry): "
+            f"{_states(machine, machine.transient)}."
+        )
     return "\n".join(lines) + "\n"
+
+
+def _states(machine: TableMachine[Any, Any], chosen: frozenset[Any]) -> str:
+    """``chosen`` in the order the machine declares its states."""
+    return ", ".join(_code(state.value) for state in machine.states if state in chosen)

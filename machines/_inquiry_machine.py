@@ -216,7 +216,7 @@ class Inquiry:
     @property
     def closed(self) -> bool:
         """Whether the question has its response."""
-        return self.state in INQUIRY_MACHINE.terminal
+        return self.state in INQUIRY_MACHINE.final
 
     def terminal_ready(self, cached_answer: CachedAnswer | None) -> Step:
         """The terminal is free for this question; ``cached_answer`` is the turn cache's."""
@@ -553,5 +553,6 @@ INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(
     states=InquiryState,
     start=InquiryState.NEW,
     rows=INQUIRY_ROWS,
+    final=(InquiryState.ANSWERED, InquiryState.REDACTED, InquiryState.CANCELLED),
     rules=__doc__ or "",
 )

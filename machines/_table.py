@@ -19,7 +19,15 @@ Rules, held by :class:`TableMachine`:
    declares, checked as it fires.
 4. *Automatic* rows (``auto=True``) fire by themselves right after their
    source state is entered, if a guard holds; they model steps nobody waits
-   for (a cached answer is applied as soon as it is found).
+   for (a cached answer is applied as soon as it is found). A state whose
+   rows are all automatic is *transient*: nothing else could ever move a
+   model out of it, so entering it when none of its guards holds raises
+   :class:`MachineError` instead of leaving the model stuck there, where a
+   driver would wait for ever (the step is discarded by the model's
+   ``fire``, as any failed step is; the model is not to be used again).
+5. The final states are declared with the table, as h11 lists its terminal
+   states with ``{}``: a final state has no rows, and every other state has
+   at least one, or the table is refused when the machine is built.
 
 One ``transitions.Machine`` is built per table, once, on first use (so a
 process that only reads conversations never imports ``transitions``); models
@@ -32,7 +40,7 @@ benchmarks hold a whole inquiry within their target all the same.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -188,6 +196,7 @@ class TableMachine(Generic[S, M]):
         states: type[S],
         start: S,
         rows: Sequence[Row[S, M]],
+        final: Collection[S],
         rules: str,
     ) -> None:
         """Check the table; the ``transitions.Machine`` that runs it is built on first use."""
@@ -195,6 +204,8 @@ class TableMachine(Generic[S, M]):
         self.states = states
         self.start = start
         self.rows: tuple[Row[S, M], ...] = tuple(rows)
+        #: The states a model ends in, as declared (checked against the rows).
+        self.final: frozenset[S] = frozenset(final)
         self.rules = rules
         self._index: dict[tuple[S, str], tuple[Row[S, M], ...]] = {}
         for row in self.rows:
@@ -202,13 +213,17 @@ class TableMachine(Generic[S, M]):
             self._index[key] = (*self._index.get(key, ()), row)
         self._check()
         self._auto: dict[S, str] = {row.source: row.trigger for row in self.rows if row.auto}
-        self.triggers: tuple[str, ...] = tuple(dict.fromkeys(row.trigger for row in self.rows))
-        self.terminal: frozenset[S] = frozenset(
-            state for state in states if not any(row.source is state for row in self.rows)
+        #: States whose rows are all automatic: one of them must fire on entry.
+        self.transient: frozenset[S] = frozenset(
+            state
+            for state in self._auto
+            if all(row.auto for row in self.rows if row.source is state)
         )
+        self.triggers: tuple[str, ...] = tuple(dict.fromkeys(row.trigger for row in self.rows))
         self._built: Machine | None = None
 
     def _check(self) -> None:
+        self._check_final()
         ids = [row.id for row in self.rows]
         duplicates = {row_id for row_id in ids if ids.count(row_id) > 1}
         if duplicates:
@@ -227,6 +242,14 @@ class TableMachine(Generic[S, M]):
         for state, triggers in autos.items():
             if len(triggers) > 1:
                 raise MachineError(f"{self.name}: several automatic triggers in {state.value}")
+
+    def _check_final(self) -> None:
+        sources = {row.source for row in self.rows}
+        if leaving := sorted(state.value for state in self.final & sources):
+            raise MachineError(f"{self.name}: final states with rows out of them: {leaving}")
+        stuck = sorted(state.value for state in self.states if state not in sources | self.final)
+        if stuck:
+            raise MachineError(f"{self.name}: states with no rows that are not final: {stuck}")
 
     @property
     def _machine(self) -> Machine:
@@ -318,16 +341,22 @@ class TableMachine(Generic[S, M]):
             self.run_automatic(model)
 
     def run_automatic(self, model: M) -> None:
-        """Fire automatic rows for as long as one applies."""
-        while (trigger := self._auto.get(model.state)) is not None:
+        """Fire automatic rows for as long as one applies; a transient state must be left."""
+        while (trigger := self._auto.get(state := model.state)) is not None:
             if not self._machine.events[trigger].trigger(model):
+                if state in self.transient:
+                    # A table whose guards miss a case: fail loudly, never wait for ever.
+                    raise MachineError(
+                        f"{self.name} machine is stuck in transient state {state.value!r}: "
+                        f"no {trigger!r} row's guard holds for these facts"
+                    )
                 return
 
     def paths(self) -> Iterator[tuple[Row[S, M], ...]]:
         """Every simple path of rows from the start state to a terminal state."""
 
         def walk(state: S, seen: frozenset[S], path: tuple[Row[S, M], ...]) -> Iterator[Any]:
-            if state in self.terminal:
+            if state in self.final:
                 yield path
                 return
             for row in self.rows:

@@ -197,7 +197,7 @@ class ToolCall:
     @property
     def closed(self) -> bool:
         """Whether the call has its response."""
-        return self.state in TOOL_CALL_MACHINE.terminal
+        return self.state in TOOL_CALL_MACHINE.final
 
     def _fire(self, trigger: str, **payload: Any) -> Step:
         try:
@@ -548,5 +548,11 @@ TOOL_CALL_MACHINE: TableMachine[ToolCallState, ToolCall] = TableMachine(
     states=ToolCallState,
     start=ToolCallState.NEW,
     rows=TOOL_CALL_ROWS,
+    final=(
+        ToolCallState.SUCCEEDED,
+        ToolCallState.FAILED,
+        ToolCallState.SKIPPED,
+        ToolCallState.CANCELLED,
+    ),
     rules=__doc__ or "",
 )

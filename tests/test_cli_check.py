@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import jp_conversation_dirs, jp_params
+from conftest import jp_conversation, jp_params
 
 from coordinator._cli import main
 
@@ -94,10 +94,7 @@ def test_check_prints_the_counts_for_a_person(source: Path) -> None:
 
 def test_the_bear_mcp_conversation_has_692_entries_and_41_inquiry_pairs() -> None:
     """The issue's numbers, checked against the raw file and against the report."""
-    matches = [path for path in jp_conversation_dirs() if path.name.startswith("17728322628-")]
-    if not matches:
-        pytest.skip("the bear-mcp conversation is not available")
-    (source,) = matches
+    source = jp_conversation("17728322628-")
     raw = orjson.loads((source / "events.json").read_bytes())
     kinds = Counter(entry["type"] for entry in raw)
     assert (len(raw), kinds["inquiry_request"], kinds["inquiry_response"]) == (692, 41, 41)

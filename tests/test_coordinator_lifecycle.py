@@ -25,7 +25,7 @@ from coordinator import Conversation, load_conversation
 from coordinator._backend import BackendErrorKind
 from coordinator._builtins import AskUser
 from coordinator._config import parse_tools_config
-from coordinator._executors import BuiltinExecutor
+from coordinator._executors import Ask, BuiltinExecutor, BuiltinOutcome, Success
 from coordinator._prompting import ScriptedPrompter
 from coordinator._scripted_backend import ScriptedInquiryBackend
 from coordinator._tool_coordinator import ToolCoordinator
@@ -36,6 +36,7 @@ from machines import (
     ChatRequest,
     InquiryRequest,
     InquirySource,
+    JsonValue,
     Question,
     Redacted,
     SourceKind,
@@ -43,8 +44,10 @@ from machines import (
     ToolCallResponse,
     TurnStart,
 )
+from machines.wording import SKIPPED_BY_USER
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
 APPLY = Question.boolean("apply", "Apply the patch?", default=True)
@@ -425,3 +428,86 @@ def test_a_resumed_turn_never_reuses_recorded_ids(tmp_path: Path) -> None:
     run(second.run(assistant_calls(reloaded, ("call_1", "fs"))))
     assert _requests(reloaded) == ["call_1.apply.1", "call_1.apply.2"]
     assert_invariants(reloaded)
+
+
+class _AsksForever(AskingTool):
+    """Asks its question on every run; gives up by itself only after 100 runs."""
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        del arguments
+        self.runs.append(dict(answers))
+        if len(self.runs) > 100:
+            return Success("the engine never stopped me")
+        return Ask(self.questions[0])
+
+
+def test_a_remembered_question_asked_again_and_again_still_stops(tmp_path: Path) -> None:
+    """A tool re-asking a question the turn remembers stops at max_attempts, not fed for ever."""
+    conversation = conversation_on_disk(tmp_path)
+    tool = _AsksForever([APPLY])
+    prompter = ScriptedPrompter().answer(value=True, remember=True)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": executor(tool)},
+        config=UNATTENDED,
+        prompter=prompter,
+        max_attempts=3,
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert response.is_error
+    assert "the engine never stopped me" not in response.content
+    assert len(prompter.shown) == 1  # then remembered
+    assert len(tool.runs) == 4  # the first run, then one per answer: remembered twice
+    assert _responses(conversation)[-1] == Cancelled(
+        id="call_1.apply.4", reason=CancellationReason.ATTEMPTS_EXHAUSTED
+    )
+    assert_invariants(conversation)
+
+
+_PERMISSION_NAMED = Question.boolean("__permission__", "Overwrite the file?")
+_ASK_FIRST = parse_tools_config({"tools": {"fs": {"run": "ask"}}})
+
+
+def test_a_remembered_permission_never_answers_a_question(tmp_path: Path) -> None:
+    """A person's Y on the permission prompt is no answer to the tool's own question."""
+    conversation = conversation_on_disk(tmp_path)
+    prompter = ScriptedPrompter().permit(remember=True).answer(value=False).answer(value=False)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": executor(AskingTool([_PERMISSION_NAMED]))},
+        config=_ASK_FIRST,
+        prompter=prompter,
+    )
+    for call_id in ("call_1", "call_2"):
+        run(coordinator.run(assistant_calls(conversation, (call_id, "fs"))))
+    shown = [type(prompt).__name__ for prompt in prompter.shown]
+    assert shown == ["ShowPermissionPrompt", "ShowQuestion", "ShowQuestion"]
+    assert _responses(conversation) == [
+        Answered(id="call_1.__permission__.1", answer=False),
+        Answered(id="call_2.__permission__.1", answer=False),
+    ]
+    assert dict(coordinator.turn_state.remembered_tool_answers) == {}
+    assert dict(coordinator.turn_state.remembered_permission_decisions) == {
+        "fs.__permission__": "y"
+    }
+    assert_invariants(conversation)
+
+
+def test_a_remembered_answer_never_permits_a_tool(tmp_path: Path) -> None:
+    """A person's Y to a question, even one named __permission__, leaves the next call asking."""
+    conversation = conversation_on_disk(tmp_path)
+    prompter = ScriptedPrompter().permit().answer(value=True, remember=True).deny()
+    tool = AskingTool([_PERMISSION_NAMED])
+    coordinator = ToolCoordinator(
+        conversation, tools={"fs": executor(tool)}, config=_ASK_FIRST, prompter=prompter
+    )
+    run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    (second,) = run(coordinator.run(assistant_calls(conversation, ("call_2", "fs"))))
+    shown = [type(prompt).__name__ for prompt in prompter.shown]
+    assert shown == ["ShowPermissionPrompt", "ShowQuestion", "ShowPermissionPrompt"]
+    assert second.content == SKIPPED_BY_USER
+    assert len(tool.runs) == 2  # call_1 only: asked, then answered
+    assert dict(coordinator.turn_state.remembered_permission_decisions) == {}
+    assert_invariants(conversation)

@@ -36,10 +36,13 @@ def test_every_row_and_state_is_drawn(machine: TableMachine[Any, Any]) -> None:
     for row in machine.rows:
         assert f"{row.source.value} --> {row.target.value}: {row.trigger}" in mermaid
         assert f'"{row.source.value}" -> "{row.target.value}" [label="{row.trigger}' in dot
-    assert table.count("\n") == len(machine.rows) + 2
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert len(rows) == len(machine.rows) + 2  # heading and rule, then one line per row
+    finals = ", ".join(f"`{state.value}`" for state in machine.states if state in machine.final)
+    assert f"Final states: {finals}." in table
     for state in machine.states:
         assert f'"{state.value}" [label=' in dot
-    for state in machine.terminal:
+    for state in machine.final:
         assert f"    {state.value} --> [*]" in mermaid
         assert f'"{state.value}" [label="{state.value}", peripheries=2];' in dot
 

@@ -342,7 +342,7 @@ def test_every_simple_path_runs(name: str, path: Any) -> None:
     assert [r.id for r in requests] == [r.id for r in responses]
     machine = DRIVERS[name].machine
     final = machine.rows[[row.id for row in machine.rows].index(path[-1].id)].target
-    assert final in machine.terminal
+    assert final in machine.final
     if name == "tool_call":
         assert sum(isinstance(r, ToolCallResponse) for r in records) == 1
 
@@ -363,12 +363,12 @@ def test_resolve_guards_are_exhaustive() -> None:
 
 def test_final_states_are_exactly_the_outcomes() -> None:
     """The final states are the three responses and the four ways a tool call ends."""
-    assert {s.value for s in INQUIRY_MACHINE.terminal} == {"answered", "redacted", "cancelled"}
-    assert {s.value for s in TOOL_CALL_MACHINE.terminal} == {
+    assert {s.value for s in INQUIRY_MACHINE.final} == {"answered", "redacted", "cancelled"}
+    assert {s.value for s in TOOL_CALL_MACHINE.final} == {
         "succeeded",
         "failed",
         "skipped",
         "cancelled",
     }
-    assert ToolCallState.NEW not in TOOL_CALL_MACHINE.terminal
+    assert ToolCallState.NEW not in TOOL_CALL_MACHINE.final
     assert QUESTIONS["secret"].answer_type.is_secret

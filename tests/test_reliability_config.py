@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_helpers import TOUR, TOUR_ANSWERS, TOUR_SCENARIO
@@ -132,7 +133,7 @@ def _mutated(draw: st.DrawFn, valid: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True)
+FUZZ = settings(max_examples=examples(150))
 
 
 @FUZZ
@@ -219,9 +220,7 @@ def _json_safe(value: object) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
-@settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(stdout=_printed(), returncode=st.sampled_from([0, 1]))
 def test_malformed_local_tool_output_completes_or_asks_a_recordable_question(
     stdout: str, returncode: int

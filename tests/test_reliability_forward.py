@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from conftest import examples
 from coordinator_harness import (
     UNATTENDED,
     AskingTool,
@@ -198,9 +199,7 @@ def newer_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     return entries
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=newer_streams())
 def test_newer_input_anywhere_survives_appends_and_saves(
     tmp_path_factory: pytest.TempPathFactory, entries: list[dict[str, Any]]

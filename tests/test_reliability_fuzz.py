@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import jp_params
+from conftest import examples, jp_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_inputs import b64, own_events
@@ -287,14 +287,10 @@ def check_loads_or_refuses(files: dict[str, bytes]) -> None:
         assert list(load_conversation(copy).stream) == list(conversation.stream)
 
 
-FUZZ = settings(
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@settings(FUZZ, max_examples=200)
+@settings(FUZZ, max_examples=examples(200))
 @given(data=st.data())
 def test_our_mutated_conversation_loads_or_is_refused_with_a_location(data: st.DataObject) -> None:
     """A mutated small conversation: clean load and faithful save, or a located error."""
@@ -305,7 +301,7 @@ def test_our_mutated_conversation_loads_or_is_refused_with_a_location(data: st.D
 def test_mutated_real_conversations_load_or_are_refused_with_a_location(source: Path) -> None:
     """A mutated real conversation: clean load and faithful save, or a located error."""
 
-    @settings(FUZZ, max_examples=8)
+    @settings(FUZZ, max_examples=examples(8))
     @given(data=st.data())
     def fuzz(data: st.DataObject) -> None:
         check_loads_or_refuses(data.draw(mutated_files(source)))

@@ -14,6 +14,7 @@ import gc
 import warnings
 from typing import TYPE_CHECKING
 
+from conftest import examples, steps
 from coordinator_harness import (
     UNATTENDED,
     AskingTool,
@@ -126,10 +127,8 @@ class PairingModel(CoordinatorModel):
 
 TestCoordinatorModel = PairingModel.TestCase
 TestCoordinatorModel.settings = settings(
-    max_examples=150,
-    stateful_step_count=10,
-    deadline=None,
-    derandomize=True,
+    max_examples=examples(150),
+    stateful_step_count=steps(10),
     suppress_health_check=[HealthCheck.too_slow],
 )
 

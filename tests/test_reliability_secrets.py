@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from conftest import examples, steps
 from coordinator_harness import (
     AskingTool,
     assert_invariants,
@@ -101,10 +102,8 @@ class SecretsModel(CoordinatorModel):
 
 TestSecretsNeverLeak = SecretsModel.TestCase
 TestSecretsNeverLeak.settings = settings(
-    max_examples=150,
-    stateful_step_count=10,
-    deadline=None,
-    derandomize=True,
+    max_examples=examples(150),
+    stateful_step_count=steps(10),
     suppress_health_check=[HealthCheck.too_slow],
 )
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import conversation_streams, json_objects, stream_entries
@@ -27,9 +28,7 @@ from coordinator import (
 if TYPE_CHECKING:
     from machines import JsonValue
 
-IO_SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+IO_SETTINGS = settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 
 
 def envelope(entry: StreamEntry) -> tuple[object, ...]:

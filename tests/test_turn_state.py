@@ -88,3 +88,30 @@ def test_the_caches_are_read_only_views() -> None:
     turn = TurnState()
     with pytest.raises(TypeError):
         turn.remembered_tool_answers["fs.apply"] = True  # type: ignore[index]
+
+
+def test_a_question_never_asked_has_no_attempts() -> None:
+    """attempts() is 0 for a question no call asked, and counts only its own pair."""
+    turn = TurnState()
+    assert turn.attempts("call_1", "apply") == 0
+    turn.allocate_inquiry_id("call_1", "other")
+    turn.allocate_inquiry_id("call_2", "apply")
+    assert turn.attempts("call_1", "apply") == 0
+    assert turn.attempts("call_2", "apply") == 1
+
+
+def test_a_remembered_permission_is_no_answer_to_a_question_of_the_same_name() -> None:
+    """A Y on the permission prompt answers no question, not even one called __permission__."""
+    turn = TurnState()
+    turn.remember_permission("fs", "y")
+    assert turn.remembered_tool_answer("fs", Question.boolean("__permission__", "Run?")) is None
+    assert dict(turn.remembered_tool_answers) == {}
+
+
+def test_a_remembered_answer_is_no_permission() -> None:
+    """A Y to a question, even one called __permission__, never permits the tool to run."""
+    turn = TurnState()
+    turn.remember_tool_answer("fs", Question.boolean("__permission__", "Run?"), value=True)
+    turn.remember_tool_answer("fs", APPLY, value=True)
+    assert turn.remembered_permission("fs") is None
+    assert dict(turn.remembered_permission_decisions) == {}

@@ -1,0 +1,7 @@
+"""``python -m coordinator``: the ``inquiry`` command, for where its script is not on ``PATH``."""
+
+import sys
+
+from coordinator._cli import main
+
+sys.exit(main())

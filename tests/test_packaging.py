@@ -1,0 +1,77 @@
+"""The project as users install it: every package in the wheel, one command three ways."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
+
+from conftest import PROJECT
+
+INQUIRY = Path(sys.executable).with_name("inquiry")
+_NOT_SOURCE = (
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    ".hypothesis",
+)
+
+
+def _run(*command: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, check=False, cwd=PROJECT
+    )
+
+
+def test_the_wheel_holds_every_package_and_its_type_marker(tmp_path: Path) -> None:
+    """Each package and sub-package of the source tree is in the wheel, with py.typed."""
+    # From a copy without build/: setuptools would take stale modules from an earlier build.
+    source = tmp_path / "source"
+    shutil.copytree(PROJECT, source, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
+    built = _run(
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", tmp_path, source
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = {
+        init.parent.relative_to(PROJECT).as_posix()
+        for top in ("machines", "coordinator")
+        for init in (PROJECT / top).rglob("__init__.py")
+    }
+    assert "coordinator/_providers" in packages
+    assert {package for package in packages if f"{package}/__init__.py" in names} == packages
+    assert {"machines/py.typed", "coordinator/py.typed"} <= names
+
+
+def test_inquiry_version_is_the_installed_distributions() -> None:
+    """`inquiry --version` and `python -m coordinator --version` print the version pip knows."""
+    expected = f"inquiry {version('inquiry-coordinator')}\n"
+    for command in ((INQUIRY,), (sys.executable, "-m", "coordinator")):
+        result = _run(*command, "--version")
+        assert (result.returncode, result.stdout) == (0, expected)
+
+
+def test_python_m_coordinator_is_the_same_command() -> None:
+    """`python -m coordinator` runs the inquiry command: same help, same subcommands."""
+    script = _run(INQUIRY, "--help")
+    module = _run(sys.executable, "-m", "coordinator", "--help")
+    assert script.returncode == module.returncode == 0
+    assert module.stdout == script.stdout
+    assert "usage: inquiry" in module.stdout
+
+
+def test_a_bare_inquiry_prints_the_whole_help() -> None:
+    """`inquiry` with no command prints the usage and every command, and exits 2."""
+    result = _run(INQUIRY)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: inquiry")
+    for command in ("check", "sanitize", "export", "diagram", "table", "run"):
+        assert f"\n    {command} " in result.stderr
