@@ -2,6 +2,6 @@
 
 import sys
 
-from coordinator._cli import main
+from coordinator.cli._main import main
 
 sys.exit(main())

@@ -26,14 +26,14 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
-import coordinator._stream_codec
-from coordinator._entries import loaded_event_entry
-from coordinator._timestamps import Timestamp, read_timestamp
+import coordinator.wire._stream_codec
+from coordinator.stream._entries import loaded_event_entry
+from coordinator.stream._timestamps import Timestamp, read_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from coordinator._entries import EventEntry
+    from coordinator.stream._entries import EventEntry
 
 PROJECT = Path(__file__).resolve().parent.parent
 JP_FIXTURES = Path(
@@ -189,6 +189,6 @@ def _loaded_records_are_validated() -> Iterator[None]:
         return stamp
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(coordinator._stream_codec, "loaded_event_entry", checked_entry)
-        patch.setattr(coordinator._stream_codec, "read_timestamp", checked_timestamp)
+        patch.setattr(coordinator.wire._stream_codec, "loaded_event_entry", checked_entry)
+        patch.setattr(coordinator.wire._stream_codec, "read_timestamp", checked_timestamp)
         yield

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from conftest import CountingIds, FixedClock
 
 from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
-from coordinator._config import parse_tools_config
-from coordinator._executors import (
+from coordinator.driver._config import parse_tools_config
+from coordinator.driver._executors import (
     Ask,
     BuiltinExecutor,
     BuiltinOutcome,

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from coordinator import load_conversation, save_conversation
-from coordinator._prompting import PermissionAnswer, QuestionAnswer
-from coordinator._store import dump_json
+from coordinator.driver._prompting import PermissionAnswer, QuestionAnswer
+from coordinator.store._store import dump_json
 from machines import ChatResponse, JsonValue, Question, ShowPermissionPrompt, ShowQuestion
 
 if TYPE_CHECKING:
-    from coordinator._backend import InquiryTask
+    from coordinator.driver._backend import InquiryTask
 
 STAMP = "2026-11-22 09:30:00.0"
 MOMENT = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)

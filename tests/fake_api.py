@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 import pytest
 
-from coordinator._backend import InquiryBackendError, InquiryTask
-from coordinator._providers import (
+from coordinator.adapters.providers import (
     AnthropicAdapter,
     ModelInquiryBackend,
     OpenAIAdapter,
     ToolDefinition,
 )
-from coordinator._stream import ConversationStream
+from coordinator.driver._backend import InquiryBackendError, InquiryTask
+from coordinator.stream._stream import ConversationStream
 from machines import (
     ChatRequest,
     InquiryQuestion,
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
 
-    from coordinator._providers import ProviderAdapter
-    from coordinator._stream import ProviderView
+    from coordinator.adapters.providers import ProviderAdapter
+    from coordinator.stream._stream import ProviderView
     from machines import JsonValue
 
 _DECODER = json.JSONDecoder()

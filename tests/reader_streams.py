@@ -13,14 +13,8 @@ from typing import TypeAlias
 
 from conftest import CountingIds, FixedClock
 
-from coordinator import (
-    Compaction,
-    ConfigDelta,
-    ConversationStream,
-    EventEntry,
-    StreamEntry,
-    UnknownEntry,
-)
+from coordinator import ConversationStream, EventEntry
+from coordinator.stream import Compaction, ConfigDelta, StreamEntry, UnknownEntry
 from machines import (
     Answered,
     AnswerType,

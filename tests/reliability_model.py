@@ -30,12 +30,24 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from coordinator import Conversation, load_conversation
-from coordinator._backend import BackendErrorKind, InquiryBackendError
-from coordinator._config import parse_tools_config
-from coordinator._executors import Ask, BuiltinExecutor, BuiltinOutcome, BuiltinTool, Failure
-from coordinator._executors import Success as ToolSuccess
-from coordinator._prompting import Deny, PermissionAnswer, Permit, PromptCancelled, QuestionAnswer
-from coordinator._tool_coordinator import ToolCoordinator
+from coordinator.driver._backend import BackendErrorKind, InquiryBackendError
+from coordinator.driver._config import parse_tools_config
+from coordinator.driver._executors import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Failure,
+)
+from coordinator.driver._executors import Success as ToolSuccess
+from coordinator.driver._prompting import (
+    Deny,
+    PermissionAnswer,
+    Permit,
+    PromptCancelled,
+    QuestionAnswer,
+)
+from coordinator.driver._tool_coordinator import ToolCoordinator
 from machines import (
     ChatRequest,
     ChatResponse,
@@ -51,9 +63,9 @@ from machines import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from coordinator._backend import InquiryTask
-    from coordinator._config import ToolsConfig
-    from coordinator._executors import Executor
+    from coordinator.driver._backend import InquiryTask
+    from coordinator.driver._config import ToolsConfig
+    from coordinator.driver._executors import Executor
 
 #: Tools with an executor; ``gone`` has none (the model called a tool that left).
 TOOLS = ("t0", "t1")

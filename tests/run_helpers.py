@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator_harness import payloads
 
 from coordinator import load_conversation, pair_events
-from coordinator._cli import main
+from coordinator.cli._main import main
 from machines import (
     Answered,
     Cancelled,

@@ -13,15 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from hypothesis import strategies as st
 
-from coordinator import (
-    Compaction,
-    ConfigDelta,
-    ConversationStream,
-    EventEntry,
-    StreamEntry,
-    Timestamp,
-    UnknownEntry,
-)
+from coordinator import ConversationStream, EventEntry
+from coordinator.stream import Compaction, ConfigDelta, StreamEntry, Timestamp, UnknownEntry
 from machines import (
     Answered,
     AnswerKind,

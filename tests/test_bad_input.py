@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from coordinator import StreamFormatError, load_conversation
-from coordinator._cli import main
+from coordinator.cli._main import main
 
 STAMP = "2026-03-05 19:31:45.7"
 GOOD: list[dict[str, Any]] = [
@@ -194,7 +194,7 @@ def test_inquiry_check_as_a_real_process_exits_2_with_one_line(tmp_path: Path) -
     path = _write(tmp_path, IS_ERROR_YES)
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     script = Path(sys.executable).parent / "inquiry"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator._cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator"]
     done = subprocess.run(
         [*command, "check", str(path.parent)], capture_output=True, text=True, check=False
     )

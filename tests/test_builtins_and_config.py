@@ -11,19 +11,18 @@ import pytest
 from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads, run
 
 from coordinator import (
-    ANSWER_INQUIRY_TOOL,
-    AskUser,
     ConfigError,
-    QuestionConfig,
     ScriptedPrompter,
-    ToolConfig,
     ToolCoordinator,
     ToolsConfig,
     builtin_executors,
     load_tools_config,
     parse_tools_config,
 )
-from coordinator._toml_fields import DEEPEST_JSON
+from coordinator.adapters import AskUser
+from coordinator.adapters.providers import ANSWER_INQUIRY_TOOL
+from coordinator.driver import QuestionConfig, ToolConfig
+from coordinator.driver._toml_fields import DEEPEST_JSON
 from machines import (
     InquiryFacts,
     InquiryRequest,

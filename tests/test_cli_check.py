@@ -13,7 +13,7 @@ import orjson
 import pytest
 from conftest import jp_conversation, jp_params
 
-from coordinator._cli import main
+from coordinator.cli._main import main
 
 STAMP = "2026-03-05 19:31:45.7"
 EVENT_KINDS = {
@@ -190,7 +190,7 @@ def test_check_as_a_real_process_prints_json_and_exits_0(tmp_path: Path) -> None
     """The installed `inquiry` command prints one JSON object, warns of the repair, exits 0."""
     path = _inline(tmp_path)
     script = Path(sys.executable).parent / "inquiry"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator._cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator"]
     done = subprocess.run(
         [*command, "check", "--json", str(path.parent)],
         capture_output=True,

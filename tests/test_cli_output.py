@@ -1,4 +1,4 @@
-"""When the `inquiry` command's output or its paths misbehave (coordinator._cli).
+"""When the `inquiry` command's output or its paths misbehave (coordinator.cli._main).
 
 An output that cannot be written is an error of one line and exit status 2,
 found before anything is saved where it can be; `export --output` never
@@ -16,7 +16,7 @@ import orjson
 import pytest
 from os_refusals import refuse_writing
 
-from coordinator._cli import main
+from coordinator.cli._main import main
 
 if TYPE_CHECKING:
     from pathlib import Path

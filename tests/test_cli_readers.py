@@ -29,7 +29,7 @@ from reader_streams import (
 )
 
 from coordinator import Conversation, load_conversation, save_conversation
-from coordinator._cli import main
+from coordinator.cli._main import main
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -287,7 +287,7 @@ def test_json_output_shows_a_name_that_is_not_utf8_with_replacement_characters(
 def test_a_name_that_is_not_utf8_reaches_a_utf8_terminal(undecodable: Path, command: str) -> None:
     """The installed command prints such a path on a strict UTF-8 stdout, exit 0."""
     script = Path(sys.executable).parent / "inquiry"
-    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator._cli"]
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator"]
     done = subprocess.run(
         [*launcher, command, undecodable],
         capture_output=True,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from coordinator._codec import (
-    EVENT_KINDS,
+from coordinator.stream import EVENT_KINDS
+from coordinator.wire._codec import (
     WireError,
     structure_event,
     structure_question,

@@ -19,16 +19,16 @@ from coordinator_harness import (
 )
 
 from coordinator import Conversation
-from coordinator._config import parse_tools_config
-from coordinator._executors import BuiltinOutcome, BuiltinTool, Completed, ExecutorResult
-from coordinator._prompting import (
+from coordinator.driver._config import parse_tools_config
+from coordinator.driver._executors import BuiltinOutcome, BuiltinTool, Completed, ExecutorResult
+from coordinator.driver._prompting import (
     PermissionAnswer,
     PromptCancelled,
     QuestionAnswer,
     ScriptedPrompter,
 )
-from coordinator._scripted_backend import ScriptedInquiryBackend
-from coordinator._tool_coordinator import ToolCoordinator
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
+from coordinator.driver._tool_coordinator import ToolCoordinator
 from machines import (
     Answered,
     CancellationReason,
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from coordinator._backend import InquiryTask
-    from coordinator._executors import Executor
+    from coordinator.driver._backend import InquiryTask
+    from coordinator.driver._executors import Executor
 
 APPLY = Question.boolean("apply", "Apply the patch?", default=True)
 BRANCH = Question.select("branch", "Which branch?", ["main", "dev"])

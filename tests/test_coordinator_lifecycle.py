@@ -22,13 +22,13 @@ from coordinator_harness import (
 )
 
 from coordinator import Conversation, load_conversation
-from coordinator._backend import BackendErrorKind
-from coordinator._builtins import AskUser
-from coordinator._config import parse_tools_config
-from coordinator._executors import Ask, BuiltinExecutor, BuiltinOutcome, Success
-from coordinator._prompting import ScriptedPrompter
-from coordinator._scripted_backend import ScriptedInquiryBackend
-from coordinator._tool_coordinator import ToolCoordinator
+from coordinator.adapters._builtins import AskUser
+from coordinator.driver._backend import BackendErrorKind
+from coordinator.driver._config import parse_tools_config
+from coordinator.driver._executors import Ask, BuiltinExecutor, BuiltinOutcome, Success
+from coordinator.driver._prompting import ScriptedPrompter
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
+from coordinator.driver._tool_coordinator import ToolCoordinator
 from machines import (
     Answered,
     CancellationReason,

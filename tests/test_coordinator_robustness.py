@@ -21,8 +21,8 @@ from coordinator_harness import (
 )
 
 from coordinator import EventEntry, export_markdown
-from coordinator._config import parse_tools_config
-from coordinator._executors import (
+from coordinator.driver._config import parse_tools_config
+from coordinator.driver._executors import (
     Ask,
     BuiltinOutcome,
     BuiltinTool,
@@ -32,8 +32,8 @@ from coordinator._executors import (
     NeedsInput,
     Success,
 )
-from coordinator._prompting import QuestionAnswer, ScriptedPrompter
-from coordinator._tool_coordinator import ToolCoordinator
+from coordinator.driver._prompting import QuestionAnswer, ScriptedPrompter
+from coordinator.driver._tool_coordinator import ToolCoordinator
 from machines import (
     Answered,
     Cancelled,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from coordinator import Conversation
-    from coordinator._executors import Executor
+    from coordinator.driver._executors import Executor
 
 TOKEN = Question.secret("token", "Deploy token?")
 PIN = Question.secret("pin", "PIN?")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from coordinator._cli import main
-from coordinator._diagram_files import stale_files, write_files
+from coordinator.cli._diagram_files import stale_files, write_files
+from coordinator.cli._main import main
 from machines import (
     INQUIRY_MACHINE,
     MACHINES,

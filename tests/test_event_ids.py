@@ -19,13 +19,12 @@ from coordinator import (
     Conversation,
     ConversationStream,
     EventEntry,
-    IdRepairs,
     StreamFormatError,
-    UnknownEntry,
     load_conversation,
-    new_event_id,
     save_conversation,
 )
+from coordinator.stream import UnknownEntry, new_event_id
+from coordinator.wire import IdRepairs, decode_stream
 from machines import ChatRequest, TurnStart
 
 if TYPE_CHECKING:
@@ -309,7 +308,7 @@ def test_repair_keeps_each_first_usable_id_and_takes_no_id_of_the_file(
     entries: list[dict[str, Any]],
 ) -> None:
     """RFD D24 on any file: the first holder keeps a usable id unless an unknown entry holds it."""
-    stream, repairs = ConversationStream.from_wire(entries, new_id=_PoolIds())
+    stream, repairs = decode_stream(entries, new_id=_PoolIds())
     in_file = {entry["event_id"] for entry in entries if _usable(entry.get("event_id"))}
     unknown_ids = {entry.get("event_id") for entry in entries if entry["type"] == "future_kind"}
     kept: set[object] = set()

@@ -24,14 +24,9 @@ from reader_streams import (
     unknown,
 )
 
-from coordinator import (
-    Conversation,
-    describe_inquiry_response,
-    export_markdown,
-    load_conversation,
-    save_conversation,
-)
-from coordinator._codec import unstructure_event
+from coordinator import Conversation, export_markdown, load_conversation, save_conversation
+from coordinator.cli._export import describe_inquiry_response
+from coordinator.wire._codec import unstructure_event
 from machines import (
     Answered,
     AnswerType,

@@ -8,7 +8,8 @@ import orjson
 import pytest
 from conftest import jp_params
 
-from coordinator import Layout, load_conversation, save_conversation
+from coordinator import load_conversation, save_conversation
+from coordinator.store import Layout
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -19,7 +19,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator._codec import WireError, structure_event, unstructure_event
+from coordinator.wire._codec import WireError, structure_event, unstructure_event
 from machines import (
     Answered,
     CancellationReason,

@@ -1,4 +1,4 @@
-"""Parsing a file and learning whether it can be written back (coordinator._json_read).
+"""Parsing a file and learning whether it can be written back (coordinator.wire._json_read).
 
 The parse proves a file writable by reading it inside extra levels of arrays
 (a text long enough that this costs it less than writing it once), and a
@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from reliability_inputs import own_events
 from strategies import json_values
 
-from coordinator import StreamFormatError, _json_read, load_conversation, save_conversation
-from coordinator._json_read import READ_BLOCK, invalid_utf8, loads_writable, read_file
+from coordinator import StreamFormatError, load_conversation, save_conversation
+from coordinator.wire import _json_read, encode_stream
+from coordinator.wire._json_read import READ_BLOCK, invalid_utf8, loads_writable, read_file
 from machines import ChatRequest
 
 if TYPE_CHECKING:
@@ -259,7 +260,7 @@ def test_a_stream_as_jp_lays_it_out_is_read_in_pieces(tmp_path: Path) -> None:
     assert result == (orjson.loads(data), True)
     assert (handle.whole_reads, handle.seeks) == (0, 0)
     (tmp_path / "events.json").write_bytes(data)
-    loaded = load_conversation(tmp_path).stream.to_wire()
+    loaded = encode_stream(load_conversation(tmp_path).stream)
     assert [{k: v for k, v in entry.items() if k != "event_id"} for entry in loaded] == entries
 
 

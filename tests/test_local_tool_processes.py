@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 import pytest
 
-from coordinator import Completed, LocalTool, LocalToolExecutor
-from coordinator import _local_tools as local_tools
+from coordinator import LocalTool, LocalToolExecutor
+from coordinator.adapters import _local_tools as local_tools
+from coordinator.driver import Completed
 from machines import ToolCallRequest
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterator
 
-    from coordinator import ExecutorResult
+    from coordinator.driver import ExecutorResult
 
 T = TypeVar("T")
 

@@ -20,15 +20,9 @@ from coordinator_harness import (
     run,
 )
 
-from coordinator import (
-    Completed,
-    LocalTool,
-    LocalToolExecutor,
-    NeedsInput,
-    ScriptedPrompter,
-    ToolCoordinator,
-    check_arguments,
-)
+from coordinator import LocalTool, LocalToolExecutor, ScriptedPrompter, ToolCoordinator
+from coordinator.adapters import check_arguments
+from coordinator.driver import Completed, NeedsInput
 from machines import (
     InquiryRequest,
     InquirySource,

@@ -35,11 +35,11 @@ from fake_api import (
     run_answer,
 )
 
-from coordinator._backend import BackendErrorKind, InquiryBackend, InquiryTask
-from coordinator._entries import EventEntry
-from coordinator._providers import ModelInquiryBackend
-from coordinator._stream import ConversationStream, ProviderView
-from coordinator._timestamps import Timestamp
+from coordinator.adapters.providers import ModelInquiryBackend
+from coordinator.driver._backend import BackendErrorKind, InquiryBackend, InquiryTask
+from coordinator.stream._entries import EventEntry
+from coordinator.stream._stream import ConversationStream, ProviderView
+from coordinator.stream._timestamps import Timestamp
 from machines import (
     ChatRequest,
     InquiryQuestion,

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from coordinator._backend import InquiryTask
-from coordinator._providers import (
+from coordinator.adapters.providers import (
     ANSWER_INQUIRY,
     ANSWER_INQUIRY_OUTSIDE_INQUIRY,
     ANSWER_INQUIRY_TOOL,
@@ -29,8 +28,13 @@ from coordinator._providers import (
     turn_request,
     turn_tools,
 )
-from coordinator._providers._requests import CallNotOpenError, after_rejection, open_tool_calls
-from coordinator._stream import ConversationStream, ProviderView
+from coordinator.adapters.providers._requests import (
+    CallNotOpenError,
+    after_rejection,
+    open_tool_calls,
+)
+from coordinator.driver._backend import InquiryTask
+from coordinator.stream._stream import ConversationStream, ProviderView
 from machines import (
     AnswerType,
     ChatRequest,

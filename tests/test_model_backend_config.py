@@ -19,8 +19,7 @@ from fake_api import (
     openai_tool_call,
 )
 
-from coordinator._backend import BackendErrorKind, InquiryBackendError
-from coordinator._providers import (
+from coordinator.adapters.providers import (
     ANSWER_INQUIRY,
     AnthropicAdapter,
     ModelInquiryBackend,
@@ -29,6 +28,7 @@ from coordinator._providers import (
     ToolDefinition,
     backend_from_config,
 )
+from coordinator.driver._backend import BackendErrorKind, InquiryBackendError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -223,7 +223,7 @@ def test_the_package_imports_without_either_sdk() -> None:
         sys.modules["anthropic"] = None
         sys.modules["openai"] = None
         import coordinator
-        import coordinator._providers as providers
+        import coordinator.adapters.providers as providers
         for name in ("anthropic", "openai"):
             try:
                 providers.backend_from_config({"provider": name, "model": "m"}, api_key="k")

@@ -46,7 +46,7 @@ def test_the_wheel_holds_every_package_and_its_type_marker(tmp_path: Path) -> No
         for top in ("machines", "coordinator")
         for init in (PROJECT / top).rglob("__init__.py")
     }
-    assert "coordinator/_providers" in packages
+    assert "coordinator/adapters/providers" in packages
     assert {package for package in packages if f"{package}/__init__.py" in names} == packages
     assert {"machines/py.typed", "coordinator/py.typed"} <= names
 

@@ -26,13 +26,9 @@ from reader_streams import (
     unknown,
 )
 
-from coordinator import (
-    ConversationStream,
-    EventEntry,
-    PairCounts,
-    Pairing,
-    pair_events,
-)
+from coordinator import EventEntry, pair_events
+from coordinator.stream import PairCounts, Pairing
+from coordinator.wire import decode_stream
 from machines import (
     Answered,
     Cancelled,
@@ -46,7 +42,7 @@ from machines import (
 )
 
 if TYPE_CHECKING:
-    from coordinator import StreamEntry
+    from coordinator.stream import StreamEntry
     from machines import JsonValue
 
 
@@ -125,7 +121,7 @@ def test_legacy_ids_read_from_the_wire_pair_by_order() -> None:
         | answered
         | {"answer": True},
     ]
-    stream, _ = ConversationStream.from_wire(orjson.loads(orjson.dumps(raw)))
+    stream, _ = decode_stream(orjson.loads(orjson.dumps(raw)))
 
     pairing = pair_events(stream).inquiries
     assert pair_positions(pairing) == [(2, 3), (4, 5), (6, 7)]

@@ -28,8 +28,7 @@ from fake_api import (
     run_answer,
 )
 
-from coordinator._backend import BackendErrorKind
-from coordinator._providers import (
+from coordinator.adapters.providers import (
     AnthropicAdapter,
     ModelReply,
     ModelRequest,
@@ -38,12 +37,13 @@ from coordinator._providers import (
     ToolChoice,
     turn_tools,
 )
+from coordinator.driver._backend import BackendErrorKind
 from machines import ChatRequest, ChatResponse, ToolCallRequest, ToolCallResponse
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from coordinator._providers import ProviderEvent
+    from coordinator.adapters.providers import ProviderEvent
 
 
 @pytest.fixture

@@ -30,8 +30,7 @@ from fake_api import (
     run_answer,
 )
 
-from coordinator._backend import BackendErrorKind
-from coordinator._providers import (
+from coordinator.adapters.providers import (
     ModelReply,
     ModelRequest,
     OpenAIAdapter,
@@ -39,6 +38,7 @@ from coordinator._providers import (
     ReplyToolCall,
     turn_tools,
 )
+from coordinator.driver._backend import BackendErrorKind
 from machines import (
     ChatRequest,
     ChatResponse,
@@ -50,7 +50,7 @@ from machines import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from coordinator._providers import ProviderEvent
+    from coordinator.adapters.providers import ProviderEvent
 
 
 @pytest.fixture

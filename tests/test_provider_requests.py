@@ -37,9 +37,9 @@ from fake_api import (
 )
 
 from coordinator import Conversation, EventEntry, ToolCoordinator
-from coordinator._backend import BackendErrorKind, InquiryTask, inquiry_view
-from coordinator._providers import ModelInquiryBackend, inquiry_request
-from coordinator._stream import ConversationStream
+from coordinator.adapters.providers import ModelInquiryBackend, inquiry_request
+from coordinator.driver._backend import BackendErrorKind, InquiryTask, inquiry_view
+from coordinator.stream._stream import ConversationStream
 from machines import (
     Answered,
     ChatRequest,

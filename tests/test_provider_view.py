@@ -9,7 +9,8 @@ from conftest import CountingIds, FixedClock, jp_params
 from hypothesis import given
 from strategies import conversation_streams, events
 
-from coordinator import ConversationStream, EventEntry, ProviderView, load_conversation
+from coordinator import ConversationStream, EventEntry, load_conversation
+from coordinator.stream import ProviderView
 from machines import (
     Answered,
     AnswerType,

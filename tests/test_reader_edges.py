@@ -16,14 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator import (
-    EventEntry,
-    StreamFormatError,
-    Timestamp,
-    load_conversation,
-    save_conversation,
-)
-from coordinator._timestamps import read_timestamp
+from coordinator import EventEntry, StreamFormatError, load_conversation, save_conversation
+from coordinator.stream import Timestamp
+from coordinator.stream._timestamps import read_timestamp
 from machines import ChatRequest
 
 if TYPE_CHECKING:

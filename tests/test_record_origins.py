@@ -24,8 +24,8 @@ INQUIRY_RECORDS = {"InquiryRequest", "Answered", "Cancelled", "Redacted"}
 MACHINE_MODULE = "machines/_inquiry_machine.py"
 #: Reading from disk rebuilds records; it does not produce new ones.
 READERS = {
-    ("coordinator/_codec.py", "_structure_response"),
-    ("coordinator/_codec.py", "_fast_inquiry_request"),
+    ("coordinator/wire/_codec.py", "_structure_response"),
+    ("coordinator/wire/_codec.py", "_fast_inquiry_request"),
 }
 
 

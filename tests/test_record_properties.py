@@ -27,10 +27,11 @@ from strategies import (
     unknown_entries,
 )
 
-from coordinator import ConversationStream, StreamEntry
-from coordinator._codec import (
+from coordinator import ConversationStream
+from coordinator.stream import EVENT_KINDS, StreamEntry
+from coordinator.wire import decode_stream, encode_stream
+from coordinator.wire._codec import (
     _EVENT_READERS,
-    EVENT_KINDS,
     STORED_READERS,
     WireError,
     structure_event,
@@ -38,7 +39,7 @@ from coordinator._codec import (
     unstructure_event,
     unstructure_question,
 )
-from coordinator._storage_fields import encode_field, encode_leaves
+from coordinator.wire._storage_fields import encode_field, encode_leaves
 from machines import (
     Answered,
     AnswerKind,
@@ -193,8 +194,8 @@ def test_a_redacted_response_never_carries_an_answer(response: Redacted) -> None
 @given(st.one_of(event_entries(), config_deltas(), compactions(), unknown_entries()))
 def test_a_single_entry_round_trips_through_the_wire(entry: StreamEntry) -> None:
     """Any entry, written as its on-disk object and read back, is equal (ids, stamps, metadata)."""
-    wire = through_json(ConversationStream([entry]).to_wire())
-    stream, repairs = ConversationStream.from_wire(wire)
+    wire = through_json(encode_stream(ConversationStream([entry])))
+    stream, repairs = decode_stream(wire)
     assert list(stream) == [entry]
     if entry.event_id is not None:
         assert repairs.total == 0

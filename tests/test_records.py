@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from coordinator import Compaction, ConfigDelta, EventEntry, Timestamp, UnknownEntry
+from coordinator import EventEntry
+from coordinator.stream import Compaction, ConfigDelta, Timestamp, UnknownEntry
 from machines import (
     Answered,
     AnswerKind,

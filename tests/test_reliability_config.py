@@ -33,16 +33,14 @@ from coordinator import (
     EventEntry,
     LocalTool,
     LocalToolExecutor,
-    load_answer_script,
     load_conversation,
-    load_scenario,
     load_tools_config,
-    parse_answer_script,
-    parse_scenario,
     parse_tools_config,
     save_conversation,
 )
-from coordinator._executors import Completed, NeedsInput
+from coordinator.cli._answer_script import load_answer_script, parse_answer_script
+from coordinator.cli._scenario import load_scenario, parse_scenario
+from coordinator.driver._executors import Completed, NeedsInput
 from machines import InquiryQuestion, InquiryRequest, ToolCallRequest, ToolCallResponse
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from coordinator import (
     sanitize,
     save_conversation,
 )
-from coordinator._executors import BuiltinExecutor
+from coordinator.driver._executors import BuiltinExecutor
 from machines import (
     Cancelled,
     ChatResponse,

@@ -30,7 +30,7 @@ from hypothesis.stateful import invariant
 from reliability_model import SECRET_QUESTIONS, TOOLS, CoordinatorModel
 
 from coordinator import ScriptedPrompter, ToolCoordinator, load_conversation, pair_events
-from coordinator._executors import Ask, BuiltinOutcome, BuiltinTool, Success
+from coordinator.driver._executors import Ask, BuiltinOutcome, BuiltinTool, Success
 from machines import (
     Answered,
     CancellationReason,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from coordinator._prompting import QuestionAnswer
+    from coordinator.driver._prompting import QuestionAnswer
 
 
 class PairingModel(CoordinatorModel):

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     import pytest
 
-    from coordinator import PermissionAnswer
+    from coordinator.driver import PermissionAnswer
     from machines import ShowPermissionPrompt, ToolCallRequest, ToolCallResponse
 
 

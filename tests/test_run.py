@@ -28,8 +28,8 @@ from run_helpers import (
 )
 
 from coordinator import ScriptedPrompter
-from coordinator._answer_script import AnswerScript
-from coordinator._prompting import QuestionAnswer
+from coordinator.cli._answer_script import AnswerScript
+from coordinator.driver._prompting import QuestionAnswer
 from machines import Answered, CancellationReason, Cancelled, Redacted
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def test_the_tour_runs_from_any_directory(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "coordinator._cli",
+            "coordinator",
             "run",
             str(TOUR_SCENARIO),
             "--answers",
@@ -443,7 +443,7 @@ def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
     directory = tmp_path / "conversation"
     with subprocess.Popen(
         [
-            *(sys.executable, "-m", "coordinator._cli", "run", str(scenario)),
+            *(sys.executable, "-m", "coordinator", "run", str(scenario)),
             *("--no-tty", "--conversation", str(directory)),
         ],
         stdout=subprocess.PIPE,
@@ -858,7 +858,7 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
     directory = tmp_path / "conversation"
     with subprocess.Popen(
         [
-            *(sys.executable, "-m", "coordinator._cli", "run", str(scenario)),
+            *(sys.executable, "-m", "coordinator", "run", str(scenario)),
             *("--no-tty", "--conversation", str(directory)),
         ],
         stdout=subprocess.PIPE,
@@ -899,7 +899,7 @@ def test_a_conversation_name_that_is_not_utf8_is_printed_on_a_utf8_stdout(
     )
     directory = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
     script = Path(sys.executable).parent / "inquiry"
-    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator._cli"]
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator"]
     done = subprocess.run(
         [*launcher, "run", scenario, "--no-tty", "--conversation", directory],
         capture_output=True,

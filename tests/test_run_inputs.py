@@ -14,19 +14,19 @@ import pytest
 from run_helpers import assert_paired, cli, outcomes, responses, write
 
 from coordinator import ConfigError, ScriptedPrompter
-from coordinator._answer_script import load_answer_script
-from coordinator._local_tools import LocalToolExecutor
-from coordinator._prompting import PromptCancelled, QuestionAnswer
-from coordinator._providers import ProviderConfigError, backend_from_config
-from coordinator._run import (
+from coordinator.adapters._local_tools import LocalToolExecutor
+from coordinator.adapters.providers import ProviderConfigError, backend_from_config
+from coordinator.cli._answer_script import load_answer_script
+from coordinator.cli._run import (
     RunError,
     RunOptions,
     _Progress,
     _WatchedPrompter,
     run_scenario,
 )
-from coordinator._scenario import load_scenario, parse_scenario
-from coordinator._toml_fields import check_keys
+from coordinator.cli._scenario import load_scenario, parse_scenario
+from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
+from coordinator.driver._toml_fields import check_keys
 from machines import CancellationReason, Cancelled, InquirySource, Question, ShowQuestion
 
 #: A tool that asks the questions in its ``options``, one at a time, then succeeds.
@@ -444,7 +444,7 @@ def test_a_conversation_named_in_bytes_not_utf8_gives_tools_a_u_fffd_id(
         given.append(kwargs.get("conversation_id"))
         return LocalToolExecutor(*args, **kwargs)
 
-    monkeypatch.setattr("coordinator._run.LocalToolExecutor", watched)
+    monkeypatch.setattr("coordinator.cli._run.LocalToolExecutor", watched)
     conversation = not_utf8(tmp_path, b"caf\xe9")
     options = RunOptions(scenario=scenario(tmp_path), conversation=conversation, interactive=False)
     asyncio.run(run_scenario(options, out=io.StringIO(), terminal=False))

@@ -22,15 +22,8 @@ from reader_streams import (
     unknown,
 )
 
-from coordinator import (
-    INTERRUPTED_TOOL_CALL,
-    EventEntry,
-    InsertionReason,
-    RemovalReason,
-    pair_events,
-    plan_sanitize,
-    sanitize,
-)
+from coordinator import EventEntry, pair_events, sanitize
+from coordinator.stream import INTERRUPTED_TOOL_CALL, InsertionReason, RemovalReason, plan_sanitize
 from machines import ChatRequest, ToolCallRequest, ToolCallResponse, TurnStart
 
 # Each case isolates one step: the input, what is left, and the report's counts.

@@ -27,7 +27,8 @@ from reader_streams import (
     unknown,
 )
 
-from coordinator import EventEntry, pair_events, plan_sanitize, sanitize
+from coordinator import EventEntry, pair_events, sanitize
+from coordinator.stream import plan_sanitize
 from machines import ChatRequest, TurnStart
 
 _INQUIRY_IDS = ("call_1.confirm", "call_1.confirm.1", "call_2.confirm.1")

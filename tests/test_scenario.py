@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 import pytest
 from run_helpers import TOUR, TOUR_ANSWERS, TOUR_SCENARIO, cli, write
 
-from coordinator import ConfigError, load_answer_script, load_scenario
+from coordinator import ConfigError
+from coordinator.cli._answer_script import load_answer_script
+from coordinator.cli._scenario import load_scenario
 from machines import (
     InquirySource,
     Question,

@@ -17,7 +17,7 @@ from strategies import (
     tool_call_responses,
 )
 
-from coordinator._slots import record_builder, slot_setters
+from coordinator.stream._slots import record_builder, slot_setters
 from machines import (
     Answered,
     ChatRequest,

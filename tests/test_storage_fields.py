@@ -12,17 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import json_values, texts
 
-from coordinator import (
-    Compaction,
-    ConfigDelta,
-    Conversation,
-    EventEntry,
-    UnknownEntry,
-    load_conversation,
-    save_conversation,
+from coordinator import Conversation, EventEntry, load_conversation, save_conversation
+from coordinator.stream import Compaction, ConfigDelta, UnknownEntry
+from coordinator.wire._codec import structure_event
+from coordinator.wire._storage_fields import (
+    decode_field,
+    decode_leaves,
+    encode_field,
+    encode_leaves,
 )
-from coordinator._codec import structure_event
-from coordinator._storage_fields import decode_field, decode_leaves, encode_field, encode_leaves
 from machines import (
     AnswerType,
     ChatRequest,

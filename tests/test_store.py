@@ -18,18 +18,17 @@ from os_refusals import refuse_creating_files, refuse_searching
 
 import coordinator
 from coordinator import (
-    ConfigDelta,
     Conversation,
     ConversationChangedError,
     ConversationStream,
     EventEntry,
-    Layout,
-    SaveResult,
     StreamFormatError,
-    UnknownEntry,
     load_conversation,
     save_conversation,
 )
+from coordinator.store import Layout, SaveResult
+from coordinator.stream import ConfigDelta, UnknownEntry
+from coordinator.wire import encode_stream
 from machines import (
     Answered,
     AnswerType,
@@ -570,7 +569,7 @@ def test_a_file_changed_on_disk_to_what_we_would_write_is_accepted(tmp_path: Pat
     directory = _current(tmp_path / "conv")
     conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
     conversation.stream.append(ChatResponse.message("same"))
-    ours = dump(conversation.stream.to_wire())
+    ours = dump(encode_stream(conversation.stream))
     (directory / "events.json").write_bytes(ours)
     result = save_conversation(conversation)
     assert directory / "events.json" in result.unchanged
@@ -585,7 +584,7 @@ def test_a_file_that_differs_from_ours_only_after_the_json_is_rewritten(
     """Our bytes are the JSON and one newline: a file ending otherwise is not already ours."""
     conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
     conversation.stream.append(ChatRequest(content="hi"))
-    ours = dump(conversation.stream.to_wire())
+    ours = dump(encode_stream(conversation.stream))
     target = tmp_path / "events.json"
     target.write_bytes(ours[:-1] + tail)
     result = save_conversation(conversation, tmp_path)
@@ -650,8 +649,8 @@ def test_a_file_holding_our_very_value_laid_out_otherwise_is_replaced(tmp_path: 
     """Compact JSON of exactly the value to be written: nothing is lost by laying it out."""
     conversation = Conversation.new(clock=FixedClock(), new_id=CountingIds())
     conversation.stream.append(ChatRequest(content="hi"))
-    ours = dump(conversation.stream.to_wire())
-    (tmp_path / "events.json").write_bytes(orjson.dumps(conversation.stream.to_wire()))
+    ours = dump(encode_stream(conversation.stream))
+    (tmp_path / "events.json").write_bytes(orjson.dumps(encode_stream(conversation.stream)))
     assert save_conversation(conversation, tmp_path).written[0] == tmp_path / "events.json"
     assert (tmp_path / "events.json").read_bytes() == ours
 

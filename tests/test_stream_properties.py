@@ -13,17 +13,15 @@ from hypothesis import strategies as st
 from strategies import conversation_streams, json_objects, stream_entries
 
 from coordinator import (
-    Compaction,
-    ConfigDelta,
     Conversation,
     ConversationStream,
     EventEntry,
-    Layout,
-    StreamEntry,
-    UnknownEntry,
     load_conversation,
     save_conversation,
 )
+from coordinator.store import Layout
+from coordinator.stream import Compaction, ConfigDelta, StreamEntry, UnknownEntry
+from coordinator.wire import decode_stream, encode_stream
 
 if TYPE_CHECKING:
     from machines import JsonValue
@@ -68,7 +66,9 @@ def test_a_saved_stream_loads_back_equal_and_resaves_byte_identical(
         first = Path(temp) / "first"
         save_conversation(conversation, first)
         first_bytes = (first / "events.json").read_bytes()
-        assert first_bytes == orjson.dumps(stream.to_wire(), option=orjson.OPT_INDENT_2) + b"\n"
+        assert (
+            first_bytes == orjson.dumps(encode_stream(stream), option=orjson.OPT_INDENT_2) + b"\n"
+        )
 
         loaded = load_conversation(first)
         assert [envelope(entry) for entry in loaded.stream] == [
@@ -112,7 +112,7 @@ def test_a_changed_stream_rewrites_only_the_new_entries(entries: list[StreamEntr
 @given(stream_entries())
 def test_the_wire_form_reads_back_without_any_repair(entries: list[StreamEntry]) -> None:
     """A stream's own wire form has usable, unique ids: reading it repairs nothing."""
-    wire = orjson.loads(orjson.dumps(ConversationStream(entries).to_wire()))
-    stream, repairs = ConversationStream.from_wire(wire)
+    wire = orjson.loads(orjson.dumps(encode_stream(ConversationStream(entries))))
+    stream, repairs = decode_stream(wire)
     assert repairs.total == 0
     assert list(stream) == entries

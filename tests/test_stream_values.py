@@ -1,4 +1,4 @@
-"""What an embedder may do with a stream's entries and its wire form (coordinator._stream).
+"""What an embedder may do with a stream's entries and its wire form (coordinator.stream._stream).
 
 The wire form a stream hands out is the caller's to change; the stream's own
 entries are values, and its ids stay unique whoever supplies them.
@@ -12,19 +12,15 @@ import orjson
 import pytest
 from conftest import CountingIds, FixedClock
 
-from coordinator import (
-    Conversation,
-    ConversationStream,
-    UnknownEntry,
-    load_conversation,
-    save_conversation,
-)
+from coordinator import Conversation, ConversationStream, load_conversation, save_conversation
+from coordinator.stream import UnknownEntry
+from coordinator.wire import encode_stream
 from machines import ChatRequest, ToolCallRequest, TurnStart
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from coordinator import StreamEntry
+    from coordinator.stream import StreamEntry
     from machines import JsonValue
 
 STAMP = "2026-03-05 19:31:45.7"
@@ -41,14 +37,14 @@ def _saved(tmp_path: Path) -> Path:
 
 
 def test_the_wire_form_is_a_copy_the_caller_may_change(tmp_path: Path) -> None:
-    """Changing what to_wire gave changes neither the stream nor what a save writes."""
+    """Changing what encode_stream gave changes neither the stream nor what a save writes."""
     directory = _saved(tmp_path)
     before = (directory / "events.json").read_bytes()
     conversation = load_conversation(directory)
-    wire = conversation.stream.to_wire()
+    wire = encode_stream(conversation.stream)
     wire[1]["arguments"]["path"] = "TAMPERED"
     wire[0]["type"] = "chat_request"
-    assert conversation.stream.to_wire() == orjson.loads(before)
+    assert encode_stream(conversation.stream) == orjson.loads(before)
     conversation.stream.append(ChatRequest(content="more"))
     save_conversation(conversation)
     saved = orjson.loads((directory / "events.json").read_bytes())
@@ -62,9 +58,9 @@ def test_the_wire_form_of_a_value_nested_past_what_orjson_writes_is_still_a_copy
         deep = [deep]
     stream = ConversationStream(clock=FixedClock(), new_id=CountingIds())
     stream.append(ToolCallRequest(id="c1", name="fs", arguments={"deep": deep}))
-    wire = stream.to_wire()
+    wire = encode_stream(stream)
     wire[0]["arguments"]["deep"] = []
-    assert stream.to_wire()[0]["arguments"]["deep"] == deep
+    assert encode_stream(stream)[0]["arguments"]["deep"] == deep
 
 
 def _unknown(event_id: str) -> UnknownEntry:

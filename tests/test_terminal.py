@@ -21,9 +21,7 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 from run_helpers import TOUR_SCENARIO
 
-from coordinator._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
-from coordinator._run import RunError, RunOptions, run_scenario
-from coordinator._terminal import (
+from coordinator.adapters._terminal import (
     TerminalPrompter,
     TerminalUnavailableError,
     asker,
@@ -31,7 +29,9 @@ from coordinator._terminal import (
     parse_arguments,
     printable,
 )
-from coordinator._terminal_toolkit import _Choice
+from coordinator.adapters._terminal_toolkit import _Choice
+from coordinator.cli._run import RunError, RunOptions, run_scenario
+from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
 from machines import (
     InquirySource,
     JsonValue,
@@ -314,7 +314,7 @@ def test_the_terminal_prompter_names_its_extra_when_prompt_toolkit_is_missing(
 ) -> None:
     """Without prompt_toolkit, making a terminal prompter says what to install."""
     monkeypatch.setitem(sys.modules, "prompt_toolkit", None)
-    monkeypatch.delitem(sys.modules, "coordinator._terminal_toolkit", raising=False)
+    monkeypatch.delitem(sys.modules, "coordinator.adapters._terminal_toolkit", raising=False)
     with pytest.raises(TerminalUnavailableError, match=r"inquiry-coordinator\[terminal\]"):
         TerminalPrompter()
 
@@ -323,8 +323,9 @@ def test_the_package_and_the_command_import_without_prompt_toolkit() -> None:
     """The core package (its command included) imports with prompt_toolkit absent."""
     code = (
         "import sys; sys.modules['prompt_toolkit'] = None\n"
-        "import coordinator, coordinator._cli, coordinator._run, coordinator._terminal\n"
-        "assert 'coordinator._terminal_toolkit' not in sys.modules\n"
+        "import coordinator, coordinator.cli._main, coordinator.cli._run\n"
+        "import coordinator.adapters._terminal\n"
+        "assert 'coordinator.adapters._terminal_toolkit' not in sys.modules\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
@@ -337,7 +338,7 @@ def test_inquiry_run_at_a_terminal_names_the_extra_when_it_is_missing(
 ) -> None:
     """`inquiry run` at a terminal without prompt_toolkit: what to install, nothing written."""
     monkeypatch.setitem(sys.modules, "prompt_toolkit", None)
-    monkeypatch.delitem(sys.modules, "coordinator._terminal_toolkit", raising=False)
+    monkeypatch.delitem(sys.modules, "coordinator.adapters._terminal_toolkit", raising=False)
     options = RunOptions(scenario=TOUR_SCENARIO, conversation=tmp_path / "conversation")
     with pytest.raises(RunError, match=r"pip install 'inquiry-coordinator\[terminal\]'"):
         asyncio.run(run_scenario(options, out=io.StringIO(), terminal=True))

@@ -82,7 +82,7 @@ class Session:
             sys.executable,
             [
                 "-m",
-                "coordinator._cli",
+                "coordinator",
                 "run",
                 str(scenario),
                 "--conversation",

@@ -12,14 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import timestamp_texts
 
-from coordinator import (
-    Conversation,
-    StreamFormatError,
-    Timestamp,
-    load_conversation,
-    save_conversation,
-)
-from coordinator._timestamps import format_jp_timestamp, read_timestamp
+from coordinator import Conversation, StreamFormatError, load_conversation, save_conversation
+from coordinator.stream import Timestamp
+from coordinator.stream._timestamps import format_jp_timestamp, read_timestamp
 from machines import ChatRequest, TurnStart
 
 if TYPE_CHECKING:

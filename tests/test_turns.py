@@ -9,6 +9,7 @@ import pytest
 from conftest import jp_params
 
 from coordinator import ConversationStream, load_conversation
+from coordinator.wire import decode_stream
 from machines import TurnStart
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ WIRE: dict[str, dict[str, Any]] = {
 
 def _stream(*labels: str) -> ConversationStream:
     raw = [{"timestamp": STAMP, **WIRE[label]} for label in labels]
-    stream, _ = ConversationStream.from_wire(raw)
+    stream, _ = decode_stream(raw)
     return stream
 
 

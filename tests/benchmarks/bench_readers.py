@@ -30,6 +30,7 @@ from __future__ import annotations
 from bench_support import Metric, Run, Sizes, best_times, generated_entries
 
 from coordinator import ConversationStream, pair_events, sanitize
+from coordinator.wire import decode_stream
 
 #: Each pass measured, and its target (the floor has none: it shows the machine).
 _READERS = {"pair_events": 1.2, "sanitize": 1.2, "read_payload_ids": None}
@@ -42,7 +43,7 @@ def _stream(count: int) -> ConversationStream:
     responses = [i for i, entry in enumerate(entries) if entry["type"] == "tool_call_response"]
     for index in reversed(responses[::100]):
         del entries[index]
-    return ConversationStream.from_wire(entries)[0]
+    return decode_stream(entries)[0]
 
 
 def _slices(stream: ConversationStream, count: int) -> list[ConversationStream]:

@@ -47,7 +47,7 @@ def _inquiry() -> list[str]:
     script = Path(sys.executable).with_name("inquiry")
     if script.is_file():
         return [str(script)]
-    command = "import sys; from coordinator._cli import main; sys.exit(main())"
+    command = "import sys; from coordinator.cli._main import main; sys.exit(main())"
     return [sys.executable, "-c", command]
 
 

@@ -34,7 +34,7 @@ from bench_support import (
 )
 
 from coordinator import load_conversation, save_conversation
-from coordinator._atomic import atomic_write
+from coordinator.store._atomic import atomic_write
 
 if TYPE_CHECKING:
     from collections.abc import Callable

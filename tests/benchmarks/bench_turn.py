@@ -23,7 +23,6 @@ from bench_support import Metric, Sizes
 from coordinator import (
     Ask,
     BuiltinExecutor,
-    BuiltinOutcome,
     BuiltinTool,
     Conversation,
     ScriptedPrompter,
@@ -35,6 +34,8 @@ from machines import ChatRequest, ChatResponse, JsonValue, Question, ToolCallReq
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Mapping
+
+    from coordinator.driver import BuiltinOutcome
 
 __all__ = ["run"]
 

@@ -1,0 +1,39 @@
+"""The adapters: the driver's protocols, met by the world outside.
+
+The sixth layer, on the driver. Each adapter implements one of the
+driver's protocols over something real, and depends on nothing above it:
+
+- executors: :class:`LocalToolExecutor` runs a program speaking JP's
+  local-tool protocol; :func:`builtin_executors` gives ``ask_user`` and
+  ``answer_inquiry``;
+- the person: :class:`TerminalPrompter` (the ``terminal`` extra);
+- the model: :func:`backend_from_config` builds a
+  :class:`~coordinator.adapters.providers.ModelInquiryBackend` over a
+  provider's official SDK (the ``anthropic`` and ``openai`` extras;
+  :mod:`coordinator.adapters.providers`).
+
+Rules:
+
+1. Provenance is decided in code here, at the executor boundary: a local
+   tool's questions are its own, ``ask_user``'s the assistant's.
+2. An optional SDK is imported when it is used, never at import.
+"""
+
+from coordinator.adapters._builtins import AnswerInquiry, AskUser, builtin_executors
+from coordinator.adapters._local_tools import LocalTool, LocalToolExecutor, check_arguments
+from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError
+from coordinator.adapters.providers import ModelInquiryBackend, backend_from_config, turn_tools
+
+__all__ = [
+    "AnswerInquiry",
+    "AskUser",
+    "LocalTool",
+    "LocalToolExecutor",
+    "ModelInquiryBackend",
+    "TerminalPrompter",
+    "TerminalUnavailableError",
+    "backend_from_config",
+    "builtin_executors",
+    "check_arguments",
+    "turn_tools",
+]

@@ -1,0 +1,409 @@
+"""The terminal prompter: the person at the terminal answers.
+
+Theory of operation: :class:`TerminalPrompter` is a
+:class:`~coordinator.driver._prompting.Prompter`. The coordinator hands it one prompt
+at a time; it prints who is asking and what (the question's context first: a
+diff, say), reads the person's reply with the terminal primitives of
+:mod:`coordinator.adapters._terminal_toolkit` (prompt_toolkit, the standard async
+line editor; that module says why it and not questionary; it is imported only
+when a prompter is made, so the package works without it), and turns the
+reply into an answer. The conventions are JP's (``wire-format.md``, "Prompter
+conventions"):
+
+- boolean: ``y`` yes, ``Y`` yes and remember for the rest of the turn, ``n``
+  no, ``N`` no and remember; Enter takes the question's default, if it has one;
+- select: the options with their descriptions, picked with the arrow keys or
+  by number, then Enter (the default is highlighted first); never remembered;
+- text: a line editor, pre-filled with the default; never remembered;
+- secret: nothing of what is typed appears, and it is never remembered;
+- permission to run a tool: ``y``/``Y`` run (``Y`` remembers), ``n``/``N``
+  skip (``N`` remembers), ``p`` prints the arguments as JSON and asks again,
+  ``r`` asks for a reason and skips, ``e`` opens the arguments as JSON in a
+  multi-line editor and runs the tool with what was accepted (invalid JSON is
+  refused with the parser's message and the editor opens again). Ctrl-C in the
+  reason or the editor goes back to the permission prompt.
+
+A reply is a key *and* Enter, so a stray keypress never approves anything.
+
+Rules:
+
+1. Ctrl-C, and Ctrl-D or end of input, at a prompt raise
+   :class:`~coordinator.driver._prompting.PromptCancelled`: that question (or that
+   permission) is cancelled and the next prompt works as before.
+2. A secret answer is never echoed, never remembered (``remember=False``), and
+   leaves as a :class:`~machines.SecretValue`; nothing here prints, logs or
+   raises with it.
+3. One prompt at a time, even if called concurrently (a lock, in call order).
+   A question stays in one piece on screen: lines given to :meth:`show` while
+   a prompt is on screen (progress of tools running in parallel) are held
+   and printed when it is answered.
+4. Text from tools (questions, contexts, option descriptions, arguments) is
+   printed with its control characters replaced by ``?``, so a tool cannot
+   move the cursor or clear the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from typing import TYPE_CHECKING
+
+import orjson
+
+from coordinator._errors import CoordinatorError
+from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
+from machines import AnswerKind, SourceKind
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping
+
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
+
+    from coordinator.adapters._terminal_toolkit import Fragments, ToolkitTerminal
+    from coordinator.driver._prompting import PermissionAnswer
+    from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion
+
+__all__ = [
+    "TERMINAL_EXTRA",
+    "TerminalPrompter",
+    "TerminalUnavailableError",
+    "asker",
+    "boolean_answer",
+    "parse_arguments",
+    "printable",
+]
+
+#: What to install for the terminal prompter.
+TERMINAL_EXTRA = "inquiry-coordinator[terminal]"
+
+_BOOLEAN_REPLIES: Mapping[str, tuple[bool, bool]] = {
+    "y": (True, False),
+    "Y": (True, True),
+    "n": (False, False),
+    "N": (False, True),
+}
+_PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
+# C0 and C1 controls and DEL (but newline and tab), and the format and
+# separator characters that reorder or hide text: bidi marks, overrides and
+# isolates, invisible spaces and operators, the BOM, tag characters, line and
+# paragraph separators. A tool could use any of them to make what is on screen
+# differ from what it asked. The zero-width joiners (U+200C, U+200D) stay:
+# emoji and some scripts need them, and they move nothing.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+_SHORT_ARGUMENTS = 160
+
+
+class TerminalUnavailableError(CoordinatorError):
+    """The terminal prompter's library (prompt_toolkit) is not installed."""
+
+
+def _toolkit() -> type[ToolkitTerminal]:
+    try:
+        from coordinator.adapters._terminal_toolkit import ToolkitTerminal  # noqa: PLC0415 - optional
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] != "prompt_toolkit":
+            raise
+        raise TerminalUnavailableError(
+            f"prompting at the terminal needs prompt_toolkit: pip install '{TERMINAL_EXTRA}'"
+        ) from None
+    return ToolkitTerminal
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab replaced by ``?``.
+
+    So are the invisible characters that reorder or hide text (bidi controls,
+    zero-width characters, line separators).
+    """
+    return _CONTROL.sub("?", text)
+
+
+def asker(prompt: ShowQuestion) -> str:
+    """Who is asking, in words: the tool, or the assistant through a tool."""
+    source = prompt.source
+    tool = printable(prompt.tool_name)
+    if source.kind is SourceKind.TOOL:
+        return f"{printable(source.name or prompt.tool_name)} asks"
+    if source.kind is SourceKind.ASSISTANT:
+        return f"The assistant asks (through {tool})"
+    if source.kind is SourceKind.USER:
+        return f"Asked on your behalf (through {tool})"
+    return f"{printable(source.name or '')} asks (through {tool})"
+
+
+def boolean_answer(reply: str, default: JsonValue) -> QuestionAnswer | None:
+    """The answer a boolean reply gives, or ``None`` when it gives none."""
+    reply = reply.strip()
+    if not reply:
+        return QuestionAnswer(value=default) if isinstance(default, bool) else None
+    if reply not in _BOOLEAN_REPLIES:
+        return None
+    value, remember = _BOOLEAN_REPLIES[reply]
+    return QuestionAnswer(value=value, remember=remember)
+
+
+def parse_arguments(text: str) -> dict[str, JsonValue] | str:
+    """Edited arguments: the JSON object ``text`` holds, or what is wrong with it."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        return f"not valid JSON: {error}"
+    if not isinstance(value, dict):
+        return f"the arguments must be a JSON object, not {_json_kind(value)}"
+    return value
+
+
+def _json_kind(value: object) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _json(value: object, *, indent: bool = False) -> str:
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(value, option=option).decode()
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "class:context"
+    if line.startswith("+"):
+        return "class:diff.add"
+    if line.startswith("-"):
+        return "class:diff.remove"
+    if line.startswith("@@"):
+        return "class:diff.hunk"
+    return "class:context"
+
+
+def _context(context: str) -> Fragments:
+    lines = printable(context).rstrip("\n").split("\n")
+    diff = any(line.startswith("@@") for line in lines)
+    fragments: Fragments = []
+    for line in lines:
+        fragments.append(("class:hint", "  | "))
+        fragments.append((_diff_style(line) if diff else "class:context", line))
+        fragments.append(("", "\n"))
+    return fragments
+
+
+def _hint(text: str) -> Fragments:
+    return [("class:hint", f"  {text}\n")]
+
+
+def _boolean_hint(default: JsonValue) -> str:
+    enter = ""
+    if isinstance(default, bool):
+        enter = " · Enter: yes" if default else " · Enter: no"
+    return (
+        "y yes · Y yes, and remember it for this turn · "
+        f"n no · N no, and remember it for this turn{enter}"
+    )
+
+
+def _check_boolean(default: JsonValue) -> str | None:
+    if isinstance(default, bool):
+        return None
+    return "there is no default: type y, Y, n or N, then Enter"
+
+
+class TerminalPrompter:
+    """Asks the person at the terminal (a :class:`~coordinator.driver._prompting.Prompter`).
+
+    ``input`` and ``output`` are prompt_toolkit's (by default the process's
+    terminal). Raises :class:`TerminalUnavailableError` when prompt_toolkit is
+    not installed. :meth:`show` prints a line of progress above any prompt on
+    screen.
+    """
+
+    def __init__(self, *, input: Input | None = None, output: Output | None = None) -> None:
+        """Prompt on ``input`` and ``output`` (by default stdin and stdout)."""
+        self._terminal = _toolkit()(input=input, output=output)
+        self._lock = asyncio.Lock()
+        self._held: Fragments = []
+
+    def show(self, text: str, *, style: str = "progress") -> None:
+        """Print ``text`` as one line (``style``: progress, notice or error).
+
+        While a prompt is on screen the line is held, and printed once the
+        prompt is answered, so it cannot split the question from its answer.
+        """
+        line: Fragments = [(f"class:{style}", printable(text)), ("", "\n")]
+        if self._lock.locked():
+            self._held += line
+        else:
+            self._terminal.show(line)
+
+    def _notice(self, text: str, *, style: str = "notice") -> None:
+        self._terminal.show([(f"class:{style}", printable(text)), ("", "\n")])
+
+    @contextlib.asynccontextmanager
+    async def _prompting(self) -> AsyncIterator[None]:
+        async with self._lock:
+            try:
+                yield
+            finally:
+                held, self._held = self._held, []
+                if held:
+                    self._terminal.show(held)
+
+    # ---------------------------------------------------------- permission
+
+    async def ask_permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
+        """May the tool run? ``y``/``Y``/``n``/``N``/``p``/``r``/``e``."""
+        async with self._prompting():
+            return await self._permission(prompt)
+
+    async def _permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
+        tool = printable(prompt.tool_name)
+        shown = printable(_json(prompt.arguments))
+        if len(shown) > _SHORT_ARGUMENTS:
+            shown = shown[:_SHORT_ARGUMENTS] + "... (p prints them all)"
+        self._terminal.show(
+            [
+                ("class:asker", f"! {tool} wants to run"),
+                ("class:ids", f"  {printable(prompt.tool_call_id)}\n"),
+                ("class:hint", "  arguments: "),
+                ("class:context", f"{shown}\n"),
+                *_hint(
+                    "y run · Y run, and remember it for this turn · "
+                    "n skip · N skip, and remember it for this turn"
+                ),
+                *_hint("p print the arguments · r skip with a reason · e edit the arguments"),
+            ]
+        )
+        message: Fragments = [("class:question", f"Run {tool}?"), ("", " [y/Y/n/N/p/r/e] > ")]
+        while True:
+            try:
+                reply = await self._terminal.line(message, check=_check_permission)
+            except PromptCancelled:
+                self._notice("  cancelled: the tool is skipped")
+                raise
+            reply = reply.strip()
+            if reply in ("y", "Y"):
+                return Permit(remember=reply == "Y")
+            if reply in ("n", "N"):
+                return Deny(remember=reply == "N")
+            if reply == "p":
+                self._terminal.show(_context(_json(prompt.arguments, indent=True)))
+                continue
+            if reply == "r":
+                reason = await self._reason()
+                if reason is None:
+                    continue
+                return Deny(reason=reason or None)
+            edited = await self._edit(prompt.arguments)
+            if edited is None:
+                continue
+            return Permit(arguments=edited if edited != prompt.arguments else None)
+
+    async def _reason(self) -> str | None:
+        """The reason for skipping (empty for none), or ``None`` to go back."""
+        try:
+            reason = await self._terminal.line(
+                [("class:question", "Why skip it?"), ("", " (Enter for no reason) > ")],
+                check=lambda _: None,
+            )
+        except PromptCancelled:
+            self._notice("  back to the permission prompt")
+            return None
+        return reason.strip()
+
+    async def _edit(self, arguments: Mapping[str, JsonValue]) -> dict[str, JsonValue] | None:
+        """Arguments edited as JSON, or ``None`` to go back."""
+        text = _json(arguments, indent=True)
+        self._terminal.show(
+            _hint("edit the arguments as JSON · Escape then Enter (or Alt-Enter) runs the tool")
+            + _hint("with them · Ctrl-C goes back to the permission prompt")
+        )
+        while True:
+            try:
+                text = await self._terminal.edit([("class:question", "arguments (JSON):\n")], text)
+            except PromptCancelled:
+                self._notice("  back to the permission prompt")
+                return None
+            parsed = parse_arguments(text)
+            if isinstance(parsed, dict):
+                return parsed
+            self._notice(f"  {parsed}; edit them again", style="error")
+
+    # ----------------------------------------------------------- questions
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Answer the question, in the form its answer type asks for."""
+        async with self._prompting():
+            self._terminal.show(self._header(prompt))
+            try:
+                return await self._answer(prompt.question)
+            except PromptCancelled:
+                self._notice("  cancelled: the tool is told so")
+                raise
+
+    @staticmethod
+    def _header(prompt: ShowQuestion) -> Fragments:
+        question = prompt.question
+        fragments: Fragments = [
+            ("class:asker", f"? {asker(prompt)}"),
+            ("class:ids", f"  {printable(question.id)} · {printable(prompt.inquiry_id)}\n"),
+        ]
+        if question.context:
+            fragments += _context(question.context)
+        fragments += [("class:question", printable(question.text)), ("", "\n")]
+        return fragments
+
+    async def _answer(self, question: Question) -> QuestionAnswer:
+        kind = question.answer_type.kind
+        default = question.default
+        if kind is AnswerKind.BOOLEAN:
+            self._terminal.show(_hint(_boolean_hint(default)))
+            reply = await self._terminal.line(
+                [("", "[y/Y/n/N] > ")],
+                check=lambda text: _check_boolean_reply(text, default),
+            )
+            answer = boolean_answer(reply, default)
+            if answer is None:  # pragma: no cover - the check refused such a reply
+                raise PromptCancelled
+            return answer
+        if kind is AnswerKind.SELECT:
+            options = question.answer_type.options
+            values = [option.value for option in options]
+            first = values.index(default) if isinstance(default, str) and default in values else 0
+            index = await self._terminal.choose(
+                [
+                    (printable(o.value), printable(o.description) if o.description else None)
+                    for o in options
+                ],
+                default=first,
+            )
+            return QuestionAnswer(value=values[index])
+        if kind is AnswerKind.TEXT:
+            if isinstance(default, str):
+                self._terminal.show(_hint("Enter accepts the text as it stands"))
+            reply = await self._terminal.line(
+                [("", "> ")],
+                check=lambda _: None,
+                default=default if isinstance(default, str) else "",
+                history=True,
+            )
+            return QuestionAnswer(value=reply)
+        self._terminal.show(_hint("a secret: nothing you type is shown, and it is not recorded"))
+        secret = await self._terminal.secret([("", "(hidden) > ")])
+        return QuestionAnswer(value=secret, remember=False)
+
+
+def _check_permission(reply: str) -> str | None:
+    if reply.strip() in _PERMISSION_REPLIES:
+        return None
+    return "type y, Y, n, N, p, r or e, then Enter"
+
+
+def _check_boolean_reply(reply: str, default: JsonValue) -> str | None:
+    if boolean_answer(reply, default) is not None:
+        return None
+    if not reply.strip():
+        return _check_boolean(default)
+    return "type y, Y, n or N, then Enter"

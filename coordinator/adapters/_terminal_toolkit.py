@@ -1,0 +1,360 @@
+"""The terminal itself, through prompt_toolkit: five primitives and nothing else.
+
+Theory of operation: :class:`ToolkitTerminal` offers what the terminal
+prompter (:mod:`coordinator.adapters._terminal`) needs of a terminal, and decides
+nothing about questions: :meth:`~ToolkitTerminal.show` prints styled lines
+(above a prompt, if one is on screen); :meth:`~ToolkitTerminal.line` reads one
+checked line; :meth:`~ToolkitTerminal.secret` reads one line that is never
+shown; :meth:`~ToolkitTerminal.choose` picks one of a list with the arrow keys
+or by number; :meth:`~ToolkitTerminal.edit` edits a multi-line text.
+
+Why prompt_toolkit (3.0), and not questionary on top of it or a hand-rolled
+reader: it is the field's standard line editor, its prompts are coroutines
+(``prompt_async``, ``Application.run_async``) that run on the caller's event
+loop, it reads keys through its own parser (arrow keys, Escape sequences,
+bracketed paste) and renders through its own screen model, so nothing here
+handles a terminal escape sequence. Questionary would add a dependency for
+prompts we still have to shape ourselves (a boolean with four answers, a
+permission prompt with seven), and it hides the session options a secret
+prompt must control (history, processors, output).
+
+Rules:
+
+1. prompt_toolkit is always given its output explicitly. When it creates the
+   output itself on a ``TERM=dumb`` terminal it falls back to a "dumb" prompt
+   that echoes every typed character, and that would print a secret.
+2. A secret is never rendered: a processor replaces its whole line by nothing
+   and keeps the cursor at the first column, so not even its length shows. Its
+   session keeps no history, suggests nothing and cannot open an editor; the
+   value is wrapped in a :class:`~machines.SecretValue` as it leaves.
+3. Ctrl-C, Ctrl-D on an empty line and end of input raise
+   :class:`~coordinator.driver._prompting.PromptCancelled`; the terminal is left in
+   its normal mode, ready for the next prompt. Cancelling the awaiting task
+   does the same (prompt_toolkit restores the terminal on the way out).
+4. Nothing runs in a thread, and no signal handler or loop exception handler
+   is installed: the prompts belong to the caller's event loop.
+5. Text from tools is printed through prompt_toolkit's output, which turns
+   the escape character into ``?``: a tool cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import Application, get_app
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import DummyHistory, InMemoryHistory
+from prompt_toolkit.input import create_input
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.layout import HSplit, Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
+from prompt_toolkit.output import create_output
+from prompt_toolkit.shortcuts import print_formatted_text
+from prompt_toolkit.styles import Style
+from prompt_toolkit.validation import ValidationError, Validator
+
+from coordinator.driver._prompting import PromptCancelled
+from machines import SecretValue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.key_binding import KeyPressEvent
+    from prompt_toolkit.output import Output
+
+__all__ = ["Fragments", "ToolkitTerminal"]
+
+#: Styled text: ``(style, text)`` pairs, the style a ``class:`` name or empty.
+Fragments = list[tuple[str, str]]
+
+_STYLE = Style.from_dict(
+    {
+        "asker": "bold",
+        "ids": "#888888",
+        "question": "bold",
+        "hint": "#888888",
+        "context": "",
+        "diff.add": "ansigreen",
+        "diff.remove": "ansired",
+        "diff.hunk": "ansicyan",
+        "notice": "ansiyellow",
+        "error": "ansired",
+        "progress": "",
+        "option": "",
+        "option.selected": "reverse",
+        "option.description": "#888888",
+        "answer": "bold",
+    }
+)
+
+
+#: However short the terminal, a select draws at least this many options.
+_FEWEST_OPTIONS_SHOWN = 3
+
+
+class _Cancel(Exception):  # noqa: N818 - a signal between a key binding and its prompt
+    """Ctrl-C was pressed at a prompt."""
+
+
+def _cancel_keys(on_cancel: Callable[[], None] | None = None) -> KeyBindings:
+    """Ctrl-C ends the prompt with :class:`_Cancel` rather than ``KeyboardInterrupt``.
+
+    prompt_toolkit's own binding raises ``KeyboardInterrupt`` through the
+    awaiting coroutine, which asyncio treats as a reason to stop the loop.
+    ``on_cancel`` runs first, so the last frame drawn can say nothing was chosen.
+    """
+    keys = KeyBindings()
+
+    @keys.add("c-c", eager=True)
+    def _cancel(event: KeyPressEvent) -> None:
+        if on_cancel is not None:
+            on_cancel()
+        event.app.exit(exception=_Cancel(), style="class:aborting")
+
+    return keys
+
+
+class _Check(Validator):
+    """Refuse a line with the message ``check`` returns for it (``None`` accepts)."""
+
+    def __init__(self, check: Callable[[str], str | None]) -> None:
+        self._check = check
+
+    def validate(self, document: Document) -> None:
+        problem = self._check(document.text)
+        if problem is not None:
+            raise ValidationError(message=problem, cursor_position=len(document.text))
+
+
+class _Hidden(Processor):
+    """Render nothing of the line, with the cursor at its start."""
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        del transformation_input
+        return Transformation([], source_to_display=lambda _: 0, display_to_source=lambda _: 0)
+
+
+class ToolkitTerminal:
+    """A terminal's primitives, on prompt_toolkit.
+
+    ``input`` and ``output`` default to the process's terminal; tests pass a
+    pipe input and a recording output.
+    """
+
+    def __init__(self, *, input: Input | None = None, output: Output | None = None) -> None:
+        """Talk to ``input`` and ``output`` (by default stdin and stdout)."""
+        self._input = input if input is not None else create_input()
+        self._output = output if output is not None else create_output()
+        # Earlier text answers, for the up arrow; never a secret, a reply key or an edit.
+        self._history = InMemoryHistory()
+
+    def show(self, fragments: Fragments) -> None:
+        """Print ``fragments`` (ending a line is the caller's business)."""
+        print_formatted_text(
+            FormattedText(fragments),
+            end="",
+            output=self._output,
+            style=_STYLE,
+            include_default_pygments_style=False,
+            flush=True,
+        )
+
+    def _session(
+        self, *, secret: bool = False, multiline: bool = False, history: bool = False
+    ) -> PromptSession[str]:
+        return PromptSession(
+            input=self._input,
+            output=self._output,
+            style=_STYLE,
+            include_default_pygments_style=False,
+            key_bindings=_cancel_keys(),
+            history=self._history if history and not secret else DummyHistory(),
+            enable_history_search=False,
+            enable_open_in_editor=False,
+            enable_system_prompt=False,
+            enable_suspend=False,
+            auto_suggest=None,
+            multiline=multiline,
+            input_processors=[_Hidden()] if secret else None,
+            validate_while_typing=False,
+        )
+
+    async def _ask(
+        self,
+        session: PromptSession[str],
+        message: Fragments,
+        *,
+        default: str = "",
+        check: Callable[[str], str | None] | None = None,
+    ) -> str:
+        try:
+            return await session.prompt_async(
+                FormattedText(message),
+                default=default,
+                validator=_Check(check) if check is not None else None,
+                prompt_continuation="  ",
+                handle_sigint=False,
+                set_exception_handler=False,
+            )
+        except (_Cancel, KeyboardInterrupt, EOFError):
+            raise PromptCancelled from None
+
+    async def line(
+        self,
+        message: Fragments,
+        *,
+        check: Callable[[str], str | None],
+        default: str = "",
+        history: bool = False,
+    ) -> str:
+        """Read a line that ``check`` accepts (it returns the problem, or ``None``).
+
+        With ``history``, the up arrow recalls earlier lines read with ``history``.
+        """
+        session = self._session(history=history)
+        return await self._ask(session, message, default=default, check=check)
+
+    async def secret(self, message: Fragments) -> SecretValue:
+        """Read a line without showing anything of it."""
+        return SecretValue(await self._ask(self._session(secret=True), message))
+
+    async def edit(self, message: Fragments, text: str) -> str:
+        """Edit ``text`` over several lines; Escape then Enter (or Alt-Enter) accepts."""
+        return await self._ask(self._session(multiline=True), message, default=text)
+
+    async def choose(self, options: Sequence[tuple[str, str | None]], *, default: int = 0) -> int:
+        """The index of the option (value, description) picked: arrows or number, then Enter."""
+        chosen = _Choice(options, default)
+        application: Application[int] = Application(
+            layout=Layout(
+                HSplit(
+                    [
+                        Window(
+                            FormattedTextControl(chosen.render, focusable=True, show_cursor=False),
+                            dont_extend_height=True,
+                            always_hide_cursor=True,
+                        )
+                    ]
+                )
+            ),
+            key_bindings=chosen.keys(),
+            style=_STYLE,
+            include_default_pygments_style=False,
+            input=self._input,
+            output=self._output,
+            full_screen=False,
+            mouse_support=False,
+        )
+        try:
+            return await application.run_async(handle_sigint=False, set_exception_handler=False)
+        except (_Cancel, KeyboardInterrupt, EOFError):
+            raise PromptCancelled from None
+
+
+class _Choice:
+    """The state of one :meth:`ToolkitTerminal.choose`: the highlighted option, digits typed.
+
+    Only the options that fit the terminal are drawn, a window that follows
+    the highlight, with a line above and below saying how many more there are:
+    drawn in full, a list taller than the terminal would hide the highlight.
+    """
+
+    def __init__(self, options: Sequence[tuple[str, str | None]], default: int) -> None:
+        self.options = list(options)
+        self.index = default
+        self.typed = ""
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def visible(self, rows: int) -> range:
+        """The options drawn on a terminal ``rows`` high (the hint takes a row, one is spare)."""
+        room = max(rows - 2, _FEWEST_OPTIONS_SHOWN)
+        if len(self.options) <= room:
+            return range(len(self.options))
+        room = max(room - 2, 1)  # the "more above" and "more below" lines
+        start = min(max(self.index - room // 2, 0), len(self.options) - room)
+        return range(start, start + room)
+
+    def render(self) -> FormattedText:
+        app = get_app()
+        return FormattedText(self.fragments(rows=app.output.get_size().rows, done=app.is_done))
+
+    def fragments(self, *, rows: int, done: bool) -> Fragments:
+        """What to draw on a terminal ``rows`` high; ``done``: the prompt has ended."""
+        if done:
+            if self.cancelled:
+                return [("class:hint", "  (nothing chosen)")]
+            value, _ = self.options[self.index]
+            return [("class:hint", f"  {self.index + 1}. "), ("class:answer", value)]
+        fragments: Fragments = []
+        width = len(str(len(self.options)))
+        shown = self.visible(rows)
+        if shown.start:
+            fragments.append(("class:hint", f"   ({shown.start} more above)\n"))
+        for index in shown:
+            value, description = self.options[index]
+            selected = index == self.index
+            style = "class:option.selected" if selected else "class:option"
+            fragments.append(("", " > " if selected else "   "))
+            fragments.append((style, f"{index + 1:>{width}}. {value}"))
+            if description:
+                fragments.append(("class:option.description", f"  {description}"))
+            fragments.append(("", "\n"))
+        if shown.stop < len(self.options):
+            fragments.append(("class:hint", f"   ({len(self.options) - shown.stop} more below)\n"))
+        typed = f"  number: {self.typed}" if self.typed else ""
+        fragments.append(
+            ("class:hint", f"   up/down or a number, then Enter; Ctrl-C cancels{typed}")
+        )
+        return fragments
+
+    def type_digit(self, digit: str) -> None:
+        """Select by number; digits add up while they still name an option."""
+        for candidate in (self.typed + digit, digit):
+            number = int(candidate)
+            if 1 <= number <= len(self.options):
+                self.typed = candidate.lstrip("0")
+                self.index = number - 1
+                return
+        self.typed = ""
+
+    def move(self, step: int) -> None:
+        self.typed = ""
+        self.index = min(max(self.index + step, 0), len(self.options) - 1)
+
+    def keys(self) -> KeyBindings:
+        keys = _cancel_keys(self.cancel)
+
+        @keys.add("up")
+        def _up(event: KeyPressEvent) -> None:
+            del event
+            self.move(-1)
+
+        @keys.add("down")
+        def _down(event: KeyPressEvent) -> None:
+            del event
+            self.move(1)
+
+        @keys.add("enter")
+        def _accept(event: KeyPressEvent) -> None:
+            event.app.exit(result=self.index)
+
+        @keys.add("c-d")
+        def _eof(event: KeyPressEvent) -> None:
+            self.cancel()
+            event.app.exit(exception=EOFError(), style="class:exiting")
+
+        for digit in "0123456789":
+
+            @keys.add(digit)
+            def _number(event: KeyPressEvent, digit: str = digit) -> None:
+                del event
+                self.type_digit(digit)
+
+        return keys

@@ -1,0 +1,690 @@
+r"""A conversation as Markdown, for people to read.
+
+Theory of operation: the stream is rendered in order, one ``## Turn N``
+section per turn (``N`` counts from 1), each event a ``###`` block. Global
+entries render where they sit: a compaction with its summary, a
+configuration change as a one-line note (its contents are configuration, not
+conversation), an unknown entry as a note naming its kind.
+
+Inquiry responses render as RFD 082 "Reader behavior" says:
+
+- ``Answered``: ``Answer: <value>``, the value as JSON (``true``, ``"main"``);
+- ``Redacted``: ``Answer: <redacted>``;
+- ``Cancelled``: ``Cancelled (<reason>)``, the reason's wire tag from
+  ``reason.as_str()``, so a reason added later (or an unknown one, kept
+  verbatim) renders without a change here.
+
+Rules:
+
+- Deterministic: the same stream always gives the same text (JSON keeps the
+  recorded key order; nothing reads a clock).
+- A secret answer never appears. None is on disk, and should a file hold an
+  ``Answered`` carrying the id of a question whose answer type is ``secret``
+  anyway, it renders as ``<redacted>``: paired with that question or not (a
+  repeated or orphaned response, one before the question, one in another
+  turn), since a response matched only by its id may hold the secret as
+  well as the paired one. So does an ``Answered`` under an id another
+  attempt at such a question could carry: ``<call>.<question>.<n>`` or the
+  legacy ``<call>.<question>``, ``<question>`` being the ``question.id`` of a
+  secret question and ``<call>`` the id of any tool call in a turn that asks
+  one (one of those asked it; which one is not recorded). RFD 082 makes ids
+  opaque to readers, and nothing here pairs by their shape: the writer's
+  form (``TurnState.allocate_inquiry_id``) is only used to hide more. Hiding
+  a response that was not secret costs a reader one answer; showing one
+  that was costs the secret. A secret question's ``default`` is not shown.
+- Text written by people, models and tools (messages, question text) is
+  Markdown already and is copied as it is, but for the three rules below;
+  reasoning and compaction summaries are quoted, so that what they hold,
+  headings included, stays inside the quote; tool output, arguments and
+  preambles go in code fences long enough never to be closed by their
+  content.
+
+The file may come from anyone, and the export is often printed to a
+terminal, so what a conversation holds cannot change the document's outline
+or drive the terminal:
+
+- A single-line slot (a heading, inline code, an option's description, a
+  response line) never holds a line ending or a control character. LF and
+  CR read ``\n`` and ``\r``; other C0 and C1 controls and DEL ``\xNN``;
+  the line and paragraph separators (U+2028, U+2029) and the bidi
+  embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069)
+  ``\uNNNN``: Python's spellings, so each reads as what it is. Tabs stay,
+  and so do the zero-width joiners emoji need. A backslash already in a
+  value is not doubled: the rendering is for reading, and the file holds
+  the exact value.
+- Free text keeps its line breaks (CR and CRLF become LF, which changes
+  nothing a Markdown reader shows, as all three end a line there, and a
+  terminal never meets a bare CR) and escapes the other characters above
+  the same way. JSON spells them with JSON's own escape (``\u001b``, as
+  orjson already writes C0 controls), so a JSON block stays JSON.
+- One entry's text cannot swallow the entries after it. Markdown copied as
+  it is could: a code fence left open (a message cut off in the middle of a
+  code block) or an HTML block whose end never comes (``<!--``,
+  ``<script``, ``<?``, ``<!X``, ``<![CDATA[``) runs to the end of the
+  document. So free text is read for its block structure as CommonMark
+  reads it (containers, fences and HTML blocks; no inlines): a fence still
+  open at its end is closed there, and the ``<`` that starts such an HTML
+  block outside any container, with no end after it, is escaped (``\<``),
+  so the text shows instead of vanishing. Everything else is left as
+  written: a fence or HTML block inside a list or a quote ends with its
+  container, and the blank line and heading that follow every text end
+  every other block.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+
+import attrs
+import orjson
+
+from coordinator.stream._entries import Compaction, ConfigDelta, EventEntry, UnknownEntry
+from machines import (
+    Answered,
+    AnswerKind,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    ChatResponseKind,
+    InquiryRequest,
+    InquirySource,
+    Redacted,
+    SourceKind,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+    UnknownCancellationReason,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from coordinator.stream._entries import StreamEntry
+    from coordinator.stream._stream import ConversationStream
+    from machines import InquiryResponse
+
+__all__ = ["describe_inquiry_response", "export_markdown"]
+
+_REDACTED = "Answer: <redacted>"
+_BACKTICKS = re.compile(r"`+")
+
+# What a terminal acts on or a reader takes for a line break or a reordering:
+# C0 and C1 controls and DEL, the line and paragraph separators, the bidi
+# embeddings, overrides and isolates. Tab stays (it moves nothing but the
+# cursor along its line), and so do the zero-width joiners emoji need.
+_UNSAFE_IN_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Free text keeps its newlines; a CR never gets here (it became one).
+_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# orjson already writes C0 controls as `\u001b`; these it writes as they are.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\n": r"\n", "\r": r"\r"}
+_LATIN_1 = 0xFF  # as Python spells them: `\x1b` up to here, `\u202e` above
+_LINE_ENDINGS = re.compile(r"\r\n?")
+
+
+def describe_inquiry_response(response: InquiryResponse) -> str:
+    """The one line RFD 082 gives a response: ``Answer: true``, ``Cancelled (user)``..."""
+    if isinstance(response, Answered):
+        return f"Answer: {_json(response.answer)}"
+    if isinstance(response, Redacted):
+        return _REDACTED
+    return f"Cancelled ({_line(response.reason.as_str())})"
+
+
+def _python_escape(match: re.Match[str]) -> str:
+    char = match[0]
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= _LATIN_1 else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match[0]):04x}"
+
+
+def _line(text: str) -> str:
+    """``text`` for a single-line slot: no line ending, nothing a terminal acts on."""
+    return _UNSAFE_IN_LINE.sub(_python_escape, text)
+
+
+def _verbatim(text: str) -> str:
+    """``text`` with LF line endings only and nothing else a terminal acts on."""
+    return _UNSAFE_IN_TEXT.sub(_python_escape, _LINE_ENDINGS.sub("\n", text))
+
+
+def _text(text: str) -> str:
+    """Markdown written by someone else, made safe to print and unable to swallow what follows."""
+    return _contained(_verbatim(text))
+
+
+def _json(value: Any, *, indent: bool = False) -> str:
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return _UNSAFE_IN_JSON.sub(_json_escape, orjson.dumps(value, option=option).decode())
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code, whatever backticks it holds."""
+    if not text:
+        return "(empty)"  # an empty code span is not one in Markdown
+    text = _line(text)
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _fence(text: str, info: str = "") -> str:
+    """``text`` in a code fence its own content cannot close."""
+    text = _verbatim(text)
+    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
+    return f"{ticks}{info}\n{text}\n{ticks}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in _verbatim(text).split("\n"))
+
+
+# ------------------------------------------------------------ block structure
+#
+# Free text is read as the CommonMark spec's parsing strategy reads blocks
+# (commonmark.js is its reference implementation; the names follow it), as far
+# as it takes to know two things: which HTML blocks that only their end marker
+# closes start outside any container, and whether a fence outside any
+# container is still open at the end. Inlines, link reference definitions and
+# list looseness change neither and are not read. Tabs are expanded to stops
+# of 4 first, which is how CommonMark counts indentation; the expanded lines
+# are only read, never written. Where a parser strays from the spec (markdown-it
+# lets a line indented 4 columns go on a quote), this follows the spec.
+
+_BlockKind = Literal["document", "quote", "item", "paragraph", "fence", "code", "html"]
+_LEAVES = frozenset({"fence", "code", "html"})  # these take every line they continue on
+_CONTAINERS = frozenset({"document", "quote", "item"})  # these hold blocks
+_SPACES = re.compile(" *")
+_ATX_HEADING = re.compile(r"#{1,6}(?: |$)")
+_FENCE_OPENING = re.compile(r"`{3,}(?!.*`)|~{3,}")
+_FENCE_CLOSING = re.compile(r"(`{3,}|~{3,}) *$")
+_SETEXT_UNDERLINE = re.compile(r"(?:=+|-+) *$")
+_THEMATIC_BREAK = re.compile(r"(?:(?:\* *){3,}|(?:_ *){3,}|(?:- *){3,})$")
+_LIST_MARKER = re.compile(r"[*+-]|(\d{1,9})[.)]")
+_TAG_NAMES = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|"
+    "details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|"
+    "h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|"
+    "optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|"
+    "tr|track|ul"
+)
+_ATTRIBUTE = (
+    r"""(?:\s+[a-zA-Z_:][a-zA-Z0-9:._-]*(?:\s*=\s*(?:[^"'=<>`\x00-\x20]+|'[^']*'|"[^"]*"))?)"""
+)
+# The seven kinds of HTML block, by number as CommonMark numbers them; only
+# 1 to 5 have an end marker (6 and 7 end at a blank line, which every text
+# is followed by).
+_HTML_STARTS = (
+    re.compile(r"<(?:script|pre|style|textarea)(?=\s|>|$)", re.IGNORECASE),
+    re.compile(r"<!--"),
+    re.compile(r"<\?"),
+    re.compile(r"<![A-Za-z]"),
+    re.compile(r"<!\[CDATA\["),
+    re.compile(rf"</?(?:{_TAG_NAMES})(?=\s|/?>|$)", re.IGNORECASE),
+    re.compile(rf"(?:<[A-Za-z][A-Za-z0-9-]*{_ATTRIBUTE}*\s*/?>|</[A-Za-z][A-Za-z0-9-]*\s*>)\s*$"),
+)
+_HTML_ENDS = (
+    re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE),
+    re.compile(r"-->"),
+    re.compile(r"\?>"),
+    re.compile(r">"),
+    re.compile(r"\]\]>"),
+)
+_ENDS_AT_MARKER = len(_HTML_ENDS)  # the kinds up to this one end only at their marker
+_CODE_INDENT = 4  # columns; tabs stop every 4 columns too
+
+
+def _after_spaces(line: str, pos: int) -> int:
+    spaces = _SPACES.match(line, pos)
+    return spaces.end() if spaces else pos
+
+
+@attrs.define
+class _Block:
+    """An open block: what it is, and what continuing or ending it takes."""
+
+    kind: _BlockKind
+    fence: str = ""  # a fence's opening run (its character and length)
+    offset: int = 0  # a fence's indentation, stripped from its lines
+    html: int = 0  # an HTML block's kind, 1 to 7
+    width: int = 0  # a list item's content indentation
+    filled: bool = False  # holds a block (a list item begun empty ends at a blank line)
+
+
+class _BlockReader:
+    """The block structure of one text, read line by line (see the comment above)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.open: list[_Block] = [_Block("document")]
+        self.escaped: list[int] = []  # lines whose `<` must not start an HTML block
+        self._last_end: dict[int, int] = {}  # per HTML kind: the last line with its end
+        self.index = 0
+        self.line = ""
+        self.pos = 0
+        self.matched = 1  # how many open blocks the line continues
+        self.all_closed = True  # whether the line continues all of them
+        self.container = self.open[0]  # where a block the line starts goes
+
+    def read(self) -> _Block | None:
+        """Read every line; return the fence left open outside any container, if one is."""
+        after_blank = False
+        for index, line in enumerate(self.lines):
+            blank = not line.strip(" ")
+            if blank and after_blank:
+                continue  # changes nothing the blank line before did not (and costs the depth)
+            after_blank = blank
+            self.index, self.line, self.pos = index, line, 0
+            if self._continue_open_blocks():
+                self.container = self.open[self.matched - 1]
+                self.all_closed = self.matched == len(self.open)
+                if self.container.kind in _LEAVES or not self._start_blocks():
+                    self._add_text()
+        top = self.open[1] if len(self.open) > 1 else None
+        return top if top is not None and top.kind == "fence" else None
+
+    def _peek(self) -> tuple[int, int, bool]:
+        """Where the next non-space is, the indentation before it, whether the rest is blank."""
+        next_nonspace = _after_spaces(self.line, self.pos)
+        return next_nonspace, next_nonspace - self.pos, next_nonspace == len(self.line)
+
+    def _continue_open_blocks(self) -> bool:
+        """Match the line against the open blocks; false when a closing fence took it."""
+        self.matched = 1
+        for block in self.open[1:]:
+            if block.kind == "fence" and self._closes(block):
+                self.open.pop()
+                return False
+            if not self._continues(block):
+                break
+            self.matched += 1
+        return True
+
+    def _closes(self, fence: _Block) -> bool:
+        next_nonspace, indent, _ = self._peek()
+        closing = _FENCE_CLOSING.match(self.line, next_nonspace)
+        return (
+            indent < _CODE_INDENT
+            and closing is not None
+            and closing[1][0] == fence.fence[0]
+            and len(closing[1]) >= len(fence.fence)
+        )
+
+    def _continues(self, block: _Block) -> bool:
+        next_nonspace, indent, blank = self._peek()
+        match block.kind:
+            case "quote":
+                return self._continues_quote(next_nonspace, indent)
+            case "item":
+                return self._continues_item(block, next_nonspace, indent, blank)
+            case "fence":
+                self.pos += min(indent, block.offset)
+            case "code":
+                if not blank and indent < _CODE_INDENT:
+                    return False
+                self.pos += min(indent, _CODE_INDENT)
+            case "html":
+                return not (blank and block.html > _ENDS_AT_MARKER)
+            case "paragraph":
+                return not blank
+        return True
+
+    def _continues_quote(self, next_nonspace: int, indent: int) -> bool:
+        if indent >= _CODE_INDENT or not self.line.startswith(">", next_nonspace):
+            return False
+        self.pos = next_nonspace + 1 + self.line.startswith(" ", next_nonspace + 1)
+        return True
+
+    def _continues_item(self, item: _Block, next_nonspace: int, indent: int, blank: bool) -> bool:
+        if blank:
+            self.pos = next_nonspace
+            return item.filled  # an item begun empty ends at the first blank line
+        if indent < item.width:
+            return False
+        self.pos += item.width
+        return True
+
+    def _close_unmatched(self) -> None:
+        if not self.all_closed:
+            del self.open[self.matched :]
+            self.all_closed = True
+
+    def _add(self, block: _Block | None) -> None:
+        """Start ``block`` in the container (``None``: a heading or break, closed at once)."""
+        self._close_unmatched()
+        while self.open[-1].kind not in _CONTAINERS:
+            self.open.pop()  # a paragraph the new block interrupts ends
+        self.open[-1].filled = True
+        if block is not None:
+            self.open.append(block)
+            self.container = block
+
+    def _start_blocks(self) -> bool:
+        """Start the blocks the line opens; true when a leaf took the rest of it."""
+        while True:
+            next_nonspace, indent, blank = self._peek()
+            if indent >= _CODE_INDENT:  # nothing but indented code starts this deep
+                if blank or self.open[-1].kind == "paragraph":
+                    return False
+                self.pos += _CODE_INDENT
+                self._add(_Block("code"))
+                return True
+            if self.line.startswith(">", next_nonspace):
+                self._add(_Block("quote"))
+                self._continues_quote(next_nonspace, indent)  # steps over the marker
+            elif self._starts_leaf(next_nonspace, indent):
+                return True
+            elif not self._starts_item(next_nonspace, indent):
+                return False
+
+    def _starts_leaf(self, next_nonspace: int, indent: int) -> bool:
+        line = self.line
+        if _ATX_HEADING.match(line, next_nonspace):
+            self._add(None)  # a heading ends on its line
+            return True
+        if opening := _FENCE_OPENING.match(line, next_nonspace):
+            self._add(_Block("fence", fence=opening[0], offset=indent))
+            return True
+        if line.startswith("<", next_nonspace) and self._starts_html(next_nonspace):
+            return True
+        if self.container.kind == "paragraph" and _SETEXT_UNDERLINE.match(line, next_nonspace):
+            self._close_unmatched()
+            self.open.pop()  # the paragraph is a heading now, and ends
+            return True
+        if _THEMATIC_BREAK.match(line, next_nonspace):
+            self._add(None)  # checked before list items: "- - -" is a break
+            return True
+        return False
+
+    def _starts_html(self, start: int) -> bool:
+        kind = next(
+            (n for n, opening in enumerate(_HTML_STARTS, 1) if opening.match(self.line, start)), 0
+        )
+        if not kind or (
+            kind == len(_HTML_STARTS)
+            and (
+                self.container.kind == "paragraph"
+                or (not self.all_closed and self.open[-1].kind == "paragraph")
+            )
+        ):
+            return False  # the last kind cannot interrupt a paragraph, even a lazy one
+        if kind <= _ENDS_AT_MARKER and self._at_top_level() and not self._ends(kind):
+            # It would run to the end of the document: escaped, the line is text.
+            self.escaped.append(self.index)
+            self.line = f"{self.line[:start]}\\{self.line[start:]}"
+            return False
+        self._add(_Block("html", html=kind))
+        if kind <= _ENDS_AT_MARKER and _HTML_ENDS[kind - 1].search(self.line, start):
+            self.open.pop()
+        return True
+
+    def _at_top_level(self) -> bool:
+        """Whether a block the line starts goes in the document itself, outside any container."""
+        container = self.container
+        if container.kind not in _CONTAINERS:  # a paragraph, which the block ends: its parent
+            container = self.open[self.matched - 2]
+        return container is self.open[0]
+
+    def _ends(self, kind: int) -> bool:
+        """Whether an HTML block of ``kind`` starting on this line at the top level ends."""
+        if kind not in self._last_end:
+            end = _HTML_ENDS[kind - 1]
+            self._last_end[kind] = next(
+                (n for n in range(len(self.lines) - 1, -1, -1) if end.search(self.lines[n])), -1
+            )
+        return self._last_end[kind] >= self.index
+
+    def _starts_item(self, next_nonspace: int, indent: int) -> bool:
+        line = self.line
+        marker = _LIST_MARKER.match(line, next_nonspace)
+        if marker is None:
+            return False
+        end = marker.end()
+        if end < len(line) and line[end] != " ":
+            return False
+        spaces = _after_spaces(line, end) - end
+        if self.container.kind == "paragraph" and (
+            end + spaces == len(line) or (marker[1] is not None and int(marker[1]) != 1)
+        ):
+            return False  # an empty item, or a list not counting from 1, cannot interrupt one
+        if 1 <= spaces < _CODE_INDENT + 1 and end + spaces < len(line):
+            padding, self.pos = end - next_nonspace + spaces, end + spaces
+        else:  # begun empty, or with indented code: content one space after the marker
+            padding, self.pos = end - next_nonspace + 1, end + min(spaces, 1)
+        self._add(_Block("item", width=indent + padding))
+        return True
+
+    def _add_text(self) -> None:
+        """Give the rest of the line to the paragraph or leaf it belongs to, or start one."""
+        _, _, blank = self._peek()
+        if not self.all_closed and not blank and self.open[-1].kind == "paragraph":
+            return  # a lazy continuation line: the paragraph, and its containers, go on
+        self._close_unmatched()
+        container = self.container
+        if container.kind == "html":
+            kind = container.html
+            if kind <= _ENDS_AT_MARKER and _HTML_ENDS[kind - 1].search(self.line, self.pos):
+                self.open.pop()
+        elif container.kind not in {"paragraph", "fence", "code"} and not blank:
+            self._add(_Block("paragraph"))
+
+
+def _contained(text: str) -> str:
+    """``text`` unable to swallow what follows it (the module docstring says how)."""
+    if not any(char in text for char in "`~<"):
+        return text  # no fence and no HTML block can start: most prose
+    lines = text.split("\n")
+    reader = _BlockReader([line.expandtabs(_CODE_INDENT) for line in lines])
+    fence = reader.read()
+    for index in reader.escaped:
+        line = lines[index]
+        indent = len(line) - len(line.lstrip(" "))
+        lines[index] = f"{line[:indent]}\\{line[indent:]}"
+    if fence is not None:
+        lines.append(fence.fence)
+    return "\n".join(lines)
+
+
+def _source(source: InquirySource) -> str:
+    if source.kind is SourceKind.TOOL:
+        return f"tool {_code(source.name or '')}"
+    if source.kind is SourceKind.OTHER:
+        return _code(source.name or "")
+    return f"the {source.kind.value}"
+
+
+_EXPECTS = {
+    AnswerKind.BOOLEAN: "yes or no (boolean)",
+    AnswerKind.SELECT: "one of the options below",
+    AnswerKind.TEXT: "free text",
+    AnswerKind.SECRET: "a secret (never recorded)",
+}
+
+
+def _question(request: InquiryRequest) -> list[str]:
+    question = request.question
+    answer_type = question.answer_type
+    asked_as = f" as {_code(question.id)}" if question.id else ""
+    blocks = [
+        f"### Question ({_code(request.id)})",
+        f"Asked by {_source(request.source)}{asked_as}; expects {_EXPECTS[answer_type.kind]}.",
+    ]
+    if question.context:
+        blocks.append(_fence(question.context, "text"))
+    blocks.append(_text(question.text))
+    if answer_type.options:
+        lines = ["Options:", ""]
+        for option in answer_type.options:
+            line = f"- {_code(option.value)}"
+            if option.description:
+                line += f": {_line(option.description)}"
+            lines.append(line)
+        blocks.append("\n".join(lines))
+    if question.default is not None and not answer_type.is_secret:
+        blocks.append(f"Default: {_code(_json(question.default))}")
+    return blocks
+
+
+def _chat_request(request: ChatRequest) -> list[str]:
+    heading = "### User" + (f" ({_line(request.author)})" if request.author else "")
+    blocks = [heading, _text(request.content)]
+    if request.schema is not None:
+        blocks += [
+            "Asked for structured output with this schema:",
+            _fence(_json(request.schema, indent=True), "json"),
+        ]
+    return blocks
+
+
+def _chat_response(response: ChatResponse) -> list[str]:
+    if response.kind is ChatResponseKind.MESSAGE:
+        return ["### Assistant", _text(str(response.content))]
+    if response.kind is ChatResponseKind.REASONING:
+        return ["### Reasoning", _quote(str(response.content))]
+    return ["### Structured data", _fence(_json(response.content, indent=True), "json")]
+
+
+def _tool_call(payload: ToolCallRequest | ToolCallResponse) -> list[str]:
+    if isinstance(payload, ToolCallRequest):
+        heading = f"### Tool call {_code(payload.name)} ({_code(payload.id)})"
+        return [heading, _fence(_json(payload.arguments, indent=True), "json")]
+    what = "Tool error" if payload.is_error else "Tool result"
+    return [f"### {what} ({_code(payload.id)})", _fence(payload.content, "text")]
+
+
+def _event(entry: EventEntry, *, secret: bool) -> list[str]:
+    """The blocks of one event; ``secret`` when it records an answer to a secret question."""
+    payload = entry.payload
+    if isinstance(payload, ChatRequest):
+        return _chat_request(payload)
+    if isinstance(payload, ChatResponse):
+        return _chat_response(payload)
+    if isinstance(payload, ToolCallRequest | ToolCallResponse):
+        return _tool_call(payload)
+    if isinstance(payload, InquiryRequest):
+        return _question(payload)
+    if isinstance(payload, Answered | Cancelled | Redacted):
+        if not secret:
+            line = describe_inquiry_response(payload)
+        elif isinstance(payload, Cancelled):
+            line = "Cancelled (<redacted>)"  # a newer writer's reason, free text
+        else:
+            line = _REDACTED
+        return [f"### Response ({_code(payload.id)})", line]
+    return []  # a turn start: its turn's heading stands for it
+
+
+def _global(entry: StreamEntry) -> list[str]:
+    if isinstance(entry, Compaction):
+        blocks = [f"### Compaction of turns {entry.from_turn} to {entry.to_turn}"]
+        if entry.summary:
+            blocks.append(_quote(entry.summary))
+        return blocks
+    if isinstance(entry, ConfigDelta):
+        return ["_Configuration changed._"]
+    if isinstance(entry, UnknownEntry):
+        return [f"_An entry of unknown kind {_code(entry.kind)}, kept in the file, not shown._"]
+    return []
+
+
+def _secret_responses(stream: ConversationStream) -> set[int]:
+    """Positions of responses that may hold a secret (there should be none).
+
+    An ``Answered``, or a ``Cancelled`` whose reason is not one this build
+    knows (free text a newer writer, or anyone, put there).
+
+    Every response under a secret question's id counts, not only the one
+    pairing would match with the question: an orphan or a repeat under that
+    id is as likely to hold the secret. So does one under the id of another
+    attempt at it (see the module docstring). Ids are matched across the
+    whole stream, so that a response in the wrong turn is hidden too; hiding
+    a response that was not secret costs a reader one answer, showing one
+    that was costs the secret.
+    """
+    secret_ids: set[str] = set()
+    questions: set[str] = set()  # the question ids of secret questions
+    calls: set[str] = set()  # the tool calls of the turns that ask one
+    for turn in stream.turns():
+        events = [entry.payload for entry in turn.entries if isinstance(entry, EventEntry)]
+        asked = [
+            event
+            for event in events
+            if isinstance(event, InquiryRequest) and event.question.answer_type.is_secret
+        ]
+        if asked:
+            secret_ids.update(request.id for request in asked)
+            questions.update(request.question.id for request in asked if request.question.id)
+            calls.update(event.id for event in events if isinstance(event, ToolCallRequest))
+    if not secret_ids:
+        return set()
+    return {
+        index
+        for index, entry in enumerate(stream)
+        if isinstance(entry, EventEntry)
+        and _may_hold_a_secret(entry.payload)
+        and (
+            entry.payload.id in secret_ids
+            or _is_attempt_id(entry.payload.id, calls=calls, questions=questions)
+        )
+    }
+
+
+def _may_hold_a_secret(payload: object) -> TypeGuard[Answered | Cancelled]:
+    """An answer, or a cancellation whose reason is a newer writer's free text."""
+    return isinstance(payload, Answered) or (
+        isinstance(payload, Cancelled) and isinstance(payload.reason, UnknownCancellationReason)
+    )
+
+
+def _is_attempt_id(inquiry_id: str, *, calls: Collection[str], questions: Collection[str]) -> bool:
+    """Whether ``inquiry_id`` is ``<call>.<question>[.<n>]``, a call and question given.
+
+    Ids may hold dots themselves, so every split that ends in one of
+    ``questions`` is tried (one per length those have, not one per dot).
+    """
+    stem, _, attempt = inquiry_id.rpartition(".")
+    stems = [inquiry_id, stem] if attempt.isascii() and attempt.isdigit() else [inquiry_id]
+    lengths = {len(question) for question in questions}
+    return any(
+        len(candidate) > length + 1
+        and candidate[-length - 1] == "."
+        and candidate[-length:] in questions
+        and candidate[: -length - 1] in calls
+        for candidate in stems
+        for length in lengths
+    )
+
+
+def export_markdown(stream: ConversationStream, *, title: str | None = None) -> str:
+    """Render ``stream`` as Markdown under the heading ``title``.
+
+    Ends with exactly one newline.
+    """
+    secret_responses = _secret_responses(stream)
+    blocks = [f"# {_line(title or 'Conversation')}"]
+    turns = stream.turns()
+    first_turn = turns[0].start if turns else len(stream)
+    for entry in stream[:first_turn]:
+        blocks += _global(entry)
+    for turn in turns:
+        blocks.append(f"## Turn {turn.index + 1}")
+        if turn.marked:
+            start = turn.entries[0]
+            if isinstance(start, EventEntry) and isinstance(start.payload, TurnStart):
+                blocks.append(f"_Started {start.timestamp}._")
+        for offset, entry in enumerate(turn.entries):
+            if isinstance(entry, EventEntry):
+                blocks += _event(entry, secret=turn.start + offset in secret_responses)
+            else:
+                blocks += _global(entry)
+    return "\n\n".join(blocks) + "\n"

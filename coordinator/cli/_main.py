@@ -1,0 +1,434 @@
+"""The ``inquiry`` command.
+
+- ``inquiry check PATH [--json]``: what a conversation holds, and how its
+  inquiries and tool calls pair up (totals; per turn with ``--json``).
+- ``inquiry sanitize PATH [--dry-run] [--json]``: repair the stream as
+  ``sanitize()`` does before a provider request, print what changed, and save
+  (atomically, and only when something changed) unless ``--dry-run``.
+- ``inquiry export PATH [--output FILE]``: the conversation as Markdown.
+- ``inquiry diagram [--check] [--root DIR]``: regenerate ``diagrams/`` and the
+  README's machine section from the machines' tables; with ``--check`` only
+  name what is stale (exit 1).
+- ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
+- ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
+  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]]``:
+  play a scenario's turns through the tool coordinator into a conversation
+  directory (created if missing, appended to if not), prompting at the
+  terminal when there is one (:mod:`coordinator.cli._run`; the scenario and
+  answers formats are in ``examples/README.md``). Exit status 1 when a turn
+  did not complete.
+
+Every subcommand prints errors as one line on stderr. Exit status: 0 on
+success, 1 when diagrams are stale or a turn of ``inquiry run`` did not
+complete, 2 when an input cannot be read or an output cannot be written
+(nothing is written then). Paths are printed, and put in JSON, with any bytes
+of their names that are not UTF-8 shown as U+FFFD
+(:func:`coordinator.cli._check.shown_path`), in errors too.
+
+An output that cannot be written (a full disk, a pipe its reader closed, a
+terminal whose encoding cannot show the text) is such an error. ``inquiry
+sanitize`` learns what it can of its output before it saves (that it takes
+the first line, and can encode the report); with ``--json`` the report comes
+after the save, since it lists the files written, and an error then says
+what was saved. ``inquiry export --output``
+never writes over the files of the conversation it exports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import orjson
+
+from coordinator._errors import CoordinatorError, os_reason
+from coordinator._text import shown_path
+from coordinator.cli._check import summarize, to_null_device
+from coordinator.store._atomic import atomic_write
+from coordinator.store._store import load_conversation, save_conversation
+from coordinator.stream._sanitize import (
+    INTERRUPTED_TOOL_CALL,
+    InsertionReason,
+    Removal,
+    SanitizeReport,
+    plan_sanitize,
+)
+from machines import MACHINES, render_markdown_table
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from coordinator.stream._sanitize import Insertion
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_UNREADABLE = 2
+
+
+def _print_json(value: object, out: TextIO) -> None:
+    out.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    conversation = load_conversation(args.path)
+    summary = summarize(conversation)
+    if args.json:
+        _print_json(summary, out)
+        return EXIT_OK
+    out.write(f"{summary['path']} ({summary['layout']} layout)\n")
+    turns = summary["turns"]
+    out.write(f"  entries: {summary['entries']} in {turns} turn{'' if turns == 1 else 's'}\n")
+    out.writelines(f"    {kind}: {count}\n" for kind, count in summary["kinds"].items())
+    if summary["unknown_kinds"]:
+        kinds = ", ".join(_one_line(kind) for kind in summary["unknown_kinds"])
+        out.write(f"  kept verbatim (unknown kinds): {kinds}\n")
+    outcomes = ", ".join(f"{n} {k}" for k, n in summary["inquiry_outcomes"].items())
+    out.write(
+        f"  inquiries: {summary['inquiry_requests']} requests, "
+        f"{summary['inquiry_responses']} responses ({outcomes})\n"
+    )
+    pairing = summary["pairing"]
+    for label, key in (("inquiry pairs", "inquiries"), ("tool-call pairs", "tool_calls")):
+        totals = pairing[key]["totals"]
+        out.write(
+            f"  {label}: {totals['paired']} paired, {totals['pending']} pending "
+            f"(blocking), {totals['orphaned']} orphaned responses\n"
+        )
+    repaired = summary["ids_repaired"]
+    out.write(
+        f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
+    )
+    return EXIT_OK
+
+
+def _one_line(text: str) -> str:
+    """``text`` as it is when printable, else quoted with its escapes.
+
+    A kind named by a file must not break a line or drive the terminal.
+    """
+    return text if text.isprintable() else ascii(text)
+
+
+def _describe_removal(removal: Removal) -> str:
+    carried = f", id {removal.id!r}" if removal.id is not None else ""
+    return (
+        f"entry {removal.index} ({removal.kind}, event {removal.event_id}{carried}): "
+        f"{removal.reason.value.replace('_', ' ')}"
+    )
+
+
+def _describe_insertion(insertion: Insertion) -> str:
+    entry = insertion.entry
+    if insertion.reason is InsertionReason.INTERRUPTED_TOOL_CALL:
+        return (
+            f"a {entry.kind} {INTERRUPTED_TOOL_CALL!r} (event {entry.event_id}, "
+            f"id {insertion.id!r}) after entry {insertion.anchor}, its unanswered request"
+        )
+    return (
+        f"a {entry.kind} (event {entry.event_id}) before entry {insertion.anchor}, "
+        "the first chat_request"
+    )
+
+
+def _report_lines(report: SanitizeReport, *, dry_run: bool) -> list[str]:
+    removing, inserting = ("would remove", "would insert") if dry_run else ("removed", "inserted")
+    return [f"  {removing} {_describe_removal(r)}\n" for r in report.removed] + [
+        f"  {inserting} {_describe_insertion(i)}\n" for i in report.inserted
+    ]
+
+
+def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
+    conversation = load_conversation(args.path)
+    plan = plan_sanitize(conversation.stream)
+    report = plan.report
+    shown = shown_path(conversation.path) if conversation.path else None
+    lines = _report_lines(report, dry_run=args.dry_run)
+    if not args.json:
+        # Before the save, what can be learnt of the output: that it can
+        # encode the report, and that it takes the first line. Then a dead
+        # output stops the command with nothing saved; the report itself
+        # follows the save, which may yet be refused.
+        encoding = getattr(out, "encoding", None)
+        if isinstance(encoding, str):
+            "".join(lines).encode(encoding)
+        out.write(f"{shown}\n")
+        out.flush()
+    written: list[str] = []
+    if report.changed and not args.dry_run:
+        plan.apply()
+        written = [shown_path(path) for path in save_conversation(conversation).written]
+    if args.json:
+        try:
+            _print_json(
+                {"path": shown, "dry_run": args.dry_run, **report.as_dict(), "written": written},
+                out,
+            )
+            out.flush()
+        except (OSError, UnicodeEncodeError) as error:
+            saved = ", ".join(written) or "nothing"
+            sys.stderr.write(
+                f"inquiry: {saved} was saved, but the report cannot be written: "
+                f"{_failed(error, out)}\n"
+            )
+            return EXIT_UNREADABLE
+        return EXIT_OK
+    if not report.changed:
+        out.write("  nothing to sanitize; nothing written\n")
+        return EXIT_OK
+    out.writelines(lines)
+    if args.dry_run:
+        out.write("  dry run: nothing written\n")
+    else:
+        out.writelines(f"  wrote {path}\n" for path in written)
+    return EXIT_OK
+
+
+# Subcommands import what only they need when they run, so that `inquiry check`
+# starts without the runner, the providers, asyncio or the exporters.
+
+
+def _export(args: argparse.Namespace, out: TextIO) -> int:
+    from coordinator.cli._export import export_markdown  # noqa: PLC0415 - see above
+
+    conversation = load_conversation(args.path)
+    title = (conversation.metadata or {}).get("title")
+    markdown = export_markdown(
+        conversation.stream, title=title if isinstance(title, str) else None
+    )
+    if args.output is None:
+        out.write(markdown)
+        return EXIT_OK
+    target = Path(args.output)
+    if os.path.realpath(target) in {os.path.realpath(path) for path in conversation.files}:
+        sys.stderr.write(
+            f"inquiry: {shown_path(target)}: is a file of the conversation being exported; "
+            "not writing over it (give another --output)\n"
+        )
+        return EXIT_UNREADABLE
+    try:
+        atomic_write(target, markdown.encode())
+    except OSError as error:
+        problem = f"{shown_path(target)}: cannot be written: {os_reason(error)}"
+        sys.stderr.write(f"inquiry: {problem}\n")
+        return EXIT_UNREADABLE
+    return EXIT_OK
+
+
+def _diagram(args: argparse.Namespace, out: TextIO) -> int:
+    from coordinator.cli._diagram_files import stale_files, write_files  # noqa: PLC0415 - see above
+
+    root = Path(args.root)
+    try:
+        if args.check:
+            stale = stale_files(root)
+            out.writelines(
+                f"stale: {shown_path(path)} (regenerate with `inquiry diagram`)\n"
+                for path in stale
+            )
+            return EXIT_FINDINGS if stale else EXIT_OK
+        out.writelines(f"wrote {shown_path(path)}\n" for path in write_files(root))
+    except (OSError, ValueError) as error:
+        sys.stderr.write(f"inquiry: {error}\n")
+        return EXIT_UNREADABLE
+    return EXIT_OK
+
+
+def _table(args: argparse.Namespace, out: TextIO) -> int:
+    for machine in MACHINES:
+        if args.machine in (None, machine.name):
+            out.write(f"## The {machine.name} machine\n\n{render_markdown_table(machine)}\n")
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    import asyncio  # noqa: PLC0415 - see above
+
+    from coordinator.cli._run import (  # noqa: PLC0415 - see above
+        EXIT_INCOMPLETE,
+        RunError,
+        RunOptions,
+        run_scenario,
+    )
+
+    backend: dict[str, object] | None = None
+    if args.backend is not None:
+        backend = {"provider": args.backend, "model": args.model}
+        if args.base_url is not None:
+            backend["base_url"] = args.base_url
+        if args.api_key_env is not None:
+            backend["api_key_env"] = args.api_key_env
+    elif any(value is not None for value in (args.model, args.base_url, args.api_key_env)):
+        sys.stderr.write("inquiry: --model, --base-url and --api-key-env go with --backend\n")
+        return EXIT_UNREADABLE
+    options = RunOptions(
+        scenario=Path(args.scenario),
+        conversation=Path(args.conversation),
+        answers=Path(args.answers) if args.answers is not None else None,
+        interactive={"tty": True, "no_tty": False}.get(args.prompting),
+        backend=backend,
+    )
+    try:
+        result = asyncio.run(run_scenario(options, out=out))
+    except RunError as error:
+        sys.stderr.write(f"inquiry: {error}\n")
+        return error.status
+    except KeyboardInterrupt:
+        sys.stderr.write("inquiry: interrupted\n")
+        return EXIT_INCOMPLETE
+    if result.reason is not None:
+        sys.stderr.write(f"inquiry: {result.reason}\n")
+    return result.status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inquiry", description="Resolve, record and inspect tool questions."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
+    )
+    # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="load a conversation and report what it holds")
+    check.add_argument("path", help="a conversation directory or its events.json")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.set_defaults(handler=_check)
+
+    sanitize = commands.add_parser(
+        "sanitize", help="repair a conversation as before a provider request, and save it"
+    )
+    sanitize.add_argument("path", help="a conversation directory or its events.json")
+    sanitize.add_argument(
+        "--dry-run", action="store_true", help="report what would change; write nothing"
+    )
+    sanitize.add_argument("--json", action="store_true", help="print one JSON object")
+    sanitize.set_defaults(handler=_sanitize)
+
+    export = commands.add_parser("export", help="print a conversation as Markdown")
+    export.add_argument("path", help="a conversation directory or its events.json")
+    export.add_argument(
+        "--output", "-o", metavar="FILE", help="write the Markdown to FILE instead of stdout"
+    )
+    export.set_defaults(handler=_export)
+
+    diagram = commands.add_parser(
+        "diagram", help="regenerate diagrams/ and the README's machine section"
+    )
+    diagram.add_argument("--check", action="store_true", help="only report stale files (exit 1)")
+    diagram.add_argument("--root", default=".", help="the project directory (default: here)")
+    diagram.set_defaults(handler=_diagram)
+
+    table = commands.add_parser("table", help="print the machines' transition tables")
+    table.add_argument(
+        "machine", nargs="?", choices=[m.name for m in MACHINES], help="just this machine"
+    )
+    table.set_defaults(handler=_table)
+
+    run = commands.add_parser(
+        "run", help="play a scenario's tool calls, asking its questions, into a conversation"
+    )
+    run.add_argument("scenario", help="the scenario file (TOML; see examples/README.md)")
+    run.add_argument(
+        "--conversation",
+        "-c",
+        required=True,
+        metavar="DIR",
+        help="the conversation directory: created if missing, a new turn appended if not",
+    )
+    run.add_argument(
+        "--answers",
+        metavar="FILE",
+        help="play the person and the model from this answers file (TOML): no prompts",
+    )
+    prompting = run.add_mutually_exclusive_group()
+    prompting.add_argument(
+        "--tty",
+        dest="prompting",
+        action="store_const",
+        const="tty",
+        help="prompt at the terminal even with --answers (which then plays only the model)",
+    )
+    prompting.add_argument(
+        "--no-tty",
+        dest="prompting",
+        action="store_const",
+        const="no_tty",
+        help="never prompt; without --answers, questions go to the model and secrets are "
+        "cancelled",
+    )
+    run.add_argument(
+        "--backend",
+        choices=["anthropic", "openai"],
+        help="answer questions for the model with this provider (replaces the scenario's)",
+    )
+    run.add_argument("--model", metavar="NAME", help="the model, with --backend")
+    run.add_argument(
+        "--base-url", metavar="URL", help="the provider's API address, with --backend"
+    )
+    run.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="the environment variable holding the API key, with --backend",
+    )
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
+    """Why ``output`` could not be written; a pipe its reader closed is let go quietly."""
+    if isinstance(error, BrokenPipeError):
+        to_null_device(output)
+        return "its reader closed it"
+    if isinstance(error, UnicodeEncodeError):
+        return f"its encoding ({error.encoding}) cannot show the text"
+    return os_reason(error)
+
+
+def _version() -> str:
+    """The installed distribution's version (the one ``pip`` reports)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - --version only
+
+    try:
+        return version("inquiry-coordinator")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "(not installed)"
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_UNREADABLE
+    handler: Callable[[argparse.Namespace, TextIO], int] = args.handler
+    # The library logs to a NullHandler (it is not its place to print); a
+    # person at the command line is told its warnings, for this run only.
+    logger = logging.getLogger("coordinator")
+    warnings = logging.StreamHandler(sys.stderr)
+    warnings.setLevel(logging.WARNING)
+    warnings.setFormatter(logging.Formatter("inquiry: %(message)s"))
+    logger.addHandler(warnings)
+    output = out or sys.stdout
+    try:
+        return handler(args, output)
+    except CoordinatorError as error:
+        # shown_path makes any part of the text that came from a file name
+        # that is not UTF-8 show U+FFFD, as paths do everywhere else.
+        sys.stderr.write(f"inquiry: {shown_path(str(error))}\n")
+        return EXIT_UNREADABLE
+    except (OSError, UnicodeEncodeError) as error:
+        # Reading and saving conversations raise CoordinatorErrors; what
+        # reaches here is the output failing (subcommands that write files
+        # of their own catch their errors).
+        sys.stderr.write(f"inquiry: the output cannot be written: {_failed(error, output)}\n")
+        return EXIT_UNREADABLE
+    finally:
+        logger.removeHandler(warnings)

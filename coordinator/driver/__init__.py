@@ -1,0 +1,97 @@
+"""The driver: the machines run against executors, a person and a model.
+
+The fifth layer, on the store. :class:`ToolCoordinator` runs the tool calls
+of an assistant response: it feeds what happens (a tool's result, a
+person's answer, the model's answer, a cancellation) into the machines, and
+carries out the effects their steps return. It talks to the world only
+through three protocols, each with a scripted stand-in for tests:
+
+- :class:`Executor` runs a tool (:class:`BuiltinExecutor` wraps a
+  :class:`BuiltinTool` written in Python); a tool that stops to ask returns
+  :class:`NeedsInput`, whose source is decided here, at the boundary.
+- :class:`Prompter` asks the person (:class:`ScriptedPrompter`).
+- :class:`InquiryBackend` asks the model (:class:`ScriptedInquiryBackend`).
+
+Configuration (:class:`ToolsConfig`) says how each tool may run and where
+each question goes; it can never change a recorded source.
+
+Rules:
+
+1. The driver constructs no record: every record comes from a machine step.
+2. A question's request is saved before the question is shown or sent.
+3. Whatever happens, every open question and tool call is closed before
+   :meth:`ToolCoordinator.run` returns or raises.
+4. A secret answer exists only in memory on its way to the tool.
+"""
+
+from coordinator.driver._backend import (
+    BackendErrorKind,
+    InquiryBackend,
+    InquiryBackendError,
+    InquiryTask,
+)
+from coordinator.driver._config import (
+    QuestionConfig,
+    ToolConfig,
+    ToolsConfig,
+    load_tools_config,
+    parse_tools_config,
+)
+from coordinator.driver._executors import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Completed,
+    Executor,
+    ExecutorResult,
+    Failure,
+    NeedsInput,
+    Success,
+    reveal_answers,
+)
+from coordinator.driver._prompting import (
+    Deny,
+    PermissionAnswer,
+    Permit,
+    PromptCancelled,
+    Prompter,
+    QuestionAnswer,
+    ScriptedPrompter,
+    ScriptExhaustedError,
+)
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
+from coordinator.driver._tool_coordinator import ToolCoordinator
+
+__all__ = [
+    "Ask",
+    "BackendErrorKind",
+    "BuiltinExecutor",
+    "BuiltinOutcome",
+    "BuiltinTool",
+    "Completed",
+    "Deny",
+    "Executor",
+    "ExecutorResult",
+    "Failure",
+    "InquiryBackend",
+    "InquiryBackendError",
+    "InquiryTask",
+    "NeedsInput",
+    "PermissionAnswer",
+    "Permit",
+    "PromptCancelled",
+    "Prompter",
+    "QuestionAnswer",
+    "QuestionConfig",
+    "ScriptExhaustedError",
+    "ScriptedInquiryBackend",
+    "ScriptedPrompter",
+    "Success",
+    "ToolConfig",
+    "ToolCoordinator",
+    "ToolsConfig",
+    "load_tools_config",
+    "parse_tools_config",
+    "reveal_answers",
+]

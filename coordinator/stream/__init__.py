@@ -1,0 +1,86 @@
+"""The stream: what a conversation holds, in memory.
+
+The second layer, on the machines. A :class:`ConversationStream` is the
+ordered entries of one conversation: conversation events (an
+:class:`EventEntry` around a machine record) and the global entries between
+them (``config_delta``, ``compaction``, kinds this build does not know, kept
+verbatim). Turns begin at ``turn_start``. The readers work on a stream and
+nothing else: :func:`pair_events` pairs requests with responses turn by turn,
+:func:`sanitize` repairs a stream as JP does before a provider request, and
+:meth:`ConversationStream.provider_view` is the only way events reach a
+model provider (the :func:`machines.is_provider_visible` allowlist).
+
+Rules:
+
+1. Nothing here reads or writes a file, or knows the wire format: the codec
+   (:mod:`coordinator.wire`) builds streams and writes them.
+2. Entries are values: a change is a new entry put in place of the old.
+3. Event ids are unique in a stream; fresh ones come from the stream's
+   ``new_id`` (RFD D24).
+"""
+
+from coordinator.stream._entries import (
+    EVENT_KINDS,
+    Compaction,
+    ConfigDelta,
+    EventEntry,
+    GlobalEntry,
+    StreamEntry,
+    UnknownEntry,
+)
+from coordinator.stream._event_ids import new_event_id
+from coordinator.stream._pairing import (
+    Located,
+    Pair,
+    PairCounts,
+    Pairing,
+    PairKind,
+    StreamPairing,
+    TurnPairing,
+    pair_events,
+)
+from coordinator.stream._sanitize import (
+    INTERRUPTED_TOOL_CALL,
+    Insertion,
+    InsertionReason,
+    Removal,
+    RemovalReason,
+    SanitizePlan,
+    SanitizeReport,
+    plan_sanitize,
+    sanitize,
+)
+from coordinator.stream._stream import ConversationStream, ProviderView, Turn
+from coordinator.stream._timestamps import Timestamp
+
+__all__ = [
+    "EVENT_KINDS",
+    "INTERRUPTED_TOOL_CALL",
+    "Compaction",
+    "ConfigDelta",
+    "ConversationStream",
+    "EventEntry",
+    "GlobalEntry",
+    "Insertion",
+    "InsertionReason",
+    "Located",
+    "Pair",
+    "PairCounts",
+    "PairKind",
+    "Pairing",
+    "ProviderView",
+    "Removal",
+    "RemovalReason",
+    "SanitizePlan",
+    "SanitizeReport",
+    "StreamEntry",
+    "StreamPairing",
+    "Timestamp",
+    "Turn",
+    "TurnPairing",
+    "UnknownEntry",
+    "new_event_id",
+    "pair_events",
+    "plan_sanitize",
+    "sanitize",
+]

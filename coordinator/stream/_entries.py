@@ -1,0 +1,231 @@
+"""Stream entries: conversation events and the global entries around them.
+
+An entry loaded from disk remembers the exact object it was read from (with its
+``event_id`` moved to the front), and is written back as that object. This is
+what makes a load and save of a real conversation change nothing but the added
+``event_id`` lines, including fields and nesting written by a newer writer
+that this build does not model. An entry built in this process, or changed
+(entries are immutable, so a change is a new entry), is written from its
+record instead, in the current form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from coordinator.stream._slots import slot_setters
+from coordinator.stream._timestamps import Timestamp
+from machines import (
+    Answered,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    Event,
+    InquiryRequest,
+    JsonValue,
+    RecordError,
+    Redacted,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+)
+from machines.validators import (
+    json_object,
+    json_value,
+    non_empty_string,
+    of_type,
+    optional_of_type,
+)
+
+__all__ = [
+    "EVENT_KINDS",
+    "Compaction",
+    "ConfigDelta",
+    "EventEntry",
+    "GlobalEntry",
+    "StreamEntry",
+    "UnknownEntry",
+    "loaded_event_entry",
+]
+
+
+#: Keys a flattened ``config_delta`` cannot hold: reading it back would take them
+#: for the envelope (or for an unflattened ``delta``).
+_FLAT_RESERVED = frozenset({"event_id", "timestamp", "type", "metadata", "delta"})
+
+
+#: The wire ``type`` tag of each conversation event kind.
+EVENT_KINDS: Final[Mapping[type[Any], str]] = {
+    TurnStart: "turn_start",
+    ChatRequest: "chat_request",
+    ChatResponse: "chat_response",
+    ToolCallRequest: "tool_call_request",
+    ToolCallResponse: "tool_call_response",
+    InquiryRequest: "inquiry_request",
+    Answered: "inquiry_response",
+    Cancelled: "inquiry_response",
+    Redacted: "inquiry_response",
+}
+
+
+#: Every conversation event record type (the payload of an :class:`EventEntry`).
+_PAYLOAD_TYPES = tuple(EVENT_KINDS)
+
+
+@attrs.frozen(kw_only=True)
+class EventEntry:
+    """A conversation event in the stream: what happened, when, under which id."""
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
+    payload: Event = attrs.field(validator=of_type(*_PAYLOAD_TYPES))
+    metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=json_object)
+    # The loaded form, set only by the codec on load; not part of equality or repr.
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """The wire ``type`` tag (a subclass of a record has its record's)."""
+        try:
+            return _KINDS[type(self.payload)]
+        except KeyError:
+            return _subclass_kind(type(self.payload))
+
+
+#: The wire ``type`` tag of each payload type, the records' and, once seen,
+#: their subclasses'.
+_KINDS: dict[type, str] = dict(EVENT_KINDS)
+
+
+def _subclass_kind(payload_type: type) -> str:
+    # The validator admits a subclass of a record (by isinstance), pairing
+    # treats it as its record and the converter writes its record's fields,
+    # so it is written as its record: the nearest record in its MRO names it.
+    kind = next(EVENT_KINDS[base] for base in payload_type.__mro__ if base in EVENT_KINDS)
+    _KINDS[payload_type] = kind
+    return kind
+
+
+# The codec builds an entry for every event it loads; see coordinator.stream._slots.
+_new_entry = object.__new__
+_set_event_id, _set_timestamp, _set_payload, _set_metadata, _set_stored = slot_setters(
+    EventEntry, ("event_id", "timestamp", "payload", "metadata", "_stored")
+)
+
+
+def loaded_event_entry(
+    event_id: str,
+    timestamp: Timestamp,
+    payload: Event,
+    metadata: dict[str, JsonValue],
+    stored: dict[str, Any],
+) -> EventEntry:
+    """An entry read from disk, which will be written back as ``stored``.
+
+    For the codec alone, which has established every fact
+    :class:`EventEntry`'s validators check before it calls this: ``event_id``
+    is a non-empty string, ``timestamp`` a :class:`Timestamp` and ``payload`` a
+    record it has just built (each through its own validated constructor), and
+    ``metadata`` an object it has checked is JSON. The tests run the
+    validators over every entry every load in them builds.
+    """
+    entry = _new_entry(EventEntry)
+    _set_event_id(entry, event_id)
+    _set_timestamp(entry, timestamp)
+    _set_payload(entry, payload)
+    _set_metadata(entry, metadata)
+    _set_stored(entry, stored)
+    return entry
+
+
+@attrs.frozen(kw_only=True)
+class ConfigDelta:
+    """A change to the conversation's configuration (global: belongs to no turn).
+
+    In the oldest files the first ``config_delta`` has its keys flattened into
+    the entry, with no ``delta`` key; ``flattened`` records that it was read so.
+    """
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
+    delta: Mapping[str, JsonValue] = attrs.field(validator=json_object)
+    flattened: bool = attrs.field(default=False, validator=of_type(bool))
+    # The loaded form, set only by the codec on load; not part of equality or repr.
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    kind = "config_delta"
+
+    def __attrs_post_init__(self) -> None:
+        """A flattened delta shares the entry's object: its keys must not be the envelope's."""
+        if self.flattened and (clash := sorted(_FLAT_RESERVED.intersection(self.delta))):
+            raise RecordError(
+                f"a flattened ConfigDelta.delta cannot hold the envelope keys {clash}"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class Compaction:
+    """A summary standing in for turns ``from_turn`` to ``to_turn`` (global)."""
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
+    from_turn: int = attrs.field(validator=of_type(int))
+    to_turn: int = attrs.field(validator=of_type(int))
+    summary: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    reasoning: JsonValue = attrs.field(default=None, validator=json_value)
+    tool_calls: JsonValue = attrs.field(default=None, validator=json_value)
+    # The loaded form, set only by the codec on load; not part of equality or repr.
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    kind = "compaction"
+
+
+def _unknown_raw(_instance: Any, _attribute: attrs.Attribute[Any], value: object) -> None:
+    # Messages name the problem, not the contents: they are not ours to show.
+    if type(value) is not dict:
+        raise RecordError(f"UnknownEntry.raw must be an object, not {type(value).__name__}")
+    kind = value.get("type")
+    if type(kind) is not str:
+        raise RecordError("UnknownEntry.raw must have a string 'type'")
+    if kind in _KNOWN_KINDS:
+        raise RecordError(f"UnknownEntry.raw is a {kind!r} entry, a kind this build knows")
+    json_value(_instance, _attribute, value)
+
+
+_KNOWN_KINDS = frozenset(EVENT_KINDS.values()) | {"config_delta", "compaction"}
+
+
+@attrs.frozen
+class UnknownEntry:
+    """An entry of a kind this build does not know: kept, never decoded.
+
+    It is written back exactly as it was read. Its ``event_id``, if it has a
+    usable one, is honoured when other entries' ids are made unique.
+    """
+
+    raw: Mapping[str, Any] = attrs.field(repr=False, validator=_unknown_raw)
+
+    @property
+    def kind(self) -> str:
+        """The entry's ``type`` tag."""
+        return str(self.raw["type"])
+
+    @property
+    def event_id(self) -> str | None:
+        """The entry's id, when it carries a non-empty string one."""
+        value = self.raw.get("event_id")
+        return value if type(value) is str and value else None
+
+    def __repr__(self) -> str:
+        """Name the kind, not the contents (they are not ours to show)."""
+        return f"UnknownEntry(kind={self.kind!r}, event_id={self.event_id!r})"
+
+
+#: An entry that belongs to no turn.
+GlobalEntry: TypeAlias = ConfigDelta | Compaction | UnknownEntry
+
+#: Anything the stream holds.
+StreamEntry: TypeAlias = EventEntry | GlobalEntry

@@ -1,0 +1,285 @@
+"""The conversation stream: entries in order, grouped into turns.
+
+A turn begins at a ``turn_start``. Older files have none, so conversation
+events before the first ``turn_start`` form an implicit leading turn. Global
+entries (``config_delta``, ``compaction``, unknown kinds) sit between events
+but belong to no turn; readers that work per turn skip them.
+
+The stream hands events to a model provider only through
+:meth:`ConversationStream.provider_view`, which applies the
+:func:`machines.is_provider_visible` allowlist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, overload
+
+import attrs
+
+from coordinator.stream._entries import ConfigDelta, EventEntry, StreamEntry, UnknownEntry
+from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
+from coordinator.stream._timestamps import Timestamp
+from machines import Event, TurnStart, is_provider_visible
+
+if TYPE_CHECKING:
+    from machines import JsonValue
+
+__all__ = ["ConversationStream", "ProviderView", "Turn"]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _entry_id(entry: StreamEntry) -> str | None:
+    return entry.event_id
+
+
+@attrs.frozen
+class Turn:
+    """A turn: ``entries`` is ``stream[start:stop]``, global entries included.
+
+    ``marked`` is false for the implicit leading turn of a file written before
+    turns were marked.
+    """
+
+    index: int
+    start: int
+    stop: int
+    marked: bool
+    entries: tuple[StreamEntry, ...] = attrs.field(repr=False)
+
+    @property
+    def events(self) -> Iterator[EventEntry]:
+        """The turn's conversation events, in order (global entries skipped)."""
+        return (entry for entry in self.entries if isinstance(entry, EventEntry))
+
+
+@attrs.frozen
+class ProviderView:
+    """Everything a model provider may be given: system parts and visible events."""
+
+    system_parts: tuple[str, ...]
+    events: tuple[EventEntry, ...]
+
+
+class ConversationStream(Sequence[StreamEntry]):
+    """The ordered entries of one conversation.
+
+    ``clock`` and ``new_id`` are injected so tests can fix time and ids; by
+    default time is UTC now and ids come from the OS RNG. ``revision`` grows
+    with every change, so a store can tell an unchanged stream without
+    serializing it.
+
+    Entries are values, and so are the dicts and lists inside them: the
+    stream keeps what it is given as it is (a payload's ``arguments``, a
+    loaded entry's text as read, to write it back unchanged), and nothing
+    changed inside an entry in place is seen by the stream, its revision or
+    a save. To change an entry, put a new one in its place (:meth:`replace`).
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[StreamEntry] = (),
+        *,
+        clock: Callable[[], datetime] | None = None,
+        new_id: Callable[[], str] | None = None,
+    ) -> None:
+        """Hold ``entries`` (their event ids must be unique)."""
+        self._clock = clock or _utc_now
+        self._new_id = new_id or new_event_id
+        self._entries: list[StreamEntry] = []
+        self._ids: set[str] = set()
+        # Where turns start, kept up to date so the current turn is found
+        # without scanning the whole stream on every append.
+        self._markers: list[int] = []
+        self._leading_events = False
+        self.revision = 0
+        self._set(list(entries))
+
+    @classmethod
+    def of_decoded(
+        cls,
+        entries: list[StreamEntry],
+        ids: set[str],
+        *,
+        clock: Callable[[], datetime] | None = None,
+        new_id: Callable[[], str] | None = None,
+    ) -> ConversationStream:
+        """A stream of ``entries`` as the codec decoded them, whose event ids are ``ids``.
+
+        For the codec (:func:`coordinator.wire.decode_stream`), which has made
+        every id unique as it read them: the entries are taken as they are,
+        without checking their ids again. Anyone else builds a stream with
+        the constructor.
+        """
+        stream = cls(clock=clock, new_id=new_id)
+        stream._entries = entries
+        stream._ids = ids
+        stream._index_turns()
+        return stream
+
+    # ------------------------------------------------------------ sequence
+
+    def __len__(self) -> int:
+        """The number of entries."""
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> StreamEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[StreamEntry]: ...
+    def __getitem__(self, index: int | slice) -> StreamEntry | Sequence[StreamEntry]:
+        """Entry ``index`` (or a tuple of entries for a slice)."""
+        if isinstance(index, slice):
+            return tuple(self._entries[index])
+        return self._entries[index]
+
+    def __iter__(self) -> Iterator[StreamEntry]:
+        """The entries in order."""
+        return iter(self._entries)
+
+    def __repr__(self) -> str:
+        """Size, not contents."""
+        return f"ConversationStream({len(self._entries)} entries)"
+
+    # ------------------------------------------------------------- writing
+
+    def now(self) -> Timestamp:
+        """The stream clock's current time, in JP's storage form."""
+        return Timestamp.from_datetime(self._clock())
+
+    def fresh_id(self) -> str:
+        """An event id used by no entry of this stream (and now reserved).
+
+        Raises ``ValueError`` when ``new_id`` keeps giving ids the stream
+        holds (a constant, say), rather than asking it for ever.
+        """
+        for _ in range(FRESH_ID_ATTEMPTS):
+            candidate = self._new_id()
+            if candidate not in self._ids:
+                self._ids.add(candidate)
+                return candidate
+        raise ValueError(repeated_ids(candidate))
+
+    def make_entry(
+        self,
+        payload: Event,
+        *,
+        timestamp: Timestamp | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+    ) -> EventEntry:
+        """Build an entry with a fresh id, without adding it (see :meth:`replace`)."""
+        return EventEntry(
+            event_id=self.fresh_id(),
+            timestamp=timestamp or self.now(),
+            payload=payload,
+            metadata=dict(metadata) if metadata else {},
+        )
+
+    def append(
+        self,
+        payload: Event,
+        *,
+        timestamp: Timestamp | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+    ) -> EventEntry:
+        """Append a conversation event stamped now, with a fresh id."""
+        entry = self.make_entry(payload, timestamp=timestamp, metadata=metadata)
+        if isinstance(payload, TurnStart):
+            self._markers.append(len(self._entries))
+        elif not self._markers:
+            self._leading_events = True
+        self._entries.append(entry)
+        self.revision += 1
+        return entry
+
+    def append_config_delta(self, delta: Mapping[str, JsonValue]) -> ConfigDelta:
+        """Append a configuration change (a global entry)."""
+        entry = ConfigDelta(event_id=self.fresh_id(), timestamp=self.now(), delta=dict(delta))
+        self._entries.append(entry)
+        self.revision += 1
+        return entry
+
+    def replace(self, entries: Iterable[StreamEntry]) -> None:
+        """Replace every entry at once (event ids must stay unique)."""
+        self._set(list(entries))
+        self.revision += 1
+
+    def _set(self, entries: list[StreamEntry]) -> None:
+        ids: set[str] = set()
+        # Entries of kinds this version does not know are kept verbatim, so an
+        # id they repeat among themselves is the writer's and must survive;
+        # an id of ours must be unique among all (a load would give it a new
+        # one otherwise, whichever of the two came first).
+        unknown: set[str] = set()
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, StreamEntry):
+                raise TypeError(
+                    f"entry {index} is a {type(entry).__name__}, not a stream entry"
+                    " (an EventEntry, a ConfigDelta, a Compaction or an UnknownEntry)"
+                )
+            event_id = _entry_id(entry)
+            if event_id is None:
+                continue
+            if isinstance(entry, UnknownEntry):
+                if event_id in ids and event_id not in unknown:
+                    raise ValueError(f"entry {index} repeats event id {event_id!r}")
+                unknown.add(event_id)
+            elif event_id in ids:
+                raise ValueError(f"entry {index} repeats event id {event_id!r}")
+            ids.add(event_id)
+        self._entries = entries
+        self._ids = ids
+        self._index_turns()
+
+    def _index_turns(self) -> None:
+        self._markers = []
+        self._leading_events = False
+        for index, entry in enumerate(self._entries):
+            if isinstance(entry, EventEntry):
+                if isinstance(entry.payload, TurnStart):
+                    self._markers.append(index)
+                elif not self._markers:
+                    self._leading_events = True
+
+    def _bounds(self) -> list[tuple[int, bool]]:
+        bounds = [(start, True) for start in self._markers]
+        if self._leading_events:
+            bounds.insert(0, (0, False))
+        return bounds
+
+    # ------------------------------------------------------------- reading
+
+    def turns(self) -> list[Turn]:
+        """The turns, in order; global entries stay inside the turn they sit in."""
+        bounds = self._bounds()
+        return [self._turn(number, bounds) for number in range(len(bounds))]
+
+    def current_turn(self) -> Turn | None:
+        """The last turn, where new events go; ``None`` before the first."""
+        bounds = self._bounds()
+        return self._turn(len(bounds) - 1, bounds) if bounds else None
+
+    def _turn(self, number: int, bounds: list[tuple[int, bool]]) -> Turn:
+        start, marked = bounds[number]
+        stop = bounds[number + 1][0] if number + 1 < len(bounds) else len(self._entries)
+        return Turn(number, start, stop, marked, tuple(self._entries[start:stop]))
+
+    def provider_view(self, system_parts: Iterable[str] = ()) -> ProviderView:
+        """What a provider may see: ``system_parts`` and the visible events.
+
+        This is the only way events leave the engine for a model provider.
+        """
+        events = tuple(
+            entry
+            for entry in self._entries
+            if isinstance(entry, EventEntry) and is_provider_visible(entry.payload)
+        )
+        return ProviderView(tuple(system_parts), events)
+
+    def unknown_entries(self) -> list[UnknownEntry]:
+        """Entries of kinds this build does not know (kept verbatim)."""
+        return [entry for entry in self._entries if isinstance(entry, UnknownEntry)]

@@ -1,0 +1,28 @@
+"""The wire: a stream as ``events.json`` holds it.
+
+The third layer, on the stream. One private ``cattrs`` converter over
+``orjson`` reads and writes every record; the base64 storage fields, JP's
+timestamps and RFD D24's ids are decoded and encoded here and nowhere else.
+:func:`decode_stream` turns a parsed ``events.json`` array into a
+:class:`~coordinator.stream.ConversationStream` (repairing ids as RFD D24
+says, and reporting the repairs); :func:`encode_stream` gives the array back.
+An entry read from a file is written back as it was read, so a real
+conversation re-saves unchanged.
+
+Rules:
+
+1. Every entry of a known kind is validated on load: a broken file is
+   refused naming the entry, never taken in to fail later.
+2. What cannot be written back as read (an integer beyond 64 bits, nesting
+   deeper than ``orjson`` writes) is refused at load, naming the entry.
+3. Unknown kinds and unknown fields of known kinds are kept verbatim.
+"""
+
+from coordinator.wire._stream_codec import (
+    EntryDecodeError,
+    IdRepairs,
+    decode_stream,
+    encode_stream,
+)
+
+__all__ = ["EntryDecodeError", "IdRepairs", "decode_stream", "encode_stream"]

@@ -1,0 +1,425 @@
+"""Reading and writing ``events.json`` entries.
+
+Reading validates every entry of a kind this build knows, so a broken file is
+refused at load with the entry's index, not later at some use. Payloads are
+built by their own validated constructors; the envelope around them (the
+entry and its timestamp) is checked here, field by field, and built by
+setting its slots (see :func:`coordinator.stream._entries.loaded_event_entry`). Event ids are
+made usable and unique as RFD D24 says: a missing, empty or non-string id gets
+a fresh one, and where ids repeat the earliest keeps its id and later ones get
+fresh ids (each logged as a warning). ``event_id`` is always the first key.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
+
+import attrs
+import orjson
+
+from coordinator.stream._entries import (
+    Compaction,
+    ConfigDelta,
+    EventEntry,
+    GlobalEntry,
+    StreamEntry,
+    UnknownEntry,
+    loaded_event_entry,
+)
+from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
+from coordinator.stream._gc import collector_paused
+from coordinator.stream._stream import ConversationStream
+from coordinator.stream._timestamps import Timestamp, read_timestamp
+from coordinator.wire._codec import STORED_READERS, WireError, unstructure_event
+from coordinator.wire._json_read import holds_wide_float, note_wide_floats
+from coordinator.wire._storage_fields import decode_object, encode_field, encode_leaves
+from machines import Event, RecordError
+from machines.validators import check_json, is_json
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from datetime import datetime
+
+__all__ = [
+    "DecodedEntries",
+    "EntryDecodeError",
+    "IdRepairs",
+    "decode_entries",
+    "decode_stream",
+    "encode_entries",
+    "encode_stream",
+]
+
+_LOG = logging.getLogger("coordinator.stream")
+
+#: Keys of the envelope every entry has, besides its payload.
+_ENVELOPE = frozenset({"event_id", "timestamp", "type", "metadata"})
+
+
+@attrs.frozen
+class IdRepairs:
+    """What loading did to event ids: how many were missing, how many repeated."""
+
+    assigned: int = 0
+    regenerated: int = 0
+
+    @property
+    def total(self) -> int:
+        """All ids that were given a fresh value."""
+        return self.assigned + self.regenerated
+
+
+class _EntryError(ValueError):
+    """A problem with one entry; the caller adds the file and the index."""
+
+
+class _IdConflict(Exception):  # noqa: N818 - a signal between two passes, never raised out
+    """An id seen late shows an earlier entry's id had to change: decode again, carefully."""
+
+
+#: Stands for an absent key in ``dict.get`` (``None`` is a value the wire can hold).
+_ABSENT: Any = object()
+
+
+def _timestamp(raw: dict[str, Any]) -> Timestamp:
+    text = raw.get("timestamp", _ABSENT)
+    if text is _ABSENT:
+        raise _EntryError("entry has no 'timestamp'")
+    try:
+        return read_timestamp(text)
+    except ValueError as error:
+        raise _EntryError(str(error)) from None
+
+
+def _event_reader(read_payload: Callable[[dict[str, Any]], Event]) -> _EntryReader:
+    """The reader of entries of one event kind, whose payloads ``read_payload`` reads."""
+
+    def read(raw: dict[str, Any], event_id: str) -> EventEntry:
+        payload = read_payload(raw)
+        metadata = raw.get("metadata", _ABSENT)
+        if metadata is _ABSENT or (type(metadata) is dict and not metadata):
+            metadata = {}
+        elif type(metadata) is not dict:
+            raise _EntryError("'metadata' must be an object")
+        else:
+            if not is_json(metadata):
+                check_json("EventEntry.metadata", metadata)  # raises, in the validator's words
+            metadata = decode_object(metadata)
+        timestamp = _timestamp(raw)
+        # Every fact EventEntry's validators check holds here: event_id is a
+        # non-empty string (see _decode_entries and _fresh), the payload and
+        # the timestamp were built and checked by their own readers, and
+        # metadata is a JSON object (decoding keeps it one: it only replaces
+        # strings).
+        return loaded_event_entry(event_id, timestamp, payload, metadata, _stored(raw, event_id))
+
+    return read
+
+
+def _config_delta(raw: dict[str, Any], event_id: str) -> ConfigDelta:
+    if "delta" in raw:
+        delta = raw["delta"]
+        if type(delta) is not dict:
+            raise _EntryError("'delta' must be an object")
+        flattened = False
+    else:
+        # The oldest files flatten the configuration into the entry itself.
+        delta = {key: value for key, value in raw.items() if key not in _ENVELOPE}
+        flattened = True
+    return ConfigDelta(
+        event_id=event_id, timestamp=_timestamp(raw), delta=delta, flattened=flattened
+    )
+
+
+def _compaction(raw: dict[str, Any], event_id: str) -> Compaction:
+    for key in ("from_turn", "to_turn"):
+        if key not in raw:
+            raise _EntryError(f"compaction has no {key!r}")
+    return Compaction(
+        event_id=event_id,
+        timestamp=_timestamp(raw),
+        from_turn=raw["from_turn"],
+        to_turn=raw["to_turn"],
+        summary=raw.get("summary"),
+        reasoning=raw.get("reasoning"),
+        tool_calls=raw.get("tool_calls"),
+    )
+
+
+def _global_reader(read: Callable[[dict[str, Any], str], GlobalEntry]) -> _EntryReader:
+    """The reader of a global entry kind, remembering the loaded form as events do."""
+
+    def read_entry(raw: dict[str, Any], event_id: str) -> GlobalEntry:
+        entry = read(raw, event_id)
+        object.__setattr__(entry, "_stored", _stored(raw, event_id))
+        _note_wide_floats(raw)
+        return entry
+
+    return read_entry
+
+
+def _stored(raw: dict[str, Any], event_id: str) -> dict[str, Any]:
+    """The loaded form ``raw`` as its entry will be written: its id first."""
+    for first, value in raw.items():  # only the first key: is it the id, unchanged?
+        if first == "event_id" and value == event_id:
+            return raw
+        break
+    # The id goes first; an unusable or repeated one it replaces keeps no place of its own.
+    stored = {"event_id": event_id, **raw}
+    stored["event_id"] = event_id
+    return stored
+
+
+_EntryReader: TypeAlias = Callable[[dict[str, Any], str], StreamEntry]
+
+#: The reader of each entry kind this build knows, by its wire ``type``.
+_READERS: Final[Mapping[str, _EntryReader]] = {
+    **{kind: _event_reader(read) for kind, read in STORED_READERS.items()},
+    "config_delta": _global_reader(_config_delta),
+    "compaction": _global_reader(_compaction),
+}
+
+
+def _ids_in_file(raw_entries: Sequence[Any]) -> tuple[set[str], set[str]]:
+    """Every usable id in the file, and those of entries of unknown kinds (one pass)."""
+    reserved: set[str] = set()
+    # Ids of unknown entries cannot be changed (they are kept verbatim), so a
+    # known entry that shares one gets a fresh id even when it comes first.
+    verbatim: set[str] = set()
+    for raw in raw_entries:
+        if type(raw) is dict:
+            event_id = raw.get("event_id")
+            if type(event_id) is str and event_id:
+                reserved.add(event_id)
+                if type(kind := raw.get("type")) is str and kind not in _READERS:
+                    verbatim.add(event_id)
+    return reserved, verbatim
+
+
+@attrs.frozen
+class DecodedEntries:
+    """A decoded stream: its entries, what loading did to ids, and every id it holds."""
+
+    entries: list[StreamEntry]
+    repairs: IdRepairs
+    ids: set[str]
+
+
+def decode_entries(
+    raw_entries: Sequence[Any],
+    *,
+    new_id: Callable[[], str],
+    origin: str = "<stream>",
+) -> DecodedEntries:
+    """Decode the parsed ``events.json`` array into entries.
+
+    Raises :class:`EntryDecodeError` naming the first entry that cannot be
+    read. The warnings about repaired ids are logged once every entry has
+    been read, in stream order: a file that cannot be read logs none.
+    """
+    with collector_paused():  # a bulk pass that makes no cycles (see coordinator.stream._gc)
+        try:
+            # Most files need no look ahead: their ids are unique, or missing
+            # altogether (JP's own files have none).
+            decoded, warnings = _decode_entries(raw_entries, new_id=new_id, ahead=None)
+        except _IdConflict:
+            ahead = _ids_in_file(raw_entries)
+            decoded, warnings = _decode_entries(raw_entries, new_id=new_id, ahead=ahead)
+    for message, *args in warnings:
+        _LOG.warning(message, origin, *args)
+    return decoded
+
+
+def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an id in it
+    raw_entries: Sequence[Any],
+    *,
+    new_id: Callable[[], str],
+    ahead: tuple[set[str], set[str]] | None,
+) -> tuple[DecodedEntries, list[tuple[Any, ...]]]:
+    """One pass over the entries; ``ahead`` is every id in the file, and those kept verbatim.
+
+    Without ``ahead``, ids are checked only against the entries before: a
+    fresh id that a later entry turns out to carry, or a later unknown entry
+    sharing an earlier known entry's id, raises :class:`_IdConflict`, and the
+    caller decodes again with ``ahead``. Either way the result is the same:
+    the earliest holder of an id keeps it, unless an unknown entry (kept
+    verbatim) holds it too, and a fresh id is used nowhere in the file.
+    """
+    # Without ``ahead``, ``reserved`` holds exactly the fresh ids given so far.
+    reserved, verbatim = ahead if ahead is not None else (set(), set())
+    seen: set[str] = set()
+    entries: list[StreamEntry] = []
+    warnings: list[tuple[Any, ...]] = []
+    assigned = regenerated = 0
+    append = entries.append
+    for index, raw in enumerate(raw_entries):
+        if type(raw) is not dict:
+            raise EntryDecodeError(index, f"entry is not an object but {_kind_name(raw)}")
+        kind = raw.get("type")
+        if type(kind) is not str:
+            raise EntryDecodeError(index, "entry has no string 'type'")
+        event_id = raw.get("event_id")
+        if type(event_id) is not str or not event_id:
+            event_id = None
+        reader = _READERS.get(kind)
+        if reader is None:
+            # Kept verbatim, so its id cannot be changed even when it repeats.
+            if event_id is not None:
+                if event_id in seen:
+                    if ahead is None and (event_id in reserved or event_id not in verbatim):
+                        raise _IdConflict  # an earlier entry has to give this id up
+                    warnings.append(
+                        (
+                            "%s: entry %d (%s) repeats event id %r; kept as is (unknown kind)",
+                            index,
+                            kind,
+                            event_id,
+                        )
+                    )
+                seen.add(event_id)
+                verbatim.add(event_id)
+            append(UnknownEntry(raw))
+            _note_wide_floats(raw)
+            continue
+        if event_id is None:
+            event_id = _fresh(new_id, reserved, seen)
+            assigned += 1
+        elif event_id in seen or event_id in verbatim:
+            if ahead is None and event_id in reserved:
+                raise _IdConflict  # a fresh id given earlier is this entry's own
+            repeated, event_id = event_id, _fresh(new_id, reserved, seen)
+            warnings.append(
+                ("%s: entry %d repeats event id %r; regenerated as %r", index, repeated, event_id)
+            )
+            regenerated += 1
+        seen.add(event_id)
+        try:
+            append(reader(raw, event_id))
+        except (_EntryError, WireError, RecordError) as error:
+            raise EntryDecodeError(index, f"{kind}: {error}") from None
+    repairs = IdRepairs(assigned=assigned, regenerated=regenerated)
+    return DecodedEntries(entries, repairs, seen), warnings
+
+
+def _fresh(new_id: Callable[[], str], reserved: set[str], seen: set[str]) -> str:
+    for _ in range(FRESH_ID_ATTEMPTS):
+        candidate = new_id()
+        if type(candidate) is not str or not candidate:
+            raise TypeError(f"new_id must return a non-empty string, not {candidate!r}")
+        if candidate not in reserved and candidate not in seen:
+            reserved.add(candidate)
+            return candidate
+    raise ValueError(repeated_ids(candidate))
+
+
+def _note_wide_floats(raw: dict[str, Any]) -> None:
+    """Note a float beyond 64 bits anywhere in a global or unknown entry.
+
+    These entries are few, and are written back as they were read, every key
+    of them: they are walked whole (see coordinator.wire._json_read).
+    """
+    if holds_wide_float(raw):
+        note_wide_floats()
+
+
+def _kind_name(value: object) -> str:
+    names = {list: "an array", str: "a string", int: "a number", float: "a number"}
+    names |= {bool: "a boolean", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+class EntryDecodeError(ValueError):
+    """Entry ``index`` of a stream cannot be read; ``problem`` says why."""
+
+    def __init__(self, index: int, problem: str) -> None:
+        """Remember where and what."""
+        self.index = index
+        self.problem = problem
+        super().__init__(f"entry {index}: {problem}")
+
+
+def encode_entry(entry: StreamEntry) -> dict[str, Any]:
+    """The on-disk object for ``entry``."""
+    if isinstance(entry, UnknownEntry):
+        return dict(entry.raw)
+    if entry._stored is not None:
+        return entry._stored
+    if isinstance(entry, EventEntry):
+        return _encode_event(entry)
+    if isinstance(entry, ConfigDelta):
+        head = {"event_id": entry.event_id, "type": "config_delta"}
+        head["timestamp"] = entry.timestamp.text
+        return head | (dict(entry.delta) if entry.flattened else {"delta": entry.delta})
+    out: dict[str, Any] = {"event_id": entry.event_id, "type": "compaction"}
+    out |= {"timestamp": entry.timestamp.text}
+    out |= {"from_turn": entry.from_turn, "to_turn": entry.to_turn}
+    optional = {"summary": entry.summary, "reasoning": entry.reasoning}
+    optional["tool_calls"] = entry.tool_calls
+    return out | {key: value for key, value in optional.items() if value is not None}
+
+
+def _encode_event(entry: EventEntry) -> dict[str, Any]:
+    payload = unstructure_event(entry.payload)
+    kind = entry.kind
+    if kind == "tool_call_request":
+        payload["arguments"] = encode_leaves(payload["arguments"])
+    elif kind == "tool_call_response":
+        payload["content"] = encode_field(payload["content"])
+    out: dict[str, Any] = {
+        "event_id": entry.event_id,
+        "timestamp": entry.timestamp.text,
+        "type": kind,
+    }
+    out.update(payload)
+    if entry.metadata:
+        out["metadata"] = encode_leaves(entry.metadata)
+    return out
+
+
+def encode_entries(entries: Iterable[StreamEntry]) -> list[dict[str, Any]]:
+    """The on-disk array for ``entries``."""
+    # Most entries of a long stream were loaded and are written as they were
+    # read: those are taken here, without a call each.
+    return [
+        stored
+        if type(entry) is EventEntry and (stored := entry._stored) is not None
+        else encode_entry(entry)
+        for entry in entries
+    ]
+
+
+def decode_stream(
+    raw_entries: Sequence[Any],
+    *,
+    origin: str = "<stream>",
+    clock: Callable[[], datetime] | None = None,
+    new_id: Callable[[], str] | None = None,
+) -> tuple[ConversationStream, IdRepairs]:
+    """Decode a parsed ``events.json`` array into a stream; report the ids it had to repair.
+
+    Raises :class:`EntryDecodeError` for an entry it cannot read. The stream
+    keeps ``raw_entries``' values, to write them back as they were read:
+    change none of them afterwards.
+    """
+    new_id = new_id or new_event_id
+    decoded = decode_entries(raw_entries, new_id=new_id, origin=origin)
+    stream = ConversationStream.of_decoded(
+        decoded.entries, decoded.ids, clock=clock, new_id=new_id
+    )
+    return stream, decoded.repairs
+
+
+def encode_stream(stream: ConversationStream) -> list[dict[str, Any]]:
+    """The on-disk array of ``stream``: a copy, which the caller may change freely.
+
+    (The store writes the entries without copying them, through
+    :func:`encode_entries`.)
+    """
+    wire = encode_entries(stream)
+    try:
+        return cast("list[dict[str, Any]]", orjson.loads(orjson.dumps(wire)))
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes
+        return copy.deepcopy(wire)
