@@ -61,7 +61,8 @@ def test_rendering_ignores_any_model_state() -> None:
 def test_a_stale_file_is_named_and_regenerated(tmp_path: Path) -> None:
     """Editing a generated file by hand makes the check name it; regenerating fixes it."""
     shutil.copytree(PROJECT / "diagrams", tmp_path / "diagrams")
-    shutil.copy(PROJECT / "README.md", tmp_path / "README.md")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(PROJECT / "docs" / "machines.md", tmp_path / "docs" / "machines.md")
     edited = tmp_path / "diagrams" / "inquiry.mmd"
     edited.write_text(edited.read_text().replace("routed", "sent"))
     (tmp_path / "diagrams" / "tool_call.dot").unlink()
@@ -70,13 +71,15 @@ def test_a_stale_file_is_named_and_regenerated(tmp_path: Path) -> None:
     assert stale_files(tmp_path) == []
 
 
-def test_the_readme_section_is_generated_from_the_inquiry_table(tmp_path: Path) -> None:
-    """The README holds the inquiry machine's Mermaid diagram and table between its markers."""
-    readme = (PROJECT / "README.md").read_text()
-    assert "```mermaid\n" + render_mermaid(INQUIRY_MACHINE) + "```" in readme
-    assert render_markdown_table(INQUIRY_MACHINE) in readme
-    (tmp_path / "README.md").write_text("# no markers\n")
-    with pytest.raises(ValueError, match="has no '<!-- BEGIN GENERATED"):
+def test_the_machines_page_is_generated_from_the_tables(tmp_path: Path) -> None:
+    """docs/machines.md holds each machine's table, and the inquiry machine's diagram."""
+    page = (PROJECT / "docs" / "machines.md").read_text()
+    assert "```mermaid\n" + render_mermaid(INQUIRY_MACHINE) + "```" in page
+    for machine in MACHINES:
+        assert render_markdown_table(machine) in page
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "machines.md").write_text("# no markers\n")
+    with pytest.raises(ValueError, match=r"docs/machines\.md has no .<!-- BEGIN GENERATED"):
         stale_files(tmp_path)
 
 
@@ -85,7 +88,8 @@ def test_diagram_check_command_exits_1_naming_the_stale_file(
 ) -> None:
     """`inquiry diagram --check` names a stale file and exits 1; `inquiry diagram` fixes it."""
     shutil.copytree(PROJECT / "diagrams", tmp_path / "diagrams")
-    shutil.copy(PROJECT / "README.md", tmp_path / "README.md")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(PROJECT / "docs" / "machines.md", tmp_path / "docs" / "machines.md")
     assert main(["diagram", "--check", "--root", str(tmp_path)]) == 0
     (tmp_path / "diagrams" / "inquiry.dot").write_text("digraph stale {}\n")
     capsys.readouterr()

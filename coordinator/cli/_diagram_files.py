@@ -1,4 +1,4 @@
-"""The generated files: ``diagrams/`` and the README's machine section.
+"""The generated files: ``diagrams/`` and the machines' section of ``docs/machines.md``.
 
 Everything here is rendered from the machines' tables (``machines.MACHINES``);
 nothing is edited by hand. ``inquiry diagram`` writes what is stale;
@@ -16,15 +16,24 @@ from machines import INQUIRY_MACHINE, MACHINES, render_dot, render_markdown_tabl
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["README_BEGIN", "README_END", "expected_files", "stale_files", "write_files"]
+__all__ = [
+    "MACHINES_PAGE",
+    "SECTION_BEGIN",
+    "SECTION_END",
+    "expected_files",
+    "stale_files",
+    "write_files",
+]
 
-README_BEGIN = "<!-- BEGIN GENERATED: machines (regenerate with `inquiry diagram`) -->"
-README_END = "<!-- END GENERATED: machines -->"
+#: The page that holds the machines' generated section, relative to the project.
+MACHINES_PAGE = "docs/machines.md"
+SECTION_BEGIN = "<!-- BEGIN GENERATED: machines (regenerate with `inquiry diagram`) -->"
+SECTION_END = "<!-- END GENERATED: machines -->"
 
 
-def _readme_section() -> str:
+def _section() -> str:
     parts = [
-        README_BEGIN,
+        SECTION_BEGIN,
         "",
         "```mermaid",
         render_mermaid(INQUIRY_MACHINE).rstrip("\n"),
@@ -43,16 +52,16 @@ def _readme_section() -> str:
             "",
             "</details>",
         ]
-    parts += ["", README_END]
+    parts += ["", SECTION_END]
     return "\n".join(parts)
 
 
-def _readme(current: str) -> str:
-    start = current.find(README_BEGIN)
-    end = current.find(README_END)
+def _page(current: str) -> str:
+    start = current.find(SECTION_BEGIN)
+    end = current.find(SECTION_END)
     if start == -1 or end == -1 or end < start:
-        raise ValueError(f"README.md has no '{README_BEGIN}' ... '{README_END}' section")
-    return current[:start] + _readme_section() + current[end + len(README_END) :]
+        raise ValueError(f"{MACHINES_PAGE} has no '{SECTION_BEGIN}' ... '{SECTION_END}' section")
+    return current[:start] + _section() + current[end + len(SECTION_END) :]
 
 
 def expected_files(root: Path) -> dict[Path, str]:
@@ -61,8 +70,8 @@ def expected_files(root: Path) -> dict[Path, str]:
     for machine in MACHINES:
         files[root / "diagrams" / f"{machine.name}.mmd"] = render_mermaid(machine)
         files[root / "diagrams" / f"{machine.name}.dot"] = render_dot(machine)
-    readme = root / "README.md"
-    files[readme] = _readme(readme.read_text(encoding="utf-8"))
+    page = root / MACHINES_PAGE
+    files[page] = _page(page.read_text(encoding="utf-8"))
     return files
 
 

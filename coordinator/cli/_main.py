@@ -7,7 +7,7 @@
   (atomically, and only when something changed) unless ``--dry-run``.
 - ``inquiry export PATH [--output FILE]``: the conversation as Markdown.
 - ``inquiry diagram [--check] [--root DIR]``: regenerate ``diagrams/`` and the
-  README's machine section from the machines' tables; with ``--check`` only
+  generated section of ``docs/machines.md`` from the machines' tables; with ``--check`` only
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
 - ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
@@ -318,9 +318,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.set_defaults(handler=_export)
 
-    diagram = commands.add_parser(
-        "diagram", help="regenerate diagrams/ and the README's machine section"
-    )
+    diagram = commands.add_parser("diagram", help="regenerate diagrams/ and docs/machines.md")
     diagram.add_argument("--check", action="store_true", help="only report stale files (exit 1)")
     diagram.add_argument("--root", default=".", help="the project directory (default: here)")
     diagram.set_defaults(handler=_diagram)
