@@ -25,7 +25,7 @@ from reader_streams import (
 )
 
 from coordinator import Conversation, export_markdown, load_conversation, save_conversation
-from coordinator.cli._export import describe_inquiry_response
+from coordinator.cli._export import REASON_SHOWN, describe_inquiry_response
 from coordinator.wire._codec import unstructure_event
 from machines import (
     Answered,
@@ -306,16 +306,27 @@ def test_real_conversations_export(path: Path) -> None:
     assert [line for line in lines if line.startswith("Answer: ")] == expected
 
 
-def test_a_secret_questions_cancellation_for_an_unknown_reason_hides_the_reason() -> None:
-    """An unknown reason is free text, which may hold the secret; a known one is shown."""
+def test_an_unknown_reason_shows_its_tag_also_for_a_secret_question() -> None:
+    """RFD 082: an unknown reason is displayed as its tag; a reason is not an answer."""
     stream = make_stream(
         turn(),
         chat(),
         _SECRET_ASKED,
-        Cancelled(id="c1.token", reason=parse_cancellation_reason("hunter2-reason")),
-        Cancelled(id="c1.token", reason=CancellationReason.USER),
+        Cancelled(id="c1.token", reason=parse_cancellation_reason("some_future_variant")),
     )
     text = export_markdown(stream)
-    assert "hunter2" not in text
-    assert "### Response (`c1.token`)\n\nCancelled (<redacted>)" in text
-    assert "### Response (`c1.token`)\n\nCancelled (user)" in text
+    assert "### Response (`c1.token`)\n\nCancelled (some_future_variant)\n\n" in text
+    assert "<redacted>" not in text
+
+
+def test_a_long_unknown_reason_is_cut_and_escaped() -> None:
+    """Free text in a reason is shown up to REASON_SHOWN characters, with nothing raw."""
+    tag = "\x1b]52;c;" + "x" * 200
+    stream = make_stream(
+        turn(), chat(), ask("q"), Cancelled(id="q", reason=parse_cancellation_reason(tag))
+    )
+    line = next(
+        line for line in export_markdown(stream).split("\n") if line.startswith("Cancelled")
+    )
+    kept = tag[:REASON_SHOWN].replace("\x1b", "\\x1b")
+    assert line == f"Cancelled ({kept}\u2026)"
