@@ -13,6 +13,7 @@ from reader_streams import (
     answer,
     ask,
     call,
+    cancel,
     chat,
     compaction,
     config,
@@ -43,6 +44,14 @@ from machines import (
     Redacted,
     SelectOption,
     parse_cancellation_reason,
+)
+from machines.wording import (
+    INPUT_CANCELLED,
+    INTERRUPTED,
+    SKIPPED_BY_CONFIGURATION,
+    SKIPPED_BY_USER,
+    SKIPPED_REMEMBERED,
+    skipped_with_reason,
 )
 
 if TYPE_CHECKING:
@@ -330,3 +339,68 @@ def test_a_long_unknown_reason_is_cut_and_escaped() -> None:
     )
     kept = tag[:REASON_SHOWN].replace("\x1b", "\\x1b")
     assert line == f"Cancelled ({kept}\u2026)"
+
+
+@pytest.mark.parametrize(
+    ("content", "note"),
+    [
+        (SKIPPED_BY_USER, "Permission refused by the person: the tool did not run."),
+        (SKIPPED_REMEMBERED, "Permission refused by the person's `N` earlier in this turn"),
+        (skipped_with_reason("too risky"), "Permission refused by the person, who said why"),
+        (SKIPPED_BY_CONFIGURATION, "Permission refused by the configuration (run mode `skip`)"),
+        (INPUT_CANCELLED, "The person cancelled a question the tool asked"),
+        (INTERRUPTED, "The call was interrupted: the tool did not finish."),
+    ],
+    ids=["n", "N", "r", "skip", "cancelled", "interrupted"],
+)
+def test_a_tool_call_that_did_not_run_says_who_refused_it(content: str, note: str) -> None:
+    """A skipped tool call's response, in JP's wording, gets a note naming the decision."""
+    text = export_markdown(make_stream(turn(), chat(), call("t"), result("t", content)))
+    assert f"### Tool result (`t`)\n\n_{note}" in text
+    assert f"```text\n{content}\n```" in text  # the content itself is still shown
+
+
+def test_a_tool_call_that_ran_gets_no_permission_note() -> None:
+    """Who permitted a call that ran is not recorded, and nothing is claimed."""
+    text = export_markdown(make_stream(turn(), chat(), call("t"), result("t", "Tool skipped")))
+    assert "Permission" not in text
+    assert "### Tool result (`t`)\n\n```text\nTool skipped\n```" in text
+
+
+@pytest.mark.parametrize(
+    ("response", "note"),
+    [
+        (Redacted(id="q"), "_Answered by the person at the terminal or by the configuration"),
+        (cancel("q", CancellationReason.USER), "_Closed without an answer: the person cancelled"),
+        (cancel("q", CancellationReason.BACKEND_ERROR), "(the terminal prompter or the model)"),
+        (cancel("q", CancellationReason.NO_PROMPT_BACKEND), "and no terminal was there._"),
+        (
+            cancel("q", CancellationReason.ASSISTANT_ROUTING_DENIED),
+            "the configuration sent it to the assistant._",
+        ),
+        (cancel("q", CancellationReason.INVALID_STATIC_ANSWER), "configuration gives it does not"),
+        (
+            cancel("q", CancellationReason.ATTEMPTS_EXHAUSTED),
+            "more often than one tool call may._",
+        ),
+        (
+            Cancelled(id="q", reason=parse_cancellation_reason("later")),
+            "_Closed without an answer, for a reason this build does not know._",
+        ),
+    ],
+    ids=lambda value: getattr(getattr(value, "reason", None), "value", type(value).__name__),
+)
+def test_each_response_says_who_ended_the_question_where_the_stream_records_it(
+    response: InquiryResponse, note: str
+) -> None:
+    """Redacted and every cancellation reason get a note; an answer's giver is not recorded."""
+    asked = ask("q", AnswerType.secret() if isinstance(response, Redacted) else None)
+    text = export_markdown(make_stream(turn(), chat(), asked, response))
+    section = text.split("### Response (`q`)\n\n", 1)[1]
+    assert note in section.split("\n\n")[1]
+
+
+def test_an_answer_gets_no_note_on_who_gave_it() -> None:
+    """The format does not record who answered: nothing is claimed."""
+    text = export_markdown(make_stream(turn(), chat(), ask("q"), answer("q", value=True)))
+    assert text.endswith("### Response (`q`)\n\nAnswer: true\n")
