@@ -75,12 +75,19 @@ def shown_path(path: Path | str) -> str:
 
 # Everything the module docstring lists but line endings, which depend on the
 # call. \x09 (tab) and \x0a (LF) are left out of the first range on purpose.
+_UNSAFE_ASCII = "\x00-\x08\x0b-\x1f\x7f"
 _UNSAFE = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e"
+    f"{_UNSAFE_ASCII}\x80-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e"
     "\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
 )
-_UNSAFE_IN_LINE = re.compile(f"[\n\r{_UNSAFE}]")
-_UNSAFE_IN_TEXT = re.compile(f"[{_UNSAFE}]")  # after CR and CRLF became LF
+# By (whether line breaks are kept, whether the text is ASCII): most text is
+# ASCII, and its class of eight characters is scanned in half the time.
+_PATTERNS = {
+    (False, False): re.compile(f"[\n\r{_UNSAFE}]"),
+    (False, True): re.compile(f"[\n\r{_UNSAFE_ASCII}]"),
+    (True, False): re.compile(f"[{_UNSAFE}]"),  # after CR and CRLF became LF
+    (True, True): re.compile(f"[{_UNSAFE_ASCII}]"),
+}
 _LINE_ENDINGS = re.compile(r"\r\n?")
 _NAMED = {"\n": r"\n", "\r": r"\r"}
 _LATIN_1 = 0xFF  # Python spells up to here `\xNN`
@@ -115,9 +122,7 @@ def shown_text(
     (``\n``, ``\r``). ``spelling`` is ``"json"`` for text that is JSON already
     (``orjson`` escapes C0 controls itself but writes the others as they are).
     """
-    if lines:
+    if lines and "\r" in text:
         text = _LINE_ENDINGS.sub("\n", text)
-        pattern = _UNSAFE_IN_TEXT
-    else:
-        pattern = _UNSAFE_IN_LINE
+    pattern = _PATTERNS[lines, text.isascii()]
     return pattern.sub(_python_escape if spelling == "python" else _json_escape, text)

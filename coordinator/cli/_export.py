@@ -682,8 +682,13 @@ def _masked_answers(stream: ConversationStream) -> dict[int, str]:
         and isinstance(entry.payload, InquiryRequest)
         and entry.payload.question.answer_type.is_secret
     }
-    if not secret_ids:
-        return {}
+    if not any(
+        isinstance(entry, EventEntry)
+        and isinstance(entry.payload, Answered)
+        and entry.payload.id in secret_ids
+        for entry in stream
+    ):
+        return {}  # no answer carries a secret question's id: nothing to pair (most files)
     inquiries = pair_events(stream).inquiries
     masked: dict[int, str] = {}
     for pair in inquiries.pairs:
