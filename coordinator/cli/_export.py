@@ -111,6 +111,7 @@ from machines.wording import (
     SKIPPED_BY_CONFIGURATION,
     SKIPPED_BY_USER,
     SKIPPED_REMEMBERED,
+    skipped_with_reason,
 )
 
 if TYPE_CHECKING:
@@ -564,7 +565,7 @@ _CALL_ENDS = {
     INPUT_CANCELLED: "The person cancelled a question the tool asked: the tool did not finish.",
     INTERRUPTED: "The call was interrupted: the tool did not finish.",
 }
-_SKIPPED_WITH_REASON = "Tool skipped by user: "  # machines.wording.skipped_with_reason
+_SKIPPED_WITH_REASON = skipped_with_reason("")  # its wording, before the reason
 
 
 def _call_end(response: ToolCallResponse) -> str | None:
