@@ -44,14 +44,7 @@ from machines import (
     Redacted,
     SelectOption,
     parse_cancellation_reason,
-)
-from machines.wording import (
-    INPUT_CANCELLED,
-    INTERRUPTED,
-    SKIPPED_BY_CONFIGURATION,
-    SKIPPED_BY_USER,
-    SKIPPED_REMEMBERED,
-    skipped_with_reason,
+    wording,
 )
 
 if TYPE_CHECKING:
@@ -344,12 +337,12 @@ def test_a_long_unknown_reason_is_cut_and_escaped() -> None:
 @pytest.mark.parametrize(
     ("content", "note"),
     [
-        (SKIPPED_BY_USER, "Permission refused by the person: the tool did not run."),
-        (SKIPPED_REMEMBERED, "Permission refused by the person's `N` earlier in this turn"),
-        (skipped_with_reason("too risky"), "Permission refused by the person, who said why"),
-        (SKIPPED_BY_CONFIGURATION, "Permission refused by the configuration (run mode `skip`)"),
-        (INPUT_CANCELLED, "The person cancelled a question the tool asked"),
-        (INTERRUPTED, "The call was interrupted: the tool did not finish."),
+        (wording.SKIPPED_BY_USER, "Permission refused by the person: the tool did not run."),
+        (wording.SKIPPED_REMEMBERED, "Permission refused by the person's `N` earlier in this"),
+        (wording.skipped_with_reason("too risky"), "Permission refused by the person, who said"),
+        (wording.SKIPPED_BY_CONFIGURATION, "Permission refused by the configuration (run mode"),
+        (wording.INPUT_CANCELLED, "The person cancelled a question the tool asked"),
+        (wording.INTERRUPTED, "The call was interrupted: the tool did not finish."),
     ],
     ids=["n", "N", "r", "skip", "cancelled", "interrupted"],
 )
