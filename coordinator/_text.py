@@ -1,21 +1,61 @@
-"""How text from outside the program is shown: the shell's vocabulary for output.
+r"""How text from outside the program is shown: the shell's vocabulary for output.
 
 Not a layer: every layer may use it, and it imports nothing of the shell (an
 import contract holds it to that). What is here is the one place each rule
 lives:
 
 - :func:`shown_path`: a file name as text any output can carry.
+- :func:`shown_text`: text from a file, a tool, a model or a server as text a
+  terminal only displays.
+
+Theory of operation for :func:`shown_text`: a terminal acts on some
+characters instead of showing them, and a reader is misled by others. Each
+such character is replaced by the escape that spells it, so it stays visible
+as what it is and nothing reaches the terminal raw:
+
+- C0 controls (but tab), DEL and the C1 controls. That takes every escape
+  sequence with it: CSI, OSC (a title, the clipboard by OSC 52, a link), DCS,
+  APC, PM and SOS are introduced by ESC (a C0 control) or by their own C1
+  control, and with the introducer escaped the rest of a sequence is plain
+  text (``\x1b]52;c;...`` reads as those characters and sets nothing). BEL
+  and the string terminator go the same way.
+- Line endings, in a single line: LF and CR read ``\n`` and ``\r``. A bare CR
+  would return the cursor and let the rest overwrite what came before. Where
+  line breaks are kept (``lines=True``), CR and CRLF become LF, which a
+  terminal shows as the same break.
+- What reorders or hides text: the bidi marks, embeddings, overrides and
+  isolates (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), the
+  line and paragraph separators (U+2028, U+2029), and the invisible
+  characters a text can hide words with (soft hyphen, U+180E, zero-width
+  space, word joiner and invisible operators U+2060 to U+2064, the
+  deprecated format characters U+206A to U+206F, the BOM, the interlinear
+  annotation characters U+FFF9 to U+FFFB, the tag characters U+E0000 to
+  U+E007F). A tool could otherwise make what is on screen differ from what
+  it sent (``Delete \u202essalg/`` shows as ``Delete /glass``).
+- Lone surrogates (a file name's undecodable bytes, say), which no UTF-8
+  output can carry at all.
+
+Tab stays (it moves nothing but the cursor along its line), and so do the
+zero-width joiners emoji and some scripts need (U+200C, U+200D): they move
+nothing.
+
+The spelling is Python's (``\x1b``, ``\u202e``, ``\U000e0041``; ``\n`` and
+``\r`` by name), or JSON's (``\u001b``, surrogate pairs above U+FFFF) for
+text that is JSON already, so a JSON document stays JSON. A backslash already
+in the text is not doubled: the rendering is for reading, and the file holds
+the exact value.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["shown_path"]
+__all__ = ["shown_path", "shown_text"]
 
 
 def shown_path(path: Path | str) -> str:
@@ -31,3 +71,58 @@ def shown_path(path: Path | str) -> str:
     except UnicodeEncodeError:  # a surrogate no file name decodes to: not from the OS
         raw = os.fspath(path).encode("utf-8", "surrogatepass")
     return raw.decode("utf-8", "replace")
+
+
+# Everything the module docstring lists but line endings, which depend on the
+# call. \x09 (tab) and \x0a (LF) are left out of the first range on purpose.
+_UNSAFE_ASCII = "\x00-\x08\x0b-\x1f\x7f"
+_UNSAFE = (
+    f"{_UNSAFE_ASCII}\x80-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
+)
+# By (whether line breaks are kept, whether the text is ASCII): most text is
+# ASCII, and its class of eight characters is scanned in half the time.
+_PATTERNS = {
+    (False, False): re.compile(f"[\n\r{_UNSAFE}]"),
+    (False, True): re.compile(f"[\n\r{_UNSAFE_ASCII}]"),
+    (True, False): re.compile(f"[{_UNSAFE}]"),  # after CR and CRLF became LF
+    (True, True): re.compile(f"[{_UNSAFE_ASCII}]"),
+}
+_LINE_ENDINGS = re.compile(r"\r\n?")
+_NAMED = {"\n": r"\n", "\r": r"\r"}
+_LATIN_1 = 0xFF  # Python spells up to here `\xNN`
+_BMP = 0xFFFF  # and up to here `\uNNNN`; JSON spells what is above as a surrogate pair
+
+
+def _python_escape(match: re.Match[str]) -> str:
+    char = match[0]
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    if code <= _LATIN_1:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= _BMP else f"\\U{code:08x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    if code <= _BMP:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
+
+
+def shown_text(
+    text: str, *, lines: bool = False, spelling: Literal["python", "json"] = "python"
+) -> str:
+    r"""``text`` as a terminal can only display it: every character it acts on escaped.
+
+    The module docstring lists what is escaped and why. With ``lines`` line
+    breaks are kept (CR and CRLF as LF); without, the text stays on one line
+    (``\n``, ``\r``). ``spelling`` is ``"json"`` for text that is JSON already
+    (``orjson`` escapes C0 controls itself but writes the others as they are).
+    """
+    if lines and "\r" in text:
+        text = _LINE_ENDINGS.sub("\n", text)
+    pattern = _PATTERNS[lines, text.isascii()]
+    return pattern.sub(_python_escape if spelling == "python" else _json_escape, text)

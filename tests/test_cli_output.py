@@ -158,7 +158,7 @@ def test_check_prints_an_unknown_kind_with_line_breaks_or_escapes_on_one_line(
     out = io.StringIO()
     assert main(["check", str(directory)], out=out) == 0
     (line,) = [line for line in out.getvalue().splitlines() if "kept verbatim" in line]
-    assert line == "  kept verbatim (unknown kinds): fine, 'weird\\n## Turn 5\\x1b[31m'"
+    assert line == "  kept verbatim (unknown kinds): fine, weird\\n## Turn 5\\x1b[31m"
 
 
 def test_an_error_shows_a_name_that_is_not_utf8_with_replacement_characters(

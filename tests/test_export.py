@@ -13,6 +13,7 @@ from reader_streams import (
     answer,
     ask,
     call,
+    cancel,
     chat,
     compaction,
     config,
@@ -25,7 +26,7 @@ from reader_streams import (
 )
 
 from coordinator import Conversation, export_markdown, load_conversation, save_conversation
-from coordinator.cli._export import describe_inquiry_response
+from coordinator.cli._export import REASON_SHOWN, describe_inquiry_response
 from coordinator.wire._codec import unstructure_event
 from machines import (
     Answered,
@@ -43,6 +44,7 @@ from machines import (
     Redacted,
     SelectOption,
     parse_cancellation_reason,
+    wording,
 )
 
 if TYPE_CHECKING:
@@ -306,16 +308,92 @@ def test_real_conversations_export(path: Path) -> None:
     assert [line for line in lines if line.startswith("Answer: ")] == expected
 
 
-def test_a_secret_questions_cancellation_for_an_unknown_reason_hides_the_reason() -> None:
-    """An unknown reason is free text, which may hold the secret; a known one is shown."""
+def test_an_unknown_reason_shows_its_tag_also_for_a_secret_question() -> None:
+    """RFD 082: an unknown reason is displayed as its tag; a reason is not an answer."""
     stream = make_stream(
         turn(),
         chat(),
         _SECRET_ASKED,
-        Cancelled(id="c1.token", reason=parse_cancellation_reason("hunter2-reason")),
-        Cancelled(id="c1.token", reason=CancellationReason.USER),
+        Cancelled(id="c1.token", reason=parse_cancellation_reason("some_future_variant")),
     )
     text = export_markdown(stream)
-    assert "hunter2" not in text
-    assert "### Response (`c1.token`)\n\nCancelled (<redacted>)" in text
-    assert "### Response (`c1.token`)\n\nCancelled (user)" in text
+    assert "### Response (`c1.token`)\n\nCancelled (some_future_variant)\n\n" in text
+    assert "<redacted>" not in text
+
+
+def test_a_long_unknown_reason_is_cut_and_escaped() -> None:
+    """Free text in a reason is shown up to REASON_SHOWN characters, with nothing raw."""
+    tag = "\x1b]52;c;" + "x" * 200
+    stream = make_stream(
+        turn(), chat(), ask("q"), Cancelled(id="q", reason=parse_cancellation_reason(tag))
+    )
+    line = next(
+        line for line in export_markdown(stream).split("\n") if line.startswith("Cancelled")
+    )
+    kept = tag[:REASON_SHOWN].replace("\x1b", "\\x1b")
+    assert line == f"Cancelled ({kept}\u2026)"
+
+
+@pytest.mark.parametrize(
+    ("content", "note"),
+    [
+        (wording.SKIPPED_BY_USER, "Permission refused by the person: the tool did not run."),
+        (wording.SKIPPED_REMEMBERED, "Permission refused by the person's `N` earlier in this"),
+        (wording.skipped_with_reason("too risky"), "Permission refused by the person, who said"),
+        (wording.SKIPPED_BY_CONFIGURATION, "Permission refused by the configuration (run mode"),
+        (wording.INPUT_CANCELLED, "The person cancelled a question the tool asked"),
+        (wording.INTERRUPTED, "The call was interrupted: the tool did not finish."),
+    ],
+    ids=["n", "N", "r", "skip", "cancelled", "interrupted"],
+)
+def test_a_tool_call_that_did_not_run_says_who_refused_it(content: str, note: str) -> None:
+    """A skipped tool call's response, in JP's wording, gets a note naming the decision."""
+    text = export_markdown(make_stream(turn(), chat(), call("t"), result("t", content)))
+    assert f"### Tool result (`t`)\n\n_{note}" in text
+    assert f"```text\n{content}\n```" in text  # the content itself is still shown
+
+
+def test_a_tool_call_that_ran_gets_no_permission_note() -> None:
+    """Who permitted a call that ran is not recorded, and nothing is claimed."""
+    text = export_markdown(make_stream(turn(), chat(), call("t"), result("t", "Tool skipped")))
+    assert "Permission" not in text
+    assert "### Tool result (`t`)\n\n```text\nTool skipped\n```" in text
+
+
+@pytest.mark.parametrize(
+    ("response", "note"),
+    [
+        (Redacted(id="q"), "_Answered by the person at the terminal or by the configuration"),
+        (cancel("q", CancellationReason.USER), "_Closed without an answer: the person cancelled"),
+        (cancel("q", CancellationReason.BACKEND_ERROR), "(the terminal prompter or the model)"),
+        (cancel("q", CancellationReason.NO_PROMPT_BACKEND), "and no terminal was there._"),
+        (
+            cancel("q", CancellationReason.ASSISTANT_ROUTING_DENIED),
+            "the configuration sent it to the assistant._",
+        ),
+        (cancel("q", CancellationReason.INVALID_STATIC_ANSWER), "configuration gives it does not"),
+        (
+            cancel("q", CancellationReason.ATTEMPTS_EXHAUSTED),
+            "more often than one tool call may._",
+        ),
+        (
+            Cancelled(id="q", reason=parse_cancellation_reason("later")),
+            "_Closed without an answer, for a reason this build does not know._",
+        ),
+    ],
+    ids=lambda value: getattr(getattr(value, "reason", None), "value", type(value).__name__),
+)
+def test_each_response_says_who_ended_the_question_where_the_stream_records_it(
+    response: InquiryResponse, note: str
+) -> None:
+    """Redacted and every cancellation reason get a note; an answer's giver is not recorded."""
+    asked = ask("q", AnswerType.secret() if isinstance(response, Redacted) else None)
+    text = export_markdown(make_stream(turn(), chat(), asked, response))
+    section = text.split("### Response (`q`)\n\n", 1)[1]
+    assert note in section.split("\n\n")[1]
+
+
+def test_an_answer_gets_no_note_on_who_gave_it() -> None:
+    """The format does not record who answered: nothing is claimed."""
+    text = export_markdown(make_stream(turn(), chat(), ask("q"), answer("q", value=True)))
+    assert text.endswith("### Response (`q`)\n\nAnswer: true\n")

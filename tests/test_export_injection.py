@@ -285,52 +285,59 @@ def test_containing_a_message_twice_changes_nothing_more(message: str) -> None:
     assert export_markdown(make_stream(reply(shown))) == once
 
 
-# Call c1 asks its secret question `token` (attempt 1).
-_TOKEN = InquiryRequest(
-    id="c1.token.1",
-    source=InquirySource.tool("deploy"),
-    question=InquiryQuestion(text="Token?", answer_type=AnswerType.secret(), id="token"),
-)
-_ASKED: list[Item] = [turn(), chat(), call("c1"), _TOKEN]
+def _asked(
+    inquiry_id: str, tool: str, answer_type: AnswerType, question_id: str
+) -> InquiryRequest:
+    question = InquiryQuestion(text="Value?", answer_type=answer_type, id=question_id)
+    return InquiryRequest(id=inquiry_id, source=InquirySource.tool(tool), question=question)
 
 
-@pytest.mark.parametrize(
-    ("items", "stray"),
-    [
-        ([*_ASKED, answer("c1.token.2", "hunter2")], "c1.token.2"),
-        ([*_ASKED, answer("c1.token", "hunter2")], "c1.token"),
-        (
-            [*_ASKED, redact("c1.token.1"), turn(), chat(), answer("c1.token.17", "hunter2")],
-            "c1.token.17",
-        ),
-        ([turn(), chat(), answer("c1.token.3", "hunter2"), call("c1"), _TOKEN], "c1.token.3"),
-    ],
-    ids=["another attempt", "the legacy id", "in a later turn", "before the question"],
-)
-def test_an_answer_under_another_attempt_of_a_secret_question_is_masked(
-    items: list[Item], stray: str
-) -> None:
-    """An Answered under the secret question's call, question id and any attempt is hidden."""
-    text = export_markdown(make_stream(*items))
+def test_a_plain_answer_shows_when_another_tool_asks_a_secret_of_the_same_question_id() -> None:
+    """Masking follows the asking tool's question: ``c.value.1`` (text) shows beside a secret."""
+    stream = make_stream(
+        turn(), chat(),
+        call("c1", "vault"), _asked("c1.value.1", "vault", AnswerType.secret(), "value"),
+        redact("c1.value.1"), result("c1"),
+        call("c", "notes"), _asked("c.value.1", "notes", AnswerType.text(), "value"),
+        answer("c.value.1", "plain words"), result("c"),
+    )  # fmt: skip
+    text = export_markdown(stream)
+    assert '### Response (`c.value.1`)\n\nAnswer: "plain words"' in text
+    assert "### Response (`c1.value.1`)\n\nAnswer: <redacted>" in text
+
+
+def test_an_answer_paired_with_a_secret_question_is_masked_whatever_its_id() -> None:
+    """Secrecy comes from the paired request's answer type, not from what the id looks like."""
+    stream = make_stream(
+        turn(), chat(), _asked("opaque-7", "vault", AnswerType.secret(), "pin"),
+        answer("opaque-7", "hunter2"),
+    )  # fmt: skip
+    text = export_markdown(stream)
     assert "hunter2" not in text
-    assert f"### Response (`{stray}`)\n\nAnswer: <redacted>" in text
-
-
-def test_dotted_ids_are_matched_by_their_recorded_parts() -> None:
-    """Call ``a.b`` asking secret question ``c``: a stray ``a.b.c.2`` is hidden."""
-    request = InquiryRequest(
-        id="a.b.c.1",
-        source=InquirySource.tool("t"),
-        question=InquiryQuestion(text="Key?", answer_type=AnswerType.secret(), id="c"),
+    assert (
+        "### Response (`opaque-7`)\n\nAnswer: <redacted>\n\n_Recorded as an answer to a secret"
+        in (text)
     )
-    text = export_markdown(
-        make_stream(turn(), chat(), call("a.b"), request, answer("a.b.c.2", "hunter2"))
-    )
-    assert "hunter2" not in text
 
 
-@pytest.mark.parametrize("shown", ["c1.tokens.1", "c2x.token.1", "c1.token.x", "c1.branch.1"])
-def test_answers_of_other_questions_still_show(shown: str) -> None:
-    """Only the secret question's own call and question id are hidden, not look-alikes."""
-    stream = make_stream(*_ASKED, answer(shown, "visible"))
+def test_an_id_reused_in_a_later_turn_for_a_plain_question_shows_its_answer() -> None:
+    """Ids are turn-scoped: turn 2's text question of turn 1's secret id pairs with its answer."""
+    stream = make_stream(
+        turn(), chat(), _asked("c.q.1", "vault", AnswerType.secret(), "q"), redact("c.q.1"),
+        turn(), chat(), _asked("c.q.1", "notes", AnswerType.text(), "q"), answer("c.q.1", "main"),
+    )  # fmt: skip
+    assert '### Response (`c.q.1`)\n\nAnswer: "main"' in export_markdown(stream)
+
+
+@pytest.mark.parametrize("asked_itself", [True, False], ids=["paired", "stray"])
+@pytest.mark.parametrize("shown", ["c1.token.2", "c1.token", "c1.tokens.1", "c1.token.1.x"])
+def test_ids_are_never_parsed_to_find_a_secret(shown: str, *, asked_itself: bool) -> None:
+    """An answer whose id only looks like another attempt of a secret question is not secret.
+
+    RFD 082: readers treat inquiry ids as opaque. Only pairing, and a stray's
+    id being a secret question's own, make an answer secret.
+    """
+    asked = _asked("c1.token.1", "deploy", AnswerType.secret(), "token")
+    own: list[Item] = [ask(shown)] if asked_itself else []
+    stream = make_stream(turn(), chat(), call("c1"), asked, *own, answer(shown, "visible"))
     assert f'### Response (`{shown}`)\n\nAnswer: "visible"' in export_markdown(stream)

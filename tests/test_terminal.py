@@ -109,7 +109,7 @@ def test_edited_arguments_must_be_a_json_object() -> None:
 
 def test_control_characters_are_not_printed() -> None:
     """A tool's text cannot carry terminal control characters to the screen."""
-    assert printable("a\x1b[2Jb\x07c\td\ne\x9bf") == "a?[2Jb?c\td\ne?f"
+    assert printable("a\x1b[2Jb\x07c\td\ne\x9bf") == "a\\x1b[2Jb\\x07c\td\ne\\x9bf"
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_control_characters_are_not_printed() -> None:
 )
 def test_characters_that_reorder_or_hide_text_are_not_printed(hidden: str) -> None:
     """Bidi controls, invisible characters and separators cannot disguise a tool's text."""
-    assert printable(f"Delete {hidden}ssalg/ ?") == "Delete ?ssalg/ ?"
+    assert printable(f"Delete {hidden}ssalg/ ?") == f"Delete {ascii(hidden)[1:-1]}ssalg/ ?"
 
 
 def test_joiners_that_emoji_need_are_printed() -> None:
@@ -277,8 +277,8 @@ def test_a_question_prints_its_context_above_it_cleaned() -> None:
         return await prompter.ask_question(asked(question))
 
     _, screen = at_terminal(work)
-    assert screen.index("+new") < screen.index("Apply? it?")
-    assert "-old?[2J" in screen
+    assert screen.index("+new") < screen.index("Apply\\x07 it?")
+    assert "-old\\x1b[2J" in screen
     assert "\x07" not in screen
 
 

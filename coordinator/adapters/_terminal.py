@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from typing import TYPE_CHECKING
 
 import orjson
 
 from coordinator._errors import CoordinatorError
+from coordinator._text import shown_text
 from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
 from machines import AnswerKind, SourceKind
 
@@ -85,16 +85,6 @@ _BOOLEAN_REPLIES: Mapping[str, tuple[bool, bool]] = {
     "N": (False, True),
 }
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
-# C0 and C1 controls and DEL (but newline and tab), and the format and
-# separator characters that reorder or hide text: bidi marks, overrides and
-# isolates, invisible spaces and operators, the BOM, tag characters, line and
-# paragraph separators. A tool could use any of them to make what is on screen
-# differ from what it asked. The zero-width joiners (U+200C, U+200D) stay:
-# emoji and some scripts need them, and they move nothing.
-_CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f"
-    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-)
 _SHORT_ARGUMENTS = 160
 
 
@@ -115,12 +105,13 @@ def _toolkit() -> type[ToolkitTerminal]:
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character but newline and tab replaced by ``?``.
+    r"""``text`` as the terminal only displays it, line breaks and tabs kept.
 
-    So are the invisible characters that reorder or hide text (bidi controls,
-    zero-width characters, line separators).
+    Every control character, escape sequence and character that reorders or
+    hides text is shown escaped, as :func:`coordinator._text.shown_text`
+    shows it everywhere (``\x1b``, ``\u202e``).
     """
-    return _CONTROL.sub("?", text)
+    return shown_text(text, lines=True)
 
 
 def asker(prompt: ShowQuestion) -> str:

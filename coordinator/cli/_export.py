@@ -11,27 +11,38 @@ Inquiry responses render as RFD 082 "Reader behavior" says:
 - ``Answered``: ``Answer: <value>``, the value as JSON (``true``, ``"main"``);
 - ``Redacted``: ``Answer: <redacted>``;
 - ``Cancelled``: ``Cancelled (<reason>)``, the reason's wire tag from
-  ``reason.as_str()``, so a reason added later (or an unknown one, kept
-  verbatim) renders without a change here.
+  ``reason.as_str()``, so a reason added later renders without a change here.
+  A reason this build does not know is shown as its tag too, as recorded,
+  escaped and cut at :data:`REASON_SHOWN` characters: it is free text from
+  whoever wrote the file (neither JP nor this project ever writes one of
+  their own), and a reason is a short tag, never a place for a long text.
+
+Each line is followed by what the stream records of who ended the question,
+where it records that: a secret's answer came from the person at the
+terminal or from the configuration (RFD 082 never routes a secret to the
+model); a cancellation's reason says who or what closed it. Who gave an
+``Answered`` (the person, the turn's memory, the configuration or the model)
+is not recorded, and nothing is said. A tool call's response says whether
+permission to run it was refused, and by whom, when its content is one of
+JP's wordings for that (``Tool skipped by user.`` ...); a note says so.
 
 Rules:
 
 - Deterministic: the same stream always gives the same text (JSON keeps the
   recorded key order; nothing reads a clock).
-- A secret answer never appears. None is on disk, and should a file hold an
-  ``Answered`` carrying the id of a question whose answer type is ``secret``
-  anyway, it renders as ``<redacted>``: paired with that question or not (a
-  repeated or orphaned response, one before the question, one in another
-  turn), since a response matched only by its id may hold the secret as
-  well as the paired one. So does an ``Answered`` under an id another
-  attempt at such a question could carry: ``<call>.<question>.<n>`` or the
-  legacy ``<call>.<question>``, ``<question>`` being the ``question.id`` of a
-  secret question and ``<call>`` the id of any tool call in a turn that asks
-  one (one of those asked it; which one is not recorded). RFD 082 makes ids
-  opaque to readers, and nothing here pairs by their shape: the writer's
-  form (``TurnState.allocate_inquiry_id``) is only used to hide more. Hiding
-  a response that was not secret costs a reader one answer; showing one
-  that was costs the secret. A secret question's ``default`` is not shown.
+- A secret answer never appears. None is on disk, and should a file hold one
+  anyway it renders as ``<redacted>``. Which responses answer a secret
+  question is decided as RFD 082's readers decide what answers what:
+  pairing by id within the turn (:mod:`coordinator.stream._pairing`), the
+  question's recorded answer type saying whether it is secret. Ids are
+  opaque: nothing here splits or parses one. An ``Answered`` that pairs with
+  a secret question is masked; so is a stray (one that pairs with no
+  request: a repeat, one before its question, one in another turn) carrying
+  the id of a secret question asked anywhere in the stream, since a response
+  matched only by its id may hold the secret as well as the paired one.
+  Everything else shows, so the masking follows the asking tool's question:
+  a plain answer is shown even when another tool asks a secret question of
+  the same question id. A secret question's ``default`` is not shown.
 - Text written by people, models and tools (messages, question text) is
   Markdown already and is copied as it is, but for the three rules below;
   reasoning and compaction summaries are quoted, so that what they hold,
@@ -44,19 +55,15 @@ terminal, so what a conversation holds cannot change the document's outline
 or drive the terminal:
 
 - A single-line slot (a heading, inline code, an option's description, a
-  response line) never holds a line ending or a control character. LF and
-  CR read ``\n`` and ``\r``; other C0 and C1 controls and DEL ``\xNN``;
-  the line and paragraph separators (U+2028, U+2029) and the bidi
-  embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069)
-  ``\uNNNN``: Python's spellings, so each reads as what it is. Tabs stay,
-  and so do the zero-width joiners emoji need. A backslash already in a
-  value is not doubled: the rendering is for reading, and the file holds
-  the exact value.
+  response line) never holds a line ending or a character a terminal acts
+  on: it is shown as :func:`coordinator._text.shown_text` shows a line (LF
+  and CR read ``\n`` and ``\r``, ESC ``\x1b``, a bidi override ``\u202e``:
+  Python's spellings, so each reads as what it is).
 - Free text keeps its line breaks (CR and CRLF become LF, which changes
   nothing a Markdown reader shows, as all three end a line there, and a
-  terminal never meets a bare CR) and escapes the other characters above
-  the same way. JSON spells them with JSON's own escape (``\u001b``, as
-  orjson already writes C0 controls), so a JSON block stays JSON.
+  terminal never meets a bare CR) and escapes the other characters the same
+  way. JSON spells them with JSON's own escape (``\u001b``, as orjson
+  already writes C0 controls), so a JSON block stays JSON.
 - One entry's text cannot swallow the entries after it. Markdown copied as
   it is could: a code fence left open (a message cut off in the middle of a
   code block) or an HTML block whose end never comes (``<!--``,
@@ -74,15 +81,18 @@ or drive the terminal:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import orjson
 
+from coordinator._text import shown_text
 from coordinator.stream._entries import Compaction, ConfigDelta, EventEntry, UnknownEntry
+from coordinator.stream._pairing import pair_events
 from machines import (
     Answered,
     AnswerKind,
+    CancellationReason,
     Cancelled,
     ChatRequest,
     ChatResponse,
@@ -94,33 +104,29 @@ from machines import (
     ToolCallRequest,
     ToolCallResponse,
     TurnStart,
-    UnknownCancellationReason,
+)
+from machines.wording import (
+    INPUT_CANCELLED,
+    INTERRUPTED,
+    SKIPPED_BY_CONFIGURATION,
+    SKIPPED_BY_USER,
+    SKIPPED_REMEMBERED,
+    skipped_with_reason,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
-
     from coordinator.stream._entries import StreamEntry
     from coordinator.stream._stream import ConversationStream
     from machines import InquiryResponse
 
-__all__ = ["describe_inquiry_response", "export_markdown"]
+__all__ = ["REASON_SHOWN", "describe_inquiry_response", "export_markdown"]
+
+#: The most characters of a cancellation reason's tag shown; a longer one is
+#: cut there and ends with an ellipsis.
+REASON_SHOWN = 64
 
 _REDACTED = "Answer: <redacted>"
 _BACKTICKS = re.compile(r"`+")
-
-# What a terminal acts on or a reader takes for a line break or a reordering:
-# C0 and C1 controls and DEL, the line and paragraph separators, the bidi
-# embeddings, overrides and isolates. Tab stays (it moves nothing but the
-# cursor along its line), and so do the zero-width joiners emoji need.
-_UNSAFE_IN_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# Free text keeps its newlines; a CR never gets here (it became one).
-_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# orjson already writes C0 controls as `\u001b`; these it writes as they are.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NAMED_ESCAPES = {"\n": r"\n", "\r": r"\r"}
-_LATIN_1 = 0xFF  # as Python spells them: `\x1b` up to here, `\u202e` above
-_LINE_ENDINGS = re.compile(r"\r\n?")
 
 
 def describe_inquiry_response(response: InquiryResponse) -> str:
@@ -129,29 +135,19 @@ def describe_inquiry_response(response: InquiryResponse) -> str:
         return f"Answer: {_json(response.answer)}"
     if isinstance(response, Redacted):
         return _REDACTED
-    return f"Cancelled ({_line(response.reason.as_str())})"
-
-
-def _python_escape(match: re.Match[str]) -> str:
-    char = match[0]
-    if char in _NAMED_ESCAPES:
-        return _NAMED_ESCAPES[char]
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= _LATIN_1 else f"\\u{code:04x}"
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match[0]):04x}"
+    tag = response.reason.as_str()
+    shown = tag if len(tag) <= REASON_SHOWN else f"{tag[:REASON_SHOWN]}\u2026"
+    return f"Cancelled ({_line(shown)})"
 
 
 def _line(text: str) -> str:
     """``text`` for a single-line slot: no line ending, nothing a terminal acts on."""
-    return _UNSAFE_IN_LINE.sub(_python_escape, text)
+    return shown_text(text)
 
 
 def _verbatim(text: str) -> str:
     """``text`` with LF line endings only and nothing else a terminal acts on."""
-    return _UNSAFE_IN_TEXT.sub(_python_escape, _LINE_ENDINGS.sub("\n", text))
+    return shown_text(text, lines=True)
 
 
 def _text(text: str) -> str:
@@ -161,7 +157,7 @@ def _text(text: str) -> str:
 
 def _json(value: Any, *, indent: bool = False) -> str:
     option = orjson.OPT_INDENT_2 if indent else 0
-    return _UNSAFE_IN_JSON.sub(_json_escape, orjson.dumps(value, option=option).decode())
+    return shown_text(orjson.dumps(value, option=option).decode(), lines=True, spelling="json")
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -554,16 +550,96 @@ def _chat_response(response: ChatResponse) -> list[str]:
     return ["### Structured data", _fence(_json(response.content, indent=True), "json")]
 
 
+#: What a tool call's response says of its end when it is one of JP's
+#: wordings for a call that did not run, or did not finish. Only the content
+#: records it: a tool that printed exactly one of these is read the same way.
+_CALL_ENDS = {
+    SKIPPED_BY_USER: "Permission refused by the person: the tool did not run.",
+    SKIPPED_REMEMBERED: (
+        "Permission refused by the person's `N` earlier in this turn, remembered: "
+        "the tool did not run."
+    ),
+    SKIPPED_BY_CONFIGURATION: (
+        "Permission refused by the configuration (run mode `skip`): the tool did not run."
+    ),
+    INPUT_CANCELLED: "The person cancelled a question the tool asked: the tool did not finish.",
+    INTERRUPTED: "The call was interrupted: the tool did not finish.",
+}
+_SKIPPED_WITH_REASON = skipped_with_reason("")  # its wording, before the reason
+
+
+def _call_end(response: ToolCallResponse) -> str | None:
+    """The note on a tool call that did not run or did not finish, if its response says so."""
+    if response.content.startswith(_SKIPPED_WITH_REASON):
+        return "Permission refused by the person, who said why (below): the tool did not run."
+    return _CALL_ENDS.get(response.content)
+
+
 def _tool_call(payload: ToolCallRequest | ToolCallResponse) -> list[str]:
     if isinstance(payload, ToolCallRequest):
         heading = f"### Tool call {_code(payload.name)} ({_code(payload.id)})"
         return [heading, _fence(_json(payload.arguments, indent=True), "json")]
     what = "Tool error" if payload.is_error else "Tool result"
-    return [f"### {what} ({_code(payload.id)})", _fence(payload.content, "text")]
+    blocks = [f"### {what} ({_code(payload.id)})"]
+    if (end := _call_end(payload)) is not None:
+        blocks.append(f"_{end}_")
+    blocks.append(_fence(payload.content, "text"))
+    return blocks
 
 
-def _event(entry: EventEntry, *, secret: bool) -> list[str]:
-    """The blocks of one event; ``secret`` when it records an answer to a secret question."""
+#: Who or what closed a question without an answer, by its reason. The
+#: reasons after the first four are not RFD 082's: JP reads them as unknown
+#: reasons and shows their tag (docs/rfd082-conformance.md).
+_CLOSED_BY: dict[CancellationReason, str] = {
+    CancellationReason.USER: (
+        "the person cancelled it (Ctrl-C or end of input at the prompt), "
+        "or the run was interrupted"
+    ),
+    CancellationReason.BACKEND_ERROR: (
+        "what was to answer it (the terminal prompter or the model) failed"
+    ),
+    CancellationReason.NO_PROMPT_BACKEND: "only a person may answer it, and no terminal was there",
+    CancellationReason.ASSISTANT_ROUTING_DENIED: (
+        "only a person may answer it, and the configuration sent it to the assistant"
+    ),
+    CancellationReason.INVALID_STATIC_ANSWER: (
+        "the answer the configuration gives it does not fit it"
+    ),
+    CancellationReason.ATTEMPTS_EXHAUSTED: ("the tool asked it more often than one tool call may"),
+}
+_REDACTED_BY = (
+    "Answered by the person at the terminal or by the configuration (a secret is never "
+    "sent to the model); the answer is not recorded."
+)
+#: Why an ``Answered`` is shown as ``<redacted>``, by what it pairs with.
+_MASKED_PAIRED = (
+    "Recorded as an answer to a secret question, which no writer should do: not shown."
+)
+_MASKED_STRAY = (
+    "Recorded as an answer under the id of a secret question, answering no question of its "
+    "turn: not shown, as it may hold the secret."
+)
+
+
+def _response(response: InquiryResponse, masked: str | None) -> list[str]:
+    """The blocks of one inquiry response; ``masked`` says why its answer is hidden, if it is."""
+    blocks = [f"### Response ({_code(response.id)})"]
+    if masked is not None:
+        return [*blocks, _REDACTED, f"_{masked}_"]
+    blocks.append(describe_inquiry_response(response))
+    if isinstance(response, Redacted):
+        blocks.append(f"_{_REDACTED_BY}_")
+    elif isinstance(response, Cancelled):
+        reason = response.reason
+        if isinstance(reason, CancellationReason):
+            blocks.append(f"_Closed without an answer: {_CLOSED_BY[reason]}._")
+        else:
+            blocks.append("_Closed without an answer, for a reason this build does not know._")
+    return blocks
+
+
+def _event(entry: EventEntry, *, masked: str | None) -> list[str]:
+    """The blocks of one event; ``masked`` says why an answer it records is hidden, if it is."""
     payload = entry.payload
     if isinstance(payload, ChatRequest):
         return _chat_request(payload)
@@ -574,13 +650,7 @@ def _event(entry: EventEntry, *, secret: bool) -> list[str]:
     if isinstance(payload, InquiryRequest):
         return _question(payload)
     if isinstance(payload, Answered | Cancelled | Redacted):
-        if not secret:
-            line = describe_inquiry_response(payload)
-        elif isinstance(payload, Cancelled):
-            line = "Cancelled (<redacted>)"  # a newer writer's reason, free text
-        else:
-            line = _REDACTED
-        return [f"### Response ({_code(payload.id)})", line]
+        return _response(payload, masked)
     return []  # a turn start: its turn's heading stands for it
 
 
@@ -597,72 +667,44 @@ def _global(entry: StreamEntry) -> list[str]:
     return []
 
 
-def _secret_responses(stream: ConversationStream) -> set[int]:
-    """Positions of responses that may hold a secret (there should be none).
+def _masked_answers(stream: ConversationStream) -> dict[int, str]:
+    """The positions of the answers that may hold a secret, each with why (there should be none).
 
-    An ``Answered``, or a ``Cancelled`` whose reason is not one this build
-    knows (free text a newer writer, or anyone, put there).
-
-    Every response under a secret question's id counts, not only the one
-    pairing would match with the question: an orphan or a repeat under that
-    id is as likely to hold the secret. So does one under the id of another
-    attempt at it (see the module docstring). Ids are matched across the
-    whole stream, so that a response in the wrong turn is hidden too; hiding
-    a response that was not secret costs a reader one answer, showing one
-    that was costs the secret.
+    Pairing decides, as for every RFD 082 reader (see the module docstring):
+    an ``Answered`` paired with a secret question, and a stray one (paired
+    with nothing) carrying the id of a secret question asked anywhere.
+    Hiding a stray that was not secret costs a reader one answer; showing
+    one that was costs the secret.
     """
-    secret_ids: set[str] = set()
-    questions: set[str] = set()  # the question ids of secret questions
-    calls: set[str] = set()  # the tool calls of the turns that ask one
-    for turn in stream.turns():
-        events = [entry.payload for entry in turn.entries if isinstance(entry, EventEntry)]
-        asked = [
-            event
-            for event in events
-            if isinstance(event, InquiryRequest) and event.question.answer_type.is_secret
-        ]
-        if asked:
-            secret_ids.update(request.id for request in asked)
-            questions.update(request.question.id for request in asked if request.question.id)
-            calls.update(event.id for event in events if isinstance(event, ToolCallRequest))
-    if not secret_ids:
-        return set()
-    return {
-        index
-        for index, entry in enumerate(stream)
+    secret_ids = {
+        entry.payload.id
+        for entry in stream
         if isinstance(entry, EventEntry)
-        and _may_hold_a_secret(entry.payload)
-        and (
-            entry.payload.id in secret_ids
-            or _is_attempt_id(entry.payload.id, calls=calls, questions=questions)
-        )
+        and isinstance(entry.payload, InquiryRequest)
+        and entry.payload.question.answer_type.is_secret
     }
-
-
-def _may_hold_a_secret(payload: object) -> TypeGuard[Answered | Cancelled]:
-    """An answer, or a cancellation whose reason is a newer writer's free text."""
-    return isinstance(payload, Answered) or (
-        isinstance(payload, Cancelled) and isinstance(payload.reason, UnknownCancellationReason)
-    )
-
-
-def _is_attempt_id(inquiry_id: str, *, calls: Collection[str], questions: Collection[str]) -> bool:
-    """Whether ``inquiry_id`` is ``<call>.<question>[.<n>]``, a call and question given.
-
-    Ids may hold dots themselves, so every split that ends in one of
-    ``questions`` is tried (one per length those have, not one per dot).
-    """
-    stem, _, attempt = inquiry_id.rpartition(".")
-    stems = [inquiry_id, stem] if attempt.isascii() and attempt.isdigit() else [inquiry_id]
-    lengths = {len(question) for question in questions}
-    return any(
-        len(candidate) > length + 1
-        and candidate[-length - 1] == "."
-        and candidate[-length:] in questions
-        and candidate[: -length - 1] in calls
-        for candidate in stems
-        for length in lengths
-    )
+    if not any(
+        isinstance(entry, EventEntry)
+        and isinstance(entry.payload, Answered)
+        and entry.payload.id in secret_ids
+        for entry in stream
+    ):
+        return {}  # no answer carries a secret question's id: nothing to pair (most files)
+    inquiries = pair_events(stream).inquiries
+    masked: dict[int, str] = {}
+    for pair in inquiries.pairs:
+        request = pair.request.entry.payload
+        response = pair.response.entry.payload
+        if (
+            isinstance(response, Answered)
+            and isinstance(request, InquiryRequest)
+            and request.question.answer_type.is_secret
+        ):
+            masked[pair.response.index] = _MASKED_PAIRED
+    for stray in inquiries.orphaned:
+        if isinstance(stray.entry.payload, Answered) and stray.id in secret_ids:
+            masked[stray.index] = _MASKED_STRAY
+    return masked
 
 
 def export_markdown(stream: ConversationStream, *, title: str | None = None) -> str:
@@ -670,7 +712,7 @@ def export_markdown(stream: ConversationStream, *, title: str | None = None) -> 
 
     Ends with exactly one newline.
     """
-    secret_responses = _secret_responses(stream)
+    masked = _masked_answers(stream)
     blocks = [f"# {_line(title or 'Conversation')}"]
     turns = stream.turns()
     first_turn = turns[0].start if turns else len(stream)
@@ -684,7 +726,7 @@ def export_markdown(stream: ConversationStream, *, title: str | None = None) -> 
                 blocks.append(f"_Started {start.timestamp}._")
         for offset, entry in enumerate(turn.entries):
             if isinstance(entry, EventEntry):
-                blocks += _event(entry, secret=turn.start + offset in secret_responses)
+                blocks += _event(entry, masked=masked.get(turn.start + offset))
             else:
                 blocks += _global(entry)
     return "\n\n".join(blocks) + "\n"

@@ -23,7 +23,13 @@ success, 1 when diagrams are stale or a turn of ``inquiry run`` did not
 complete, 2 when an input cannot be read or an output cannot be written
 (nothing is written then). Paths are printed, and put in JSON, with any bytes
 of their names that are not UTF-8 shown as U+FFFD
-(:func:`coordinator.cli._check.shown_path`), in errors too.
+(:func:`coordinator._text.shown_path`), in errors too.
+
+Nothing a file, a tool or a server wrote reaches the terminal raw: every
+line printed here (reports, errors, the library's warnings) goes through
+:func:`coordinator._text.shown_text`, which escapes control characters,
+escape sequences, DEL and the characters that reorder or hide text; JSON
+output spells them with JSON's escapes, so it stays the same JSON.
 
 An output that cannot be written (a full disk, a pipe its reader closed, a
 terminal whose encoding cannot show the text) is such an error. ``inquiry
@@ -46,7 +52,7 @@ from typing import TYPE_CHECKING, TextIO
 import orjson
 
 from coordinator._errors import CoordinatorError, os_reason
-from coordinator._text import shown_path
+from coordinator._text import shown_path, shown_text
 from coordinator.cli._check import summarize, to_null_device
 from coordinator.store._atomic import atomic_write
 from coordinator.store._store import load_conversation, save_conversation
@@ -72,7 +78,18 @@ EXIT_UNREADABLE = 2
 
 
 def _print_json(value: object, out: TextIO) -> None:
-    out.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    out.write(shown_text(text, lines=True, spelling="json") + "\n")
+
+
+def _shown(text: str) -> str:
+    """``text`` from outside (a name, an id, a kind, a path) as one line a terminal only shows."""
+    return shown_text(shown_path(text))
+
+
+def _error(problem: str) -> None:
+    """Say what went wrong, as one line on stderr (it may quote a file, a tool or a server)."""
+    sys.stderr.write(f"inquiry: {_shown(problem)}\n")
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
@@ -81,12 +98,12 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _print_json(summary, out)
         return EXIT_OK
-    out.write(f"{summary['path']} ({summary['layout']} layout)\n")
+    out.write(f"{_shown(str(summary['path']))} ({summary['layout']} layout)\n")
     turns = summary["turns"]
     out.write(f"  entries: {summary['entries']} in {turns} turn{'' if turns == 1 else 's'}\n")
-    out.writelines(f"    {kind}: {count}\n" for kind, count in summary["kinds"].items())
+    out.writelines(f"    {_shown(kind)}: {count}\n" for kind, count in summary["kinds"].items())
     if summary["unknown_kinds"]:
-        kinds = ", ".join(_one_line(kind) for kind in summary["unknown_kinds"])
+        kinds = ", ".join(_shown(kind) for kind in summary["unknown_kinds"])
         out.write(f"  kept verbatim (unknown kinds): {kinds}\n")
     outcomes = ", ".join(f"{n} {k}" for k, n in summary["inquiry_outcomes"].items())
     out.write(
@@ -107,32 +124,27 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _one_line(text: str) -> str:
-    """``text`` as it is when printable, else quoted with its escapes.
-
-    A kind named by a file must not break a line or drive the terminal.
-    """
-    return text if text.isprintable() else ascii(text)
-
-
 def _describe_removal(removal: Removal) -> str:
-    carried = f", id {removal.id!r}" if removal.id is not None else ""
+    # The kind, the event id and the id are the file's: a crafted one must
+    # not drive the terminal (even in a --dry-run).
+    carried = f", id '{_shown(removal.id)}'" if removal.id is not None else ""
     return (
-        f"entry {removal.index} ({removal.kind}, event {removal.event_id}{carried}): "
-        f"{removal.reason.value.replace('_', ' ')}"
+        f"entry {removal.index} ({_shown(removal.kind)}, event {_shown(removal.event_id)}"
+        f"{carried}): {removal.reason.value.replace('_', ' ')}"
     )
 
 
 def _describe_insertion(insertion: Insertion) -> str:
     entry = insertion.entry
+    event = _shown(entry.event_id)
     if insertion.reason is InsertionReason.INTERRUPTED_TOOL_CALL:
         return (
-            f"a {entry.kind} {INTERRUPTED_TOOL_CALL!r} (event {entry.event_id}, "
-            f"id {insertion.id!r}) after entry {insertion.anchor}, its unanswered request"
+            f"a {entry.kind} {INTERRUPTED_TOOL_CALL!r} (event {event}, "
+            f"id '{_shown(insertion.id or '')}') after entry {insertion.anchor}, "
+            "its unanswered request"
         )
     return (
-        f"a {entry.kind} (event {entry.event_id}) before entry {insertion.anchor}, "
-        "the first chat_request"
+        f"a {entry.kind} (event {event}) before entry {insertion.anchor}, the first chat_request"
     )
 
 
@@ -157,7 +169,7 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
         encoding = getattr(out, "encoding", None)
         if isinstance(encoding, str):
             "".join(lines).encode(encoding)
-        out.write(f"{shown}\n")
+        out.write(f"{_shown(str(shown))}\n")
         out.flush()
     written: list[str] = []
     if report.changed and not args.dry_run:
@@ -172,10 +184,7 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
             out.flush()
         except (OSError, UnicodeEncodeError) as error:
             saved = ", ".join(written) or "nothing"
-            sys.stderr.write(
-                f"inquiry: {saved} was saved, but the report cannot be written: "
-                f"{_failed(error, out)}\n"
-            )
+            _error(f"{saved} was saved, but the report cannot be written: {_failed(error, out)}")
             return EXIT_UNREADABLE
         return EXIT_OK
     if not report.changed:
@@ -185,7 +194,7 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     if args.dry_run:
         out.write("  dry run: nothing written\n")
     else:
-        out.writelines(f"  wrote {path}\n" for path in written)
+        out.writelines(f"  wrote {_shown(path)}\n" for path in written)
     return EXIT_OK
 
 
@@ -206,16 +215,15 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     target = Path(args.output)
     if os.path.realpath(target) in {os.path.realpath(path) for path in conversation.files}:
-        sys.stderr.write(
-            f"inquiry: {shown_path(target)}: is a file of the conversation being exported; "
-            "not writing over it (give another --output)\n"
+        _error(
+            f"{shown_path(target)}: is a file of the conversation being exported; "
+            "not writing over it (give another --output)"
         )
         return EXIT_UNREADABLE
     try:
         atomic_write(target, markdown.encode())
     except OSError as error:
-        problem = f"{shown_path(target)}: cannot be written: {os_reason(error)}"
-        sys.stderr.write(f"inquiry: {problem}\n")
+        _error(f"{shown_path(target)}: cannot be written: {os_reason(error)}")
         return EXIT_UNREADABLE
     return EXIT_OK
 
@@ -228,13 +236,13 @@ def _diagram(args: argparse.Namespace, out: TextIO) -> int:
         if args.check:
             stale = stale_files(root)
             out.writelines(
-                f"stale: {shown_path(path)} (regenerate with `inquiry diagram`)\n"
+                f"stale: {_shown(str(path))} (regenerate with `inquiry diagram`)\n"
                 for path in stale
             )
             return EXIT_FINDINGS if stale else EXIT_OK
-        out.writelines(f"wrote {shown_path(path)}\n" for path in write_files(root))
+        out.writelines(f"wrote {_shown(str(path))}\n" for path in write_files(root))
     except (OSError, ValueError) as error:
-        sys.stderr.write(f"inquiry: {error}\n")
+        _error(str(error))
         return EXIT_UNREADABLE
     return EXIT_OK
 
@@ -264,7 +272,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if args.api_key_env is not None:
             backend["api_key_env"] = args.api_key_env
     elif any(value is not None for value in (args.model, args.base_url, args.api_key_env)):
-        sys.stderr.write("inquiry: --model, --base-url and --api-key-env go with --backend\n")
+        _error("--model, --base-url and --api-key-env go with --backend")
         return EXIT_UNREADABLE
     options = RunOptions(
         scenario=Path(args.scenario),
@@ -276,13 +284,13 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         result = asyncio.run(run_scenario(options, out=out))
     except RunError as error:
-        sys.stderr.write(f"inquiry: {error}\n")
+        _error(str(error))
         return error.status
     except KeyboardInterrupt:
-        sys.stderr.write("inquiry: interrupted\n")
+        _error("interrupted")
         return EXIT_INCOMPLETE
     if result.reason is not None:
-        sys.stderr.write(f"inquiry: {result.reason}\n")
+        _error(result.reason)
     return result.status
 
 
@@ -389,6 +397,14 @@ def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
     return os_reason(error)
 
 
+class _ShownFormatter(logging.Formatter):
+    """Formats a warning as one line a terminal only shows: it may name a tool or quote a file."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line, every character a terminal acts on escaped."""
+        return _shown(super().format(record))
+
+
 def _version() -> str:
     """The installed distribution's version (the one ``pip`` reports)."""
     from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - --version only
@@ -412,21 +428,21 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     logger = logging.getLogger("coordinator")
     warnings = logging.StreamHandler(sys.stderr)
     warnings.setLevel(logging.WARNING)
-    warnings.setFormatter(logging.Formatter("inquiry: %(message)s"))
+    warnings.setFormatter(_ShownFormatter("inquiry: %(message)s"))
     logger.addHandler(warnings)
     output = out or sys.stdout
     try:
         return handler(args, output)
     except CoordinatorError as error:
-        # shown_path makes any part of the text that came from a file name
-        # that is not UTF-8 show U+FFFD, as paths do everywhere else.
-        sys.stderr.write(f"inquiry: {shown_path(str(error))}\n")
+        # The message may quote the file (an entry's type, a value) or a
+        # file name that is not UTF-8, which shows U+FFFD as paths do.
+        _error(str(error))
         return EXIT_UNREADABLE
     except (OSError, UnicodeEncodeError) as error:
         # Reading and saving conversations raise CoordinatorErrors; what
         # reaches here is the output failing (subcommands that write files
         # of their own catch their errors).
-        sys.stderr.write(f"inquiry: the output cannot be written: {_failed(error, output)}\n")
+        _error(f"the output cannot be written: {_failed(error, output)}")
         return EXIT_UNREADABLE
     finally:
         logger.removeHandler(warnings)

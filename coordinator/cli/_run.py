@@ -80,10 +80,10 @@ import attrs
 import orjson
 
 from coordinator._errors import ConfigError, CoordinatorError, os_reason
-from coordinator._text import shown_path
+from coordinator._text import shown_path, shown_text
 from coordinator.adapters._builtins import builtin_executors
 from coordinator.adapters._local_tools import LocalToolExecutor
-from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError, printable
+from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError
 from coordinator.adapters.providers import (
     ModelInquiryBackend,
     ProviderConfigError,
@@ -224,7 +224,7 @@ class RunResult:
 
 
 def _one_line(value: str) -> str:
-    text = " ".join(printable(value).split())
+    text = " ".join(shown_text(value, lines=True).split())
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
