@@ -17,13 +17,10 @@ from coordinator import ConfigError, ScriptedPrompter
 from coordinator.adapters._local_tools import LocalToolExecutor
 from coordinator.adapters.providers import ProviderConfigError, backend_from_config
 from coordinator.cli._answer_script import load_answer_script
-from coordinator.cli._run import (
-    RunError,
-    RunOptions,
-    _Progress,
-    _WatchedPrompter,
-    run_scenario,
-)
+from coordinator.cli._run import run_scenario
+from coordinator.cli._run_players import WatchedPrompter
+from coordinator.cli._run_progress import Progress
+from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.cli._scenario import load_scenario, parse_scenario
 from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
 from coordinator.driver._toml_fields import check_keys
@@ -302,7 +299,7 @@ def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
             return QuestionAnswer(value=5)
 
     stub = parse_scenario({"turns": [{"message": "m"}]}, origin="s.toml", directory=Path.cwd())
-    progress = _Progress(lambda _: None, stub)
+    progress = Progress(lambda _: None, stub)
     prompt = ShowQuestion(
         inquiry_id="c.q.1",
         tool_call_id="c",
@@ -310,13 +307,13 @@ def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
         source=InquirySource.tool("t"),
         question=Question.text_input("q", "Q?"),
     )
-    answer = asyncio.run(_WatchedPrompter(Anything(), progress).ask_question(prompt))
+    answer = asyncio.run(WatchedPrompter(Anything(), progress).ask_question(prompt))
     assert answer.value == 5
     assert progress.problems == []
 
     scripted = ScriptedPrompter().answer(5)
     with pytest.raises(PromptCancelled):
-        asyncio.run(_WatchedPrompter(scripted, progress).ask_question(prompt))
+        asyncio.run(WatchedPrompter(scripted, progress).ask_question(prompt))
     assert progress.problems == [
         (
             "the answers file's answers[0] does not fit question 'q' of tool 't': "
@@ -444,7 +441,7 @@ def test_a_conversation_named_in_bytes_not_utf8_gives_tools_a_u_fffd_id(
         given.append(kwargs.get("conversation_id"))
         return LocalToolExecutor(*args, **kwargs)
 
-    monkeypatch.setattr("coordinator.cli._run.LocalToolExecutor", watched)
+    monkeypatch.setattr("coordinator.cli._run_tools.LocalToolExecutor", watched)
     conversation = not_utf8(tmp_path, b"caf\xe9")
     options = RunOptions(scenario=scenario(tmp_path), conversation=conversation, interactive=False)
     asyncio.run(run_scenario(options, out=io.StringIO(), terminal=False))

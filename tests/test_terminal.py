@@ -30,7 +30,8 @@ from coordinator.adapters._terminal import (
     printable,
 )
 from coordinator.adapters._terminal_toolkit import _Choice
-from coordinator.cli._run import RunError, RunOptions, run_scenario
+from coordinator.cli._run import run_scenario
+from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
 from machines import (
     InquirySource,

@@ -249,11 +249,11 @@ def _table(args: argparse.Namespace, out: TextIO) -> int:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     import asyncio  # noqa: PLC0415 - see above
 
-    from coordinator.cli._run import (  # noqa: PLC0415 - see above
+    from coordinator.cli._run import run_scenario  # noqa: PLC0415 - see above
+    from coordinator.cli._run_result import (  # noqa: PLC0415 - see above
         EXIT_INCOMPLETE,
         RunError,
         RunOptions,
-        run_scenario,
     )
 
     backend: dict[str, object] | None = None
