@@ -56,6 +56,7 @@ from coordinator.cli._run_players import (
 )
 from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunResult
+from coordinator.cli._run_signals import Stop
 from coordinator.cli._run_tools import build_executors, tool_environment
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
 from coordinator.cli._scenario import load_scenario
@@ -141,7 +142,9 @@ async def run_scenario(
             on_record=progress.record,
         )
         progress.turn_state = lambda: coordinator.turn_state
-        result = await play(scenario, conversation, coordinator, progress, player.output)
+        result = await play(
+            scenario, conversation, coordinator, progress, player.output, stop=Stop()
+        )
     progress.summary(
         path=path,
         turns=result.turns,

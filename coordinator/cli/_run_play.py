@@ -7,9 +7,10 @@ and the user's ``chat_request`` and saves; for each cycle the assistant's
 records every step (saving before every question). A closing reply, when
 the scenario gives one, ends the turn, and the turn is saved.
 
-A stop (Ctrl-C, or standard output closed under the run) cancels the batch
-in hand: the coordinator closes and saves every open tool call and
-question, and no further turn is played.
+A stop (:mod:`coordinator.cli._run_signals`: Ctrl-C, SIGTERM, SIGHUP, or
+standard output closed under the run) cancels the batch in hand: the
+coordinator closes and saves every open tool call and question, and no
+further turn is played.
 
 Rules:
 
@@ -22,18 +23,18 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError, RunResult
-from coordinator.cli._run_signals import on_interrupt
+from coordinator.cli._run_signals import stop_signals
 from coordinator.store._store import save_conversation
 from machines import ChatRequest, ChatResponse, ToolCallRequest, TurnStart
 
 if TYPE_CHECKING:
     from coordinator.cli._run_progress import Output, Progress
+    from coordinator.cli._run_signals import Stop
     from coordinator.cli._scenario import Cycle, Scenario
     from coordinator.driver._tool_coordinator import ToolCoordinator
     from coordinator.store._store import Conversation
@@ -47,25 +48,27 @@ async def play(
     coordinator: ToolCoordinator,
     progress: Progress,
     output: Output | None,
+    *,
+    stop: Stop,
 ) -> RunResult:
+    """Play every turn of ``scenario`` (until ``stop`` is requested); how it went."""
     stream = conversation.stream
-    interrupted = asyncio.Event()
 
-    def interrupt() -> None:
-        interrupted.set()
-        progress.emit("  interrupted: closing every open tool call and question")
+    def stopping(why: str) -> None:
+        progress.emit(f"  {why}: closing every open tool call and question")
         coordinator.cancel()
 
+    stop.action = stopping
     if output is not None:
         # The reader has gone: stop as on Ctrl-C (the coordinator closes and
         # saves what is open), printing nothing more.
-        output.on_close = interrupt
+        output.on_close = stop.request
 
     completed = 0
-    with on_interrupt(interrupt):
+    with stop_signals(stop):
         try:
             for plan in scenario.turns:
-                if interrupted.is_set():
+                if stop.requested():
                     break
                 stream.append(TurnStart())
                 stream.append(ChatRequest(content=plan.message))
@@ -74,8 +77,8 @@ async def play(
                 save_conversation(conversation)
                 for cycle_number, cycle in enumerate(plan.cycles, 1):
                     numbering = f"{number}_{cycle_number}"
-                    await _play_cycle(cycle, numbering, coordinator, progress, interrupted)
-                    if interrupted.is_set():
+                    await _play_cycle(cycle, numbering, coordinator, progress, stop)
+                    if stop.requested():
                         break
                 else:
                     if plan.reply is not None:
@@ -91,8 +94,9 @@ async def play(
         turns=len(scenario.turns),
         completed=completed,
         problems=tuple(progress.problems),
-        interrupted=interrupted.is_set() and not closed,
+        interrupted=stop.requested() and not closed and stop.signal is None,
         output_closed=closed,
+        stopped_by=stop.signal,
     )
 
 
@@ -122,7 +126,7 @@ async def _play_cycle(
     numbering: str,
     coordinator: ToolCoordinator,
     progress: Progress,
-    interrupted: asyncio.Event,
+    stop: Stop,
 ) -> None:
     """One assistant response: its message, its calls (ids ``call_<numbering>_<n>``), run."""
     requests = [
@@ -135,7 +139,7 @@ async def _play_cycle(
         progress.assistant(cycle.message)
     for request in requests:
         progress.call(request)
-    if interrupted.is_set():
+    if stop.requested():
         return
     stream = coordinator.conversation.stream
     if cycle.message is not None:

@@ -18,6 +18,7 @@ Exit statuses (``docs/cli.md`` lists them for users):
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,11 +33,18 @@ __all__ = [
     "RunError",
     "RunOptions",
     "RunResult",
+    "signal_status",
 ]
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
 EXIT_UNREADABLE = 2
+_SIGNALLED = 128
+
+
+def signal_status(number: signal.Signals) -> int:
+    """The exit status of a run stopped by the signal ``number``: 128 plus its number."""
+    return _SIGNALLED + int(number)
 
 
 class RunError(CoordinatorError):
@@ -76,10 +84,14 @@ class RunResult:
     interrupted: bool = False
     #: Standard output was closed under the run, which then stopped.
     output_closed: bool = False
+    #: The signal (SIGTERM, SIGHUP) that stopped the run, if one did.
+    stopped_by: signal.Signals | None = None
 
     @property
     def status(self) -> int:
         """The exit status: 0 when every turn completed and nothing went wrong."""
+        if self.stopped_by is not None:
+            return signal_status(self.stopped_by)
         if self.interrupted or self.output_closed or self.problems or self.completed < self.turns:
             return EXIT_INCOMPLETE
         return EXIT_OK
@@ -90,6 +102,11 @@ class RunResult:
         if self.output_closed:
             return (
                 f"standard output was closed: stopped after {self.completed} of {self.turns} turns"
+            )
+        if self.stopped_by is not None:
+            return (
+                f"stopped by {self.stopped_by.name}: {self.completed} of {self.turns} turns "
+                "completed; every open tool call and question was closed and saved"
             )
         if self.interrupted:
             return f"interrupted: {self.completed} of {self.turns} turns completed"
