@@ -74,7 +74,16 @@ def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) 
     )
     conversation = tmp_path / "conversation"
     run = subprocess.Popen(
-        [sys.executable, "-m", "coordinator", "run", str(scenario), "--no-tty", "-c", conversation],
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "run",
+            str(scenario),
+            "--no-tty",
+            "-c",
+            conversation,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

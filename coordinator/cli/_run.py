@@ -57,7 +57,7 @@ from coordinator.cli._run_players import (
 from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunResult
 from coordinator.cli._run_signals import Stop
-from coordinator.cli._run_tools import build_executors, tool_environment
+from coordinator.cli._run_tools import build_executors, withdraw_secrets
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
 from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import ScriptedPrompter
@@ -92,7 +92,7 @@ async def run_scenario(
     if terminal is None:
         terminal = sys.stdin.isatty() and out.isatty()
     conversation, created = _open_conversation(options.conversation, scenario)
-    check_seed(scenario, options.conversation)
+    check_seed(scenario, options.conversation / WORKSPACE, options.conversation)
     player = person(options, script, terminal=terminal, out=out)
     prompter, emit = player.prompter, player.emit
     progress = Progress(emit, scenario)
@@ -100,7 +100,7 @@ async def run_scenario(
     scripted_model = script.backend() if script else None
     model_player = model(options, scenario, scripted_model)
     backend = model_player.backend
-    environment, left_out = tool_environment(script, model_player)
+    environment, left_out = withdraw_secrets(script, model_player)
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(backend, ModelInquiryBackend):
             stack.push_async_callback(backend.aclose)

@@ -26,6 +26,7 @@ is a problem of the run, named by the file's entry. At the end,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
@@ -39,7 +40,7 @@ from coordinator.adapters.providers import (
     backend_from_config,
 )
 from coordinator.adapters.providers._config import key_variable
-from coordinator.cli._run_progress import Output, one_line
+from coordinator.cli._run_progress import Output
 from coordinator.cli._run_result import RunError
 from coordinator.driver._backend import InquiryBackend, InquiryBackendError
 from coordinator.driver._prompting import (
@@ -101,7 +102,12 @@ def model(
             description="none (questions for the model are cancelled as backend_error)",
         )
     try:
-        backend = backend_from_config(config, tools=scenario.definitions)
+        variable = key_variable(config)
+        # Read here, and handed over: the variable is then taken out of this
+        # process's environment (_run_tools.withdraw_secrets), where a tool
+        # could read it through /proc.
+        key = os.environ.get(variable) or None
+        backend = backend_from_config(config, tools=scenario.definitions, api_key=key)
     except ProviderConfigError as error:
         origin = shown_path(scenario.path)
         if error.tool is not None:
@@ -115,7 +121,7 @@ def model(
     return Model(
         backend=backend,
         description=f"{config.get('provider')} {config.get('model')} (from {where})",
-        key_variable=key_variable(config),  # checked by backend_from_config just now
+        key_variable=variable,
     )
 
 
@@ -217,17 +223,18 @@ def _fits(question: Question, value: ToolAnswer) -> bool:
 
 
 def _misfit(question: Question, value: ToolAnswer) -> str:
-    """What the answer must be, and what the file gave: its kind, never a secret's value.
+    """What the answer must be, and what the file gave: its kind, never its value.
 
-    A wrong option of a select is quoted, since it is the clue to the slip;
-    anything given for a secret question, and anything read with
-    ``value_env``, is named by its kind only.
+    Not even a wrong option of a select is quoted: an entry that names no
+    question may have been written for another one, a secret one say, and
+    the slip must not print what it holds. The entry is named by its place
+    in the file instead.
     """
     answer_type = question.answer_type
     if isinstance(value, SecretValue):
         given = "a secret read with `value_env`"
     elif answer_type.kind is AnswerKind.SELECT and isinstance(value, str):
-        given = repr(one_line(value))
+        given = "another string (a value is never shown)"
     else:
         given = kind_of(value)
     return f"the answer must be {answer_type.expected()}, not {given}"

@@ -7,7 +7,8 @@ start of every run, :func:`check_seed` refuses a seed the tools must not see
 replacing earlier copies and leaving whatever else the tools put there.
 
 Rule: seeding never writes outside the workspace nor through a link a tool
-left there, and never copies the conversation into it.
+left there, and never copies the conversation into it; whatever would
+stop the copy is found before the run writes anything.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import secrets
 import shutil
 import stat
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from coordinator._errors import ConfigError, os_reason
@@ -26,19 +27,25 @@ from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from coordinator.cli._scenario import Scenario
 
 __all__ = ["WORKSPACE", "check_seed", "seed_workspace"]
 
 #: The workspace the scenario's local tools run in, inside the conversation directory.
 WORKSPACE = "workspace"
+#: The seed itself, as a path relative to it.
+_TOP = PurePath()
 
 
-def check_seed(scenario: Scenario, conversation: Path) -> None:
-    """Refuse a seed inside the conversation: its files would be copied to its own tools.
+def check_seed(scenario: Scenario, workspace: Path, conversation: Path) -> None:
+    """Refuse, before anything is written, a seed that :func:`seed_workspace` cannot copy.
 
-    (A conversation inside the seed is left out of the copy instead; see
-    :func:`seed_workspace`.)
+    A seed inside the conversation is refused: its files would be copied to
+    its own tools. (A conversation inside the seed is left out of the copy
+    instead.) So is a seed that cannot be read, or that has a file where the
+    workspace has a directory: found now, not once the conversation is saved.
     """
     if scenario.seed is None:
         return
@@ -50,6 +57,20 @@ def check_seed(scenario: Scenario, conversation: Path) -> None:
             f"{shown_path(conversation)}, whose files are not for its tools: "
             "seed from a directory outside it",
         )
+    with _seeding(workspace):
+        # The relative directories the copy will make anew (nothing of the
+        # workspace under them can be in the way): "." when the workspace is.
+        anew = set() if _is_directory(workspace) else {_TOP}
+        for source, name, is_directory in _seed_entries(scenario.seed, _real(conversation)):
+            made_anew = name.parent in anew
+            if is_directory:
+                if made_anew or not _is_directory(workspace / name):
+                    anew.add(name)
+                continue
+            with source.open("rb"):
+                pass  # it can be read
+            if not made_anew:
+                _refuse_directory(workspace / name)
 
 
 def seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> None:
@@ -63,9 +84,10 @@ def seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> N
     what it points to); a file is copied to a new file that then takes the
     old one's name, so not even a hard link to another file is written
     through. A file where the seed has a directory is replaced by it too; a
-    directory where the seed has a file is an error (exit 2), since
-    replacing it would delete what the tools put there. Whatever else the
-    workspace holds is left as it is.
+    directory where the seed has a file is an error (exit 2, found by
+    :func:`check_seed` before anything was written), since replacing it
+    would delete what the tools put there. Whatever else the workspace holds
+    is left as it is.
 
     From the seed: a file is copied (a link to a file, the file it names);
     a link to a directory is not followed, so a link to a parent cannot loop;
@@ -73,15 +95,63 @@ def seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> N
     conversation (``seed = "."``, ``-c ./conversation``) neither copies it
     into its own workspace nor shows ``events.json`` to the tools.
     """
-    try:
+    with _seeding(workspace):
         _real_directory(workspace)
-        if scenario.seed is not None:
-            _copy_seed(scenario.seed, workspace, leave_out=_real(conversation))
+        if scenario.seed is None:
+            return
+        for source, name, is_directory in _seed_entries(scenario.seed, _real(conversation)):
+            if is_directory:
+                _real_directory(workspace / name)
+            else:
+                _replace_file(source, workspace / name)
+
+
+@contextlib.contextmanager
+def _seeding(workspace: Path) -> Iterator[None]:
+    """Turn what the OS says while seeding into one line naming the file (exit 2)."""
+    try:
+        yield
     except OSError as error:
         where = error.filename if error.filename is not None else workspace
         raise RunError(
             f"{shown_path(where)}: cannot seed the workspace: {os_reason(error)}"
         ) from None
+
+
+def _seed_entries(
+    source: Path, leave_out: Path, relative: PurePath = _TOP
+) -> Iterator[tuple[Path, PurePath, bool]]:
+    """What the seed ``source`` gives, a directory before what it holds, by name.
+
+    Each as (the seed's path, the path relative to the seed, whether it is a
+    directory), less what is inside ``leave_out``.
+    """
+    with os.scandir(source) as scanned:
+        entries = sorted(scanned, key=lambda entry: entry.name)
+    for entry in entries:
+        path, name = Path(entry.path), relative / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if _real(path) == leave_out:
+                continue
+            yield path, name, True
+            yield from _seed_entries(path, leave_out, name)
+        elif entry.is_file() and not _real(path).is_relative_to(leave_out):
+            yield path, name, False
+
+
+def _is_directory(path: Path) -> bool:
+    """Whether ``path`` is a real directory (a link to one is not)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _refuse_directory(target: Path) -> None:
+    """Raise when the seed's file would replace a directory the tools made."""
+    if _is_directory(target):
+        problem = "is a directory where the seed has a file: remove it"
+        raise IsADirectoryError(errno.EISDIR, problem, str(target))
 
 
 def _real_directory(path: Path) -> None:
@@ -97,21 +167,6 @@ def _real_directory(path: Path) -> None:
     path.mkdir()
 
 
-def _copy_seed(source: Path, target: Path, *, leave_out: Path) -> None:
-    """Copy the directory ``source`` into the real directory ``target``, less ``leave_out``."""
-    with os.scandir(source) as scanned:
-        entries = sorted(scanned, key=lambda entry: entry.name)
-    for entry in entries:
-        path, destination = Path(entry.path), target / entry.name
-        if entry.is_dir(follow_symlinks=False):
-            if _real(path) == leave_out:
-                continue
-            _real_directory(destination)
-            _copy_seed(path, destination, leave_out=leave_out)
-        elif entry.is_file() and not _real(path).is_relative_to(leave_out):
-            _replace_file(path, destination)
-
-
 def _real(path: Path) -> Path:
     """``path`` with every link resolved; unlike ``Path.resolve``, never raising on a loop."""
     return Path(os.path.realpath(path))
@@ -123,10 +178,7 @@ def _replace_file(source: Path, target: Path) -> None:
     Contents only, not modes: a seed in a read-only checkout still gives the
     tools files they can edit, and copies that the next run can replace.
     """
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISDIR(os.lstat(target).st_mode):
-            problem = "is a directory where the seed has a file: remove it"
-            raise IsADirectoryError(errno.EISDIR, problem, str(target))
+    _refuse_directory(target)  # checked before anything was written; checked again
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.seeding")
     # O_EXCL: a fresh file, never one (or a link) that is already there.
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
