@@ -370,7 +370,7 @@ def test_a_secret_question_takes_a_string_answer_as_before(
         capsys=capsys,
     )
     assert (status, err) == (0, "")
-    assert "= redacted by the person: <secret>" in out
+    assert "= t · q: redacted by the person: <secret>" in out
     assert "s3cret-value" not in out
 
 

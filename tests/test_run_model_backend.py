@@ -97,7 +97,7 @@ def test_the_command_lines_backend_answers_for_the_model(
     assert names == ["fs_modify_file", "lint", "release", "deploy", "ask_user", "answer_inquiry"]
     assert "Strip the trailing whitespace" in request.text()
     assert f"model: {kit.name} test-model (from the command line)" in out
-    assert "= answered by the model: true" in out
+    assert "= lint · fix: answered by the model: true" in out
     for text in (KEY, TOUR_SECRET):
         assert text not in out
         assert text.encode() not in every_byte(directory)
@@ -166,7 +166,7 @@ def test_a_failing_provider_is_a_backend_error_on_the_record(
     conversation = assert_paired(directory)
     (fix,) = [r for i, r in outcomes(conversation).items() if ".fix." in i]
     assert fix == Cancelled(id=fix.id, reason=CancellationReason.BACKEND_ERROR)
-    assert "x cancelled (backend_error)" in out
+    assert "x lint · fix: cancelled (backend_error)" in out
 
 
 def test_a_missing_key_names_the_unset_variable(

@@ -93,9 +93,12 @@ async def run_scenario(
         terminal = sys.stdin.isatty() and out.isatty()
     conversation, created = _open_conversation(options.conversation, scenario)
     check_seed(scenario, options.conversation / WORKSPACE, options.conversation)
-    player = person(options, script, terminal=terminal, out=out)
+    stop = Stop()
+    player = person(options, script, terminal=terminal, out=out, stop=stop)
     prompter, emit = player.prompter, player.emit
-    progress = Progress(emit, scenario)
+    progress = Progress(
+        emit, scenario, verbose=options.verbose, prompts_show_questions=player.interactive
+    )
 
     scripted_model = script.backend() if script else None
     model_player = model(options, scenario, scripted_model)
@@ -143,7 +146,7 @@ async def run_scenario(
         )
         progress.turn_state = lambda: coordinator.turn_state
         result = await play(
-            scenario, conversation, coordinator, progress, player.output, stop=Stop()
+            scenario, conversation, coordinator, progress, player.output, stop=stop
         )
     progress.summary(
         path=path,

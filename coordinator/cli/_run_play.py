@@ -133,6 +133,7 @@ async def _play_cycle(
         ToolCallRequest(id=call_id, name=call.tool, arguments=dict(call.arguments))
         for call, call_id in zip(cycle.calls, call_ids(cycle, numbering), strict=True)
     ]
+    progress.cycle_of(requests)
     # Printed before anything is appended: should the printing stop the run
     # (its output closed), no call is left in the stream without its response.
     if cycle.message is not None:
@@ -144,7 +145,6 @@ async def _play_cycle(
     stream = coordinator.conversation.stream
     if cycle.message is not None:
         stream.append(ChatResponse.message(cycle.message))
-    progress.cycle_of(requests)
     for request in requests:
         stream.append(request)
     await coordinator.run(requests)

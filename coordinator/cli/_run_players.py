@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_progress import Progress
     from coordinator.cli._run_result import RunOptions
+    from coordinator.cli._run_signals import Stop
     from coordinator.cli._scenario import Scenario
     from coordinator.driver._backend import InquiryTask
     from coordinator.driver._prompting import PermissionAnswer, QuestionAnswer
@@ -138,13 +139,19 @@ class Person:
 
 
 def person(
-    options: RunOptions, script: AnswerScript | None, *, terminal: bool, out: TextIO
+    options: RunOptions,
+    script: AnswerScript | None,
+    *,
+    terminal: bool,
+    out: TextIO,
+    stop: Stop,
 ) -> Person:
+    """Who plays the person; at the terminal, a second Ctrl-C at a prompt requests ``stop``."""
     if options.interactive and not terminal:
         raise RunError("--tty: standard input and output are not a terminal")
     if options.interactive or (options.interactive is None and script is None and terminal):
         try:
-            prompter = TerminalPrompter()
+            prompter = TerminalPrompter(verbose=options.verbose, on_stop=stop.request)
         except TerminalUnavailableError as error:
             raise RunError(f"{error} (or run with --answers FILE or --no-tty)") from None
         # Progress goes above the prompt on screen, never through it.

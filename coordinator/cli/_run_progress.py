@@ -18,6 +18,12 @@ each question per tool call, and the call whose count went up is the one
 that asked. Whether an answer was remembered is read from the turn's
 memory, not from what the person asked for.
 
+Each tool call is named by its tool (``lint #2`` for the second call of
+``lint`` in a cycle), each answer by its call and question
+(``release · bump``); the internal ids (tool calls', inquiries') are shown
+only with ``--verbose``. At a terminal the prompts show the person's
+questions, so a question is printed here only when it goes to the model.
+
 Rules:
 
 1. Nothing printed carries a secret: answers are printed from the records,
@@ -130,6 +136,9 @@ def tool_call_outcome(response: ToolCallResponse) -> str:
 class _Inquiry:
     tool: str
     question: str
+    #: The asking call as progress names it, and the line that shows the question.
+    call: str = "?"
+    line: str = ""
     answered_by: str | None = None
     #: What the person was asked, and whether they asked to remember the answer.
     asked: Question | None = None
@@ -139,17 +148,34 @@ class _Inquiry:
 class Progress:
     """Prints what happens, and counts it for the summary."""
 
-    def __init__(self, emit: Callable[[str], None], scenario: Scenario) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str], None],
+        scenario: Scenario,
+        *,
+        verbose: bool = False,
+        prompts_show_questions: bool = False,
+    ) -> None:
+        """Print with ``emit``.
+
+        ``verbose``: show the internal ids (tool calls', inquiries').
+        ``prompts_show_questions``: the person's prompts show each question
+        they are asked (at the terminal), so a question is printed here only
+        once it is put to the model; otherwise when it is asked.
+        """
         self.emit = emit
         self.scenario = scenario
+        self.verbose = verbose
+        self.prompts_show_questions = prompts_show_questions
         self.calls: dict[str, str] = {}
+        self.labels: dict[str, str] = {}
         self.call_turns: dict[str, int] = {}
         self.cycle: tuple[str, ...] = ()  # the ids of the calls running now
         self.turn_state: Callable[[], TurnState] | None = None
         self._counted: dict[tuple[str, str], int] = {}
         self._counted_in: TurnState | None = None
         self.inquiries: dict[str, _Inquiry] = {}
-        self.outcomes: list[tuple[int, str, str, str]] = []
+        self.outcomes: list[tuple[int, str, str]] = []  # (turn, call, outcome)
         self.questions: Counter[str] = Counter()
         self.answered_by: Counter[str] = Counter()
         self.problems: list[str] = []
@@ -165,13 +191,31 @@ class Progress:
         self.emit(f"  assistant: {one_line(message)}")
 
     def cycle_of(self, requests: list[ToolCallRequest]) -> None:
+        """The calls of the cycle about to run: each is named by its tool.
+
+        Two calls of one tool in a cycle are told apart by their place among
+        its calls (``lint #2``), and with ``verbose`` by their ids too.
+        """
         self.cycle = tuple(request.id for request in requests)
+        of_tool = Counter(request.name for request in requests)
+        seen: Counter[str] = Counter()
         for request in requests:
             self.calls[request.id] = request.name
             self.call_turns[request.id] = self.turn
+            seen[request.name] += 1
+            label = printable(request.name)
+            if of_tool[request.name] > 1:
+                label += f" #{seen[request.name]}"
+            if self.verbose:
+                label += f" [{printable(request.id)}]"
+            self.labels[request.id] = label
+
+    def _label(self, call_id: str) -> str:
+        return self.labels.get(call_id) or printable(self.calls.get(call_id, "?"))
 
     def call(self, request: ToolCallRequest) -> None:
-        self.emit(f"  -> {request.name} [{request.id}] {one_line(json_text(request.arguments))}")
+        arguments = one_line(json_text(request.arguments))
+        self.emit(f"  -> {self._label(request.id)} {arguments}")
 
     # What the coordinator records.
 
@@ -182,11 +226,11 @@ class Progress:
         elif isinstance(payload, Answered | Redacted | Cancelled):
             self._response(payload)
         elif isinstance(payload, ToolCallResponse):
-            name = self.calls.get(payload.id, "?")
+            label = self._label(payload.id)
             outcome = tool_call_outcome(payload)
             turn = self.call_turns.get(payload.id, self.turn)
-            self.outcomes.append((turn, name, payload.id, outcome))
-            self.emit(f"  <- {name} [{payload.id}] {outcome}: {one_line(payload.content)}")
+            self.outcomes.append((turn, label, outcome))
+            self.emit(f"  <- {label} {outcome}: {one_line(payload.content)}")
 
     def _caller(self, request: InquiryRequest) -> str | None:
         """The id of the call that asked ``request``: the one whose count of its question rose.
@@ -212,12 +256,18 @@ class Progress:
         question = request.question
         call_id = self._caller(request)
         tool = self.calls.get(call_id, "?") if call_id is not None else "?"
-        self.inquiries[request.id] = _Inquiry(tool=tool, question=question.id or "?")
-        asked_by = "the assistant" if request.source.kind is SourceKind.ASSISTANT else tool
-        self.emit(
-            f"  ? {asked_by} asks {question.id or ''} ({question.answer_type.kind.value}): "
-            f"{one_line(question.text)} [{request.id}]"
+        call = self._label(call_id) if call_id is not None else "?"
+        asked_by = "the assistant" if request.source.kind is SourceKind.ASSISTANT else call
+        inquiry_id = f" [{printable(request.id)}]" if self.verbose else ""
+        line = (
+            f"  ? {asked_by} asks {printable(question.id or '')} "
+            f"({question.answer_type.kind.value}): {one_line(question.text)}{inquiry_id}"
         )
+        self.inquiries[request.id] = _Inquiry(
+            tool=tool, question=question.id or "?", call=call, line=line
+        )
+        if not self.prompts_show_questions:
+            self.emit(line)
 
     def _how(self, inquiry: _Inquiry) -> str:
         if inquiry.answered_by is not None:
@@ -227,10 +277,12 @@ class Progress:
 
     def _response(self, response: Answered | Redacted | Cancelled) -> None:
         inquiry = self.inquiries.get(response.id, _Inquiry(tool="?", question="?"))
+        # Named, since with tools in parallel it may not follow its question.
+        named = f"{inquiry.call} · {printable(inquiry.question)}"
         if isinstance(response, Cancelled):
             reason = response.reason.as_str()
             self.questions[f"cancelled ({reason})"] += 1
-            self.emit(f"    x cancelled ({reason})")
+            self.emit(f"    x {named}: cancelled ({reason})")
             return
         how = self._how(inquiry)
         self.answered_by[how] += 1
@@ -246,7 +298,7 @@ class Progress:
             "configuration": "by configuration (a static answer)",
             "remembered": "from this turn's memory (an earlier Y or N)",
         }
-        self.emit(f"    = {kind} {words[how]}: {shown}{remembered}")
+        self.emit(f"    = {named}: {kind} {words[how]}: {shown}{remembered}")
 
     def _remembered(self, inquiry: _Inquiry, response: Answered | Redacted) -> bool:
         """Whether the turn now remembers this answer: what the engine did, not what was asked.
@@ -274,6 +326,8 @@ class Progress:
         inquiry = self.inquiries.get(inquiry_id)
         if inquiry is not None:
             inquiry.answered_by = "model"
+            if self.prompts_show_questions:  # no prompt shows it: it is shown now
+                self.emit(inquiry.line + " (for the model)")
 
     def permission(self, prompt: ShowPermissionPrompt, answer: PermissionAnswer | None) -> None:
         remembered = " (remembered for this turn)" if answer and answer.remember else ""
@@ -287,7 +341,7 @@ class Progress:
             said = "skip" + remembered
             if answer.reason:
                 said += f": {one_line(answer.reason)}"
-        self.emit(f"  ! permission for {prompt.tool_name} [{prompt.tool_call_id}]: {said}")
+        self.emit(f"  ! permission for {self._label(prompt.tool_call_id)}: {said}")
 
     def problem(self, message: str) -> None:
         self.problems.append(message)
@@ -301,10 +355,10 @@ class Progress:
             f"  turns: {completed} of {turns} completed; {shown_path(path)} now holds "
             f"{total_turns} turn{'s' if total_turns != 1 else ''}"
         )
-        counts = Counter(outcome for _, _, _, outcome in self.outcomes)
+        counts = Counter(outcome for _, _, outcome in self.outcomes)
         self.emit(f"  tool calls: {len(self.outcomes)} ({_counted(counts)})")
-        for turn, name, call_id, outcome in self.outcomes:
-            self.emit(f"    turn {turn} · {name} [{call_id}]: {outcome}")
+        for turn, label, outcome in self.outcomes:
+            self.emit(f"    turn {turn} · {label}: {outcome}")
         total = sum(self.questions.values())
         by = f"; answered or redacted: {_counted(self.answered_by)}" if self.answered_by else ""
         self.emit(f"  questions: {total} ({_counted(self.questions)}{by})")

@@ -64,7 +64,8 @@ class RunOptions:
     there is no answers file, ``True`` (``--tty``) to prompt whatever the
     answers file says, ``False`` (``--no-tty``) never to prompt. ``backend``:
     the command line's backend configuration (``backend_from_config`` keys),
-    which replaces the scenario's.
+    which replaces the scenario's. ``verbose`` (``--verbose``): show the
+    internal ids of tool calls and inquiries in progress and prompts.
     """
 
     scenario: Path
@@ -72,6 +73,7 @@ class RunOptions:
     answers: Path | None = None
     interactive: bool | None = None
     backend: Mapping[str, object] | None = None
+    verbose: bool = False
 
 
 @attrs.frozen(kw_only=True)
