@@ -28,12 +28,16 @@ Rules:
    completed; 1 when one did not (interrupted, or the answers file had no
    reply for a prompt, or one that does not fit it), with the reason as one
    line on stderr; 2 when an input cannot be read or the conversation cannot
-   be written.
-4. When standard output is closed under the run (``inquiry run ... | head``),
+   be written; 128 + N when signal N (SIGTERM, SIGHUP) stopped the run.
+4. The run's secrets (the backend's API key, the answers file's
+   ``value_env`` variables) are read, then withdrawn from the process's
+   environment before anything is written or any tool runs
+   (:func:`~coordinator.cli._run_tools.withdraw_secrets`).
+5. When standard output is closed under the run (``inquiry run ... | head``),
    nothing more is printed there (it is pointed at the null device, as the
    Python documentation advises) and the run stops as on Ctrl-C: every open
    tool call and question is closed and saved, and the exit status is 1.
-5. At the end, the answers file's entries no prompt used are named.
+6. At the end, the answers file's entries no prompt used are named.
 """
 
 from __future__ import annotations

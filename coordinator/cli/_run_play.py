@@ -55,8 +55,9 @@ async def play(
     stream = conversation.stream
 
     def stopping(why: str) -> None:
-        progress.emit(f"  {why}: closing every open tool call and question")
+        # Cancelled first: after a hangup, printing may fail, and the stop must not.
         coordinator.cancel()
+        progress.emit(f"  {why}: closing every open tool call and question")
 
     stop.action = stopping
     if output is not None:

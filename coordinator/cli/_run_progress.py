@@ -29,7 +29,7 @@ Rules:
 1. Nothing printed carries a secret: answers are printed from the records,
    which never hold one; a redacted answer prints as ``<secret>``.
 2. Text from a tool, a file or a model is printed on one line, with control
-   characters replaced (:func:`one_line`), and cut at 120 characters.
+   characters replaced (:func:`_one_line`), and cut at 120 characters.
 3. Lines go to an :class:`Output` (or the terminal prompter's screen): once
    the reader of standard output has gone, nothing more is printed, and the
    run is told to stop.
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
         TurnState,
     )
 
-__all__ = ["Output", "Progress", "json_text", "one_line", "tool_call_outcome"]
+__all__ = ["Output", "Progress", "tool_call_outcome"]
 
 _SHOWN = 120
 
@@ -110,12 +110,12 @@ class Output:
             self.on_close()
 
 
-def one_line(value: str) -> str:
+def _one_line(value: str) -> str:
     text = " ".join(printable(value).split())
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
-def json_text(value: JsonValue | Mapping[str, JsonValue]) -> str:
+def _json(value: JsonValue | Mapping[str, JsonValue]) -> str:
     return orjson.dumps(value).decode()
 
 
@@ -185,10 +185,10 @@ class Progress:
 
     def user(self, turn: int, message: str) -> None:
         self.turn = turn
-        self.emit(f"turn {turn} · user: {one_line(message)}")
+        self.emit(f"turn {turn} · user: {_one_line(message)}")
 
     def assistant(self, message: str) -> None:
-        self.emit(f"  assistant: {one_line(message)}")
+        self.emit(f"  assistant: {_one_line(message)}")
 
     def cycle_of(self, requests: list[ToolCallRequest]) -> None:
         """The calls of the cycle about to run: each is named by its tool.
@@ -214,7 +214,7 @@ class Progress:
         return self.labels.get(call_id) or printable(self.calls.get(call_id, "?"))
 
     def call(self, request: ToolCallRequest) -> None:
-        arguments = one_line(json_text(request.arguments))
+        arguments = _one_line(_json(request.arguments))
         self.emit(f"  -> {self._label(request.id)} {arguments}")
 
     # What the coordinator records.
@@ -230,7 +230,7 @@ class Progress:
             outcome = tool_call_outcome(payload)
             turn = self.call_turns.get(payload.id, self.turn)
             self.outcomes.append((turn, label, outcome))
-            self.emit(f"  <- {label} {outcome}: {one_line(payload.content)}")
+            self.emit(f"  <- {label} {outcome}: {_one_line(payload.content)}")
 
     def _caller(self, request: InquiryRequest) -> str | None:
         """The id of the call that asked ``request``: the one whose count of its question rose.
@@ -261,7 +261,7 @@ class Progress:
         inquiry_id = f" [{printable(request.id)}]" if self.verbose else ""
         line = (
             f"  ? {asked_by} asks {printable(question.id or '')} "
-            f"({question.answer_type.kind.value}): {one_line(question.text)}{inquiry_id}"
+            f"({question.answer_type.kind.value}): {_one_line(question.text)}{inquiry_id}"
         )
         self.inquiries[request.id] = _Inquiry(
             tool=tool, question=question.id or "?", call=call, line=line
@@ -286,9 +286,7 @@ class Progress:
             return
         how = self._how(inquiry)
         self.answered_by[how] += 1
-        shown = (
-            "<secret>" if isinstance(response, Redacted) else one_line(json_text(response.answer))
-        )
+        shown = "<secret>" if isinstance(response, Redacted) else _one_line(_json(response.answer))
         kind = "redacted" if isinstance(response, Redacted) else "answered"
         self.questions[kind] += 1
         remembered = ", remembered for this turn" if self._remembered(inquiry, response) else ""
@@ -336,11 +334,11 @@ class Progress:
         elif isinstance(answer, Permit):
             said = "run" + remembered
             if answer.arguments is not None:
-                said += f" with edited arguments {one_line(json_text(answer.arguments))}"
+                said += f" with edited arguments {_one_line(_json(answer.arguments))}"
         else:
             said = "skip" + remembered
             if answer.reason:
-                said += f": {one_line(answer.reason)}"
+                said += f": {_one_line(answer.reason)}"
         self.emit(f"  ! permission for {self._label(prompt.tool_call_id)}: {said}")
 
     def problem(self, message: str) -> None:
