@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,10 @@ from machines import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pytest
+    from fake_api import ProviderKit, Recorded, Reply
 
     from coordinator import Conversation
 
@@ -107,6 +111,17 @@ def calls(conversation: Conversation) -> dict[str, ToolCallRequest]:
     return {r.id: r for r in payloads(conversation, ToolCallRequest)}
 
 
+def answering(kit: ProviderKit) -> Callable[[Recorded], Reply]:
+    """A fake model that answers every inquiry it is asked `true`, by its id."""
+
+    def respond(request: Recorded) -> Reply:
+        inquiry_id = re.findall(r"inquiry_id `([^`]+)`", request.text())[-1]
+        arguments = {"inquiry_id": inquiry_id, "answer": "true"}
+        return kit.tool_call("call_answer", "answer_inquiry", arguments)
+
+    return respond
+
+
 def assert_paired(directory: Path) -> Conversation:
     """The saved conversation loads and every request in it has its response."""
     conversation = load_conversation(directory)
@@ -127,6 +142,7 @@ __all__ = [
     "TOUR_SCENARIO",
     "TOUR_SECRET",
     "TOUR_TOOLS",
+    "answering",
     "assert_paired",
     "calls",
     "cli",

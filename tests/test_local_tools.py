@@ -218,6 +218,11 @@ def test_raw_output_falls_back_as_jp_does(tmp_path: Path, body: str, expected: C
             },
             "secret question 'token' cannot have a default",
         ),
+        (
+            {"type": "sucess", "content": "done"},
+            "its type 'sucess' is none of 'success', 'error', 'needs_input'",
+        ),
+        ({"type": "x" * 100}, f"its type '{'x' * 40}...' is none of"),
     ],
 )
 def test_a_malformed_outcome_is_a_clear_error(

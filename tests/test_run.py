@@ -72,9 +72,11 @@ def test_the_tour_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert by_question(found, "fix")[0].answer is True
     assert by_question(found, "bump")[0].answer == "minor"
     assert isinstance(by_question(found, "token")[0], Redacted)
-    assert "= answered by the model: true" in out
-    assert '= answered by configuration (a static answer): "notes"' in out
-    assert "= redacted by the person: <secret>" in out
+    # Each answer names its tool and question; no internal id is shown.
+    assert "= lint · fix: answered by the model: true" in out
+    assert '= lint · scope: answered by configuration (a static answer): "notes"' in out
+    assert "= deploy · token: redacted by the person: <secret>" in out
+    assert "call_1_" not in out
     # The deploy tool received exactly the token, which is nowhere else.
     deployed = responses(conversation)["call_1_4_1"]
     assert "matched the expected fingerprint" in deployed.content
@@ -319,7 +321,7 @@ def test_a_scripted_cancellation_is_the_users(
     (cancelled,) = outcomes(conversation).values()
     assert cancelled == Cancelled(id="call_1_1_1.bump.1", reason=CancellationReason.USER)
     assert responses(conversation)["call_1_1_1"].content == "Tool input cancelled by user."
-    assert "x cancelled (user)" in out
+    assert "x release · bump: cancelled (user)" in out
 
 
 def test_an_answers_file_without_a_reply_fails_the_run(
@@ -664,11 +666,13 @@ def test_progress_names_the_call_that_asked_without_reading_inquiry_ids(
         """,
     )
     directory = tmp_path / "conversation"
-    status, out, _ = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    status, out, _ = cli(
+        "run", scenario, "--no-tty", "--verbose", "--conversation", directory, capsys=capsys
+    )
     assert status == 0
-    assert "? x asks q (boolean): Go on? [a.q.1]" in out
-    assert "= answered by configuration (a static answer): true" in out
-    assert "y asks" not in out
+    assert "? x [a] asks q (boolean): Go on? [a.q.1]" in out
+    assert "= x [a] · q: answered by configuration (a static answer): true" in out
+    assert "y [a.q] asks" not in out
 
 
 def test_an_unnamed_call_gives_way_to_an_id_the_file_gave_another(
@@ -689,10 +693,12 @@ def test_an_unnamed_call_gives_way_to_an_id_the_file_gave_another(
         """,
     )
     directory = tmp_path / "conversation"
-    status, out, _ = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    status, out, _ = cli(
+        "run", scenario, "--no-tty", "--verbose", "--conversation", directory, capsys=capsys
+    )
     assert status == 0
-    assert "-> y [call_1_1_2]" in out
-    assert "-> y [call_1_1_2_2]" in out
+    assert "-> y #1 [call_1_1_2]" in out
+    assert "-> y #2 [call_1_1_2_2]" in out
     saved = orjson.loads((directory / "events.json").read_bytes())
     ids = [entry["id"] for entry in saved if entry["type"] == "tool_call_request"]
     assert ids == ["call_1_1_2", "call_1_1_2_2"]
@@ -753,10 +759,10 @@ def test_progress_says_remembered_only_when_the_turn_remembers(
         "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
     )
     assert status == 0
-    assert out.count("= answered by the person: true, remembered for this turn") == 1
-    assert out.count("= answered from this turn's memory (an earlier Y or N): true") == 1
+    assert out.count("= t · ok: answered by the person: true, remembered for this turn") == 1
+    assert out.count("= t · ok: answered from this turn's memory (an earlier Y or N): true") == 1
     # Each secret was asked for (nothing remembered it), and neither is said to be remembered.
-    assert out.count("= redacted by the person: <secret>\n") == 2
+    assert out.count("= t · token: redacted by the person: <secret>\n") == 2
     assert "s3cret" not in out
 
 

@@ -11,19 +11,16 @@ from typing import Any
 
 import orjson
 import pytest
-from run_helpers import assert_paired, cli, outcomes, responses, write
+from run_helpers import assert_paired, cli, every_byte, outcomes, responses, write
 
 from coordinator import ConfigError, ScriptedPrompter
 from coordinator.adapters._local_tools import LocalToolExecutor
 from coordinator.adapters.providers import ProviderConfigError, backend_from_config
 from coordinator.cli._answer_script import load_answer_script
-from coordinator.cli._run import (
-    RunError,
-    RunOptions,
-    _Progress,
-    _WatchedPrompter,
-    run_scenario,
-)
+from coordinator.cli._run import run_scenario
+from coordinator.cli._run_players import WatchedPrompter
+from coordinator.cli._run_progress import Progress
+from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.cli._scenario import load_scenario, parse_scenario
 from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
 from coordinator.driver._toml_fields import check_keys
@@ -166,14 +163,44 @@ def test_a_seed_file_replaces_a_file_and_a_folder_refuses_to(
     assert (workspace / "mine.txt").read_text() == "a tool's own file\n"
     assert sorted(path.name for path in workspace.iterdir()) == ["mine.txt", "notes.txt", "sub"]
 
-    (workspace / "notes.txt").unlink()
-    (workspace / "notes.txt").mkdir()
-    (workspace / "notes.txt" / "kept").write_text("kept\n")
+    (workspace / "sub" / "inner.txt").unlink()
+    (workspace / "sub" / "inner.txt").mkdir()
+    (workspace / "sub" / "inner.txt" / "kept").write_text("kept\n")
+    (workspace / "notes.txt").write_text("edited again\n")
+    before = _untouched(conversation)
     status, _, err = again()
     assert status == 2
     assert err.count("\n") == 1
-    assert f"{workspace / 'notes.txt'}: cannot seed the workspace: is a directory" in err
-    assert (workspace / "notes.txt" / "kept").read_text() == "kept\n"
+    inner = workspace / "sub" / "inner.txt"
+    assert f"{inner}: cannot seed the workspace: is a directory" in err
+    assert (inner / "kept").read_text() == "kept\n"
+    # Found before anything was written: neither the conversation nor the
+    # seed's other files (notes.txt comes first) were touched.
+    assert _untouched(conversation) == before
+    assert (workspace / "notes.txt").read_text() == "edited again\n"
+
+
+def _untouched(conversation: Path) -> dict[str, tuple[int, int]]:
+    """Each file of the conversation's own, by name: its inode and time of change."""
+    return {
+        path.name: (path.stat().st_ino, path.stat().st_mtime_ns)
+        for path in conversation.iterdir()
+        if path.is_file()
+    }
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_seed_file_is_found_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A seed file that cannot be read: exit 2 naming it, and no conversation is created."""
+    seed(tmp_path, {"notes.txt": "seed notes\n", "secret.txt": "no\n"})
+    (tmp_path / "seed" / "secret.txt").chmod(0)
+    conversation = tmp_path / "conversation"
+    status, _, err = run(scenario(tmp_path, '[workspace]\nseed = "seed"\n'), conversation, capsys)
+    assert status == 2
+    assert f"{tmp_path / 'seed' / 'secret.txt'}: cannot seed the workspace:" in err
+    assert not conversation.exists()
 
 
 def test_a_seed_holding_the_conversation_leaves_it_out(
@@ -233,8 +260,8 @@ def asking(directory: Path, answer_type: str) -> Path:
         ),
         pytest.param(
             '{ type = "select", options = ["a", "b"] }',
-            'value = "z"',
-            "one of 'a', 'b', not 'z'",
+            'value = "zebra-value-9"',
+            "one of 'a', 'b', not another string (a value is never shown)",
             id="select",
         ),
         pytest.param(
@@ -261,7 +288,8 @@ def test_an_answer_that_does_not_fit_its_question_fails_the_run(  # noqa: PLR091
 ) -> None:
     """A wrong-typed reply: exit 1 naming the entry and what was expected, recorded as no reply is.
 
-    Never the value of a secret, nor of what `value_env` read.
+    Never the value given, in an error or on disk: an entry without `question`
+    may have been meant for another question, a secret one say.
     """
     monkeypatch.setenv("INQUIRY_TEST_SECRET", "hunter2-secret")
     answers = write(
@@ -285,8 +313,9 @@ def test_an_answer_that_does_not_fit_its_question_fails_the_run(  # noqa: PLR091
         f"the answer must be {expected} (the question was cancelled)"
     ) in err
     assert "refused" not in err  # the coordinator's warning: reported once, here
-    for secret in ("hunter2-secret", "81234567"):
+    for secret in ("hunter2-secret", "81234567", "zebra-value-9"):
         assert secret not in out + err
+        assert secret.encode() not in every_byte(conversation)
     (response,) = outcomes(assert_paired(conversation)).values()
     assert response == Cancelled(id=response.id, reason=CancellationReason.USER)
 
@@ -302,7 +331,7 @@ def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
             return QuestionAnswer(value=5)
 
     stub = parse_scenario({"turns": [{"message": "m"}]}, origin="s.toml", directory=Path.cwd())
-    progress = _Progress(lambda _: None, stub)
+    progress = Progress(lambda _: None, stub)
     prompt = ShowQuestion(
         inquiry_id="c.q.1",
         tool_call_id="c",
@@ -310,13 +339,13 @@ def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
         source=InquirySource.tool("t"),
         question=Question.text_input("q", "Q?"),
     )
-    answer = asyncio.run(_WatchedPrompter(Anything(), progress).ask_question(prompt))
+    answer = asyncio.run(WatchedPrompter(Anything(), progress).ask_question(prompt))
     assert answer.value == 5
     assert progress.problems == []
 
     scripted = ScriptedPrompter().answer(5)
     with pytest.raises(PromptCancelled):
-        asyncio.run(_WatchedPrompter(scripted, progress).ask_question(prompt))
+        asyncio.run(WatchedPrompter(scripted, progress).ask_question(prompt))
     assert progress.problems == [
         (
             "the answers file's answers[0] does not fit question 'q' of tool 't': "
@@ -341,7 +370,7 @@ def test_a_secret_question_takes_a_string_answer_as_before(
         capsys=capsys,
     )
     assert (status, err) == (0, "")
-    assert "= redacted by the person: <secret>" in out
+    assert "= t · q: redacted by the person: <secret>" in out
     assert "s3cret-value" not in out
 
 
@@ -444,7 +473,7 @@ def test_a_conversation_named_in_bytes_not_utf8_gives_tools_a_u_fffd_id(
         given.append(kwargs.get("conversation_id"))
         return LocalToolExecutor(*args, **kwargs)
 
-    monkeypatch.setattr("coordinator.cli._run.LocalToolExecutor", watched)
+    monkeypatch.setattr("coordinator.cli._run_tools.LocalToolExecutor", watched)
     conversation = not_utf8(tmp_path, b"caf\xe9")
     options = RunOptions(scenario=scenario(tmp_path), conversation=conversation, interactive=False)
     asyncio.run(run_scenario(options, out=io.StringIO(), terminal=False))

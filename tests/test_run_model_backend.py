@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from typing import TYPE_CHECKING
 
 import pytest
-from fake_api import KEY, PROVIDER_KITS, FakeAPI, ProviderKit, Recorded, Reply
+from fake_api import KEY, PROVIDER_KITS, FakeAPI, ProviderKit
 from run_helpers import (
     TOUR,
     TOUR_SECRET,
+    answering,
     assert_paired,
     cli,
     every_byte,
@@ -21,7 +21,6 @@ from run_helpers import (
 from machines import Answered, CancellationReason, Cancelled
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
 #: The tour's person, without its [[model]] entries: the model is the real backend.
@@ -45,17 +44,6 @@ value = "tour-s3cret-token"
 tool = "ask_user"
 value = true
 """
-
-
-def answering(kit: ProviderKit) -> Callable[[Recorded], Reply]:
-    """A fake model that answers every inquiry it is asked `true`, by its id."""
-
-    def respond(request: Recorded) -> Reply:
-        inquiry_id = re.findall(r"inquiry_id `([^`]+)`", request.text())[-1]
-        arguments = {"inquiry_id": inquiry_id, "answer": "true"}
-        return kit.tool_call("call_answer", "answer_inquiry", arguments)
-
-    return respond
 
 
 def fix_answer(directory: Path) -> Answered:
@@ -109,7 +97,7 @@ def test_the_command_lines_backend_answers_for_the_model(
     assert names == ["fs_modify_file", "lint", "release", "deploy", "ask_user", "answer_inquiry"]
     assert "Strip the trailing whitespace" in request.text()
     assert f"model: {kit.name} test-model (from the command line)" in out
-    assert "= answered by the model: true" in out
+    assert "= lint · fix: answered by the model: true" in out
     for text in (KEY, TOUR_SECRET):
         assert text not in out
         assert text.encode() not in every_byte(directory)
@@ -178,7 +166,7 @@ def test_a_failing_provider_is_a_backend_error_on_the_record(
     conversation = assert_paired(directory)
     (fix,) = [r for i, r in outcomes(conversation).items() if ".fix." in i]
     assert fix == Cancelled(id=fix.id, reason=CancellationReason.BACKEND_ERROR)
-    assert "x cancelled (backend_error)" in out
+    assert "x lint · fix: cancelled (backend_error)" in out
 
 
 def test_a_missing_key_names_the_unset_variable(

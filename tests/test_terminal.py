@@ -30,7 +30,8 @@ from coordinator.adapters._terminal import (
     printable,
 )
 from coordinator.adapters._terminal_toolkit import _Choice
-from coordinator.cli._run import RunError, RunOptions, run_scenario
+from coordinator.cli._run import run_scenario
+from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
 from machines import (
     InquirySource,
@@ -91,12 +92,15 @@ async def started(task: asyncio.Task[object]) -> None:
         ("", True, QuestionAnswer(value=True)),
         ("", False, QuestionAnswer(value=False)),
         ("", None, None),
-        ("yes", True, None),
+        ("yes", None, QuestionAnswer(value=True)),
+        ("No", True, QuestionAnswer(value=False)),
+        ("yEs", False, QuestionAnswer(value=True)),
+        ("nope", True, None),
         ("p", None, None),
     ],
 )
 def test_boolean_replies(reply: str, default: JsonValue, expected: QuestionAnswer | None) -> None:
-    """Y and N remember, Enter takes the default (if any), anything else is no answer."""
+    """y/yes and n/no answer, Y and N remember, Enter takes the default, nothing else answers."""
     assert boolean_answer(reply, default) == expected
 
 
@@ -190,8 +194,8 @@ def test_progress_shown_during_a_prompt_waits_until_it_is_answered() -> None:
 
     answer, screen = at_terminal(work)
     assert answer == QuestionAnswer(value=True)
-    assert screen.index("The question?") < screen.rindex("[y/Y/n/N] >")
-    assert screen.rindex("[y/Y/n/N] >") < screen.index("a parallel tool finished")
+    assert screen.index("The question?") < screen.rindex("[y/n/Y/N] >")
+    assert screen.rindex("[y/n/Y/N] >") < screen.index("a parallel tool finished")
 
 
 def test_a_secret_is_a_secret_value_never_remembered_never_shown() -> None:
@@ -343,3 +347,57 @@ def test_inquiry_run_at_a_terminal_names_the_extra_when_it_is_missing(
     with pytest.raises(RunError, match=r"pip install 'inquiry-coordinator\[terminal\]'"):
         asyncio.run(run_scenario(options, out=io.StringIO(), terminal=True))
     assert not (tmp_path / "conversation").exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "window", "stops"),
+    [
+        pytest.param("\x03", 60.0, 1, id="ctrl-c-twice-within-the-window"),
+        pytest.param("\x03", -1.0, 0, id="ctrl-c-twice-past-the-window"),
+        pytest.param("\x04", 60.0, 0, id="ctrl-d-then-ctrl-c"),
+    ],
+)
+def test_a_second_ctrl_c_at_a_prompt_stops_the_run_only_within_its_window(
+    monkeypatch: pytest.MonkeyPatch, first: str, window: float, stops: int
+) -> None:
+    """Two Ctrl-C at prompts within the window call on_stop once; apart, or Ctrl-D first, not."""
+    monkeypatch.setattr("coordinator.adapters._terminal.CTRL_C_WINDOW", window)
+    stopped: list[None] = []
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        prompter.on_stop = lambda: stopped.append(None)
+        for keys, question in ((first, "first"), ("\x03", "second")):
+            task = asyncio.create_task(
+                prompter.ask_question(asked(Question.boolean(question, f"{question}?")))
+            )
+            await started(task)
+            pipe.send_text(keys)
+            with pytest.raises(PromptCancelled):
+                await task
+        return None
+
+    _, screen = at_terminal(work)
+    assert len(stopped) == stops
+    assert ("stopping the run" in screen) == bool(stops)
+    if first == "\x03":
+        assert "Ctrl-C again stops the run" in screen
+
+
+def test_capital_y_and_n_answer_on_the_key_press() -> None:
+    """Y and N on an empty line answer at once (remembered); after other text they are typed."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        answers = []
+        for keys in ("Y", "N", "nY\x7f\r"):
+            task = asyncio.create_task(prompter.ask_question(asked(Question.boolean("q", "Q?"))))
+            await started(task)
+            pipe.send_text(keys)
+            answers.append(await task)
+        return answers
+
+    answers, _ = at_terminal(work)
+    assert answers == [
+        QuestionAnswer(value=True, remember=True),
+        QuestionAnswer(value=False, remember=True),
+        QuestionAnswer(value=False),
+    ]

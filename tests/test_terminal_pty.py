@@ -29,9 +29,10 @@ from run_helpers import (
 )
 
 from machines import Answered, CancellationReason, Cancelled, Redacted
+from machines.wording import INPUT_CANCELLED
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
 DOWN = "\x1b[B"
@@ -40,7 +41,7 @@ CTRL_D = "\x04"
 CTRL_U = "\x15"
 BACKSPACE = "\x7f"
 ACCEPT_EDIT = "\x1b\r"  # Escape, then Enter
-BOOLEAN = "[y/Y/n/N] >"
+BOOLEAN = "[y/n/Y/N] >"
 PERMISSION = "[y/Y/n/N/p/r/e] >"
 SELECT = "up/down or a number"
 
@@ -73,8 +74,8 @@ def scenario(tmp_path: Path, *cycles: str, run: str = "unattended") -> Path:
 class Session:
     """`inquiry run SCENARIO` in a pseudo-terminal."""
 
-    def __init__(self, tmp_path: Path, scenario: Path) -> None:
-        """Start the run; the conversation goes to ``tmp_path / "conversation"``."""
+    def __init__(self, tmp_path: Path, scenario: Path, options: Sequence[str]) -> None:
+        """Start the run with ``options``; the conversation goes to ``tmp_path/conversation``."""
         self.directory = tmp_path / "conversation"
         self.log = io.BytesIO()
         env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
@@ -87,6 +88,7 @@ class Session:
                 str(scenario),
                 "--conversation",
                 str(self.directory),
+                *options,
             ],
             cwd=str(tmp_path),
             env=env,
@@ -122,12 +124,16 @@ class Session:
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[Callable[[Path], Session]]:
-    """A factory of sessions, each stopped at the end of the test."""
+def session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
+    """A factory of sessions, each stopped at the end of the test.
+
+    A session runs with ``--verbose`` unless told otherwise: the inquiry ids
+    on screen tell a test which question it is at.
+    """
     started: list[Session] = []
 
-    def start(scenario: Path) -> Session:
-        run = Session(tmp_path, scenario)
+    def start(scenario: Path, *, verbose: bool = True) -> Session:
+        run = Session(tmp_path, scenario, ("--verbose",) if verbose else ())
         started.append(run)
         return run
 
@@ -137,7 +143,7 @@ def session(tmp_path: Path) -> Iterator[Callable[[Path], Session]]:
 
 
 def test_a_secret_is_never_shown_or_saved_but_reaches_the_tool(
-    tmp_path: Path, session: Callable[[Path], Session]
+    tmp_path: Path, session: Callable[..., Session]
 ) -> None:
     """What is typed at a secret prompt is not on screen or disk, and the tool got it."""
     run = session(
@@ -161,14 +167,14 @@ def test_a_secret_is_never_shown_or_saved_but_reaches_the_tool(
 
 
 def test_capital_y_remembers_the_answer_for_the_turn(
-    tmp_path: Path, session: Callable[[Path], Session]
+    tmp_path: Path, session: Callable[..., Session]
 ) -> None:
-    """Y answers yes and the same question of a later call is not asked again."""
+    """Y alone (no Enter) answers yes, and the same question of a later call is not asked."""
     run = session(scenario(tmp_path, modify("teh", "the"), modify("Projekt", "Project")))
     run.expect("call_1_1_1.apply_changes.1")
     run.expect("-This is teh plan")  # the diff, shown above the question
     run.expect(BOOLEAN)
-    run.type("Y\r")
+    run.type("Y")  # no Enter: Y answers on the key press
     assert run.finish() == 0  # no second prompt: the run went on by itself
     assert "· call_1_2_1.apply_changes.1" not in run.screen
     assert "from this turn's memory" in run.screen
@@ -187,7 +193,7 @@ def test_capital_y_remembers_the_answer_for_the_turn(
     ids=["ctrl-c-at-select", "ctrl-d-at-text"],
 )
 def test_cancelling_a_prompt_cancels_that_question_only(
-    tmp_path: Path, session: Callable[[Path], Session], where: str, keys: str
+    tmp_path: Path, session: Callable[..., Session], where: str, keys: str
 ) -> None:
     """Ctrl-C (or Ctrl-D on an empty line): Cancelled(user), and the next prompt still works."""
     run = session(scenario(tmp_path, '{ tool = "release" }', modify("teh", "the")))
@@ -199,7 +205,7 @@ def test_cancelling_a_prompt_cancels_that_question_only(
     else:
         run.type("\r")
         run.expect("call_1_1_1.headline.1")
-        run.expect("Enter accepts the text")
+        run.expect("Enter alone accepts the default shown")
         run.expect("Small fixes")
         run.type(keys)
         cancelled = "call_1_1_1.headline.1"
@@ -219,7 +225,7 @@ def test_cancelling_a_prompt_cancels_that_question_only(
     assert "was not applied" in tool_responses["call_1_2_1"].content
 
 
-def test_enter_takes_the_default(tmp_path: Path, session: Callable[[Path], Session]) -> None:
+def test_enter_takes_the_default(tmp_path: Path, session: Callable[..., Session]) -> None:
     """Enter picks the default option, keeps the default text and answers the default boolean."""
     run = session(scenario(tmp_path, '{ tool = "release" }', modify("teh", "the")))
     run.expect("call_1_1_1.bump.1")
@@ -229,7 +235,7 @@ def test_enter_takes_the_default(tmp_path: Path, session: Callable[[Path], Sessi
     run.expect("Small fixes")
     run.type("\r")
     run.expect("call_1_2_1.apply_changes.1")
-    run.expect("Enter: yes")
+    run.expect("Enter alone: yes")
     run.expect(BOOLEAN)
     run.type("\r")
     assert run.finish() == 0
@@ -245,7 +251,7 @@ def test_enter_takes_the_default(tmp_path: Path, session: Callable[[Path], Sessi
 
 
 def test_a_select_is_answered_by_number_or_by_arrow_key(
-    tmp_path: Path, session: Callable[[Path], Session]
+    tmp_path: Path, session: Callable[..., Session]
 ) -> None:
     """Typing an option's number, or moving down from the default, picks that option."""
     run = session(scenario(tmp_path, '{ tool = "release" }', '{ tool = "release" }'))
@@ -269,9 +275,7 @@ def test_a_select_is_answered_by_number_or_by_arrow_key(
     assert (run.directory / "workspace" / "VERSION").read_text() == "2.1.0\n"
 
 
-def test_permission_print_reason_and_edit(
-    tmp_path: Path, session: Callable[[Path], Session]
-) -> None:
+def test_permission_print_reason_and_edit(tmp_path: Path, session: Callable[..., Session]) -> None:
     """P prints the arguments, r skips with a reason, e runs with edited (valid) JSON."""
     run = session(
         scenario(tmp_path, modify("teh", "the"), modify("Projekt", "Project"), run="ask")
@@ -309,3 +313,70 @@ def test_permission_print_reason_and_edit(
     assert "'Projekt'" in tool_responses["call_1_2_1"].content
     assert "PROJECT notes" in (run.directory / "workspace" / "notes.txt").read_text()
     assert "with edited arguments" in run.screen
+
+
+def test_a_question_is_shown_once_without_ids_and_its_answer_names_it(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """Without --verbose: no internal id on screen, the question once, `yes` answers it."""
+    run = session(scenario(tmp_path, modify("teh", "the")), verbose=False)
+    run.expect("Apply this change to notes.txt?")
+    run.expect(BOOLEAN)
+    run.type("yes\r")
+    assert run.finish() == 0
+    screen = run.screen
+    assert "y or yes · n or no, then Enter · Y yes or N no at once" in screen
+    assert screen.count("Apply this change to notes.txt?") == 1
+    assert "call_1" not in screen
+    assert "= fs_modify_file · apply_changes: answered by the person: true" in screen
+    conversation = assert_paired(run.directory)
+    assert list(outcomes(conversation).values()) == [
+        Answered(id="call_1_1_1.apply_changes.1", answer=True)
+    ]
+
+
+def test_a_text_default_is_a_placeholder_that_typing_replaces(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """The default is shown but not in the line: what is typed is the whole answer."""
+    run = session(scenario(tmp_path, '{ tool = "release" }'))
+    run.expect("call_1_1_1.bump.1")
+    run.expect(SELECT)
+    run.type("\r")
+    run.expect("call_1_1_1.headline.1")
+    run.expect("Small fixes")  # the placeholder
+    run.type("Typos\r")
+    assert run.finish() == 0
+    found = outcomes(assert_paired(run.directory))
+    assert found["call_1_1_1.headline.1"] == Answered(id="call_1_1_1.headline.1", answer="Typos")
+
+
+def test_a_second_ctrl_c_at_a_prompt_stops_the_run(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """Ctrl-C cancels its question and says a second stops the run; the second does, cleanly."""
+    run = session(
+        scenario(
+            tmp_path, modify("teh", "the"), modify("Projekt", "Project"), '{ tool = "release" }'
+        )
+    )
+    run.expect("call_1_1_1.apply_changes.1")
+    run.expect(BOOLEAN)
+    run.type(CTRL_C)
+    run.expect("Ctrl-C again stops the run")
+    run.expect("call_1_2_1.apply_changes.1")
+    run.expect(BOOLEAN)
+    run.type(CTRL_C)
+    run.expect("stopping the run")
+    assert run.finish() == 1
+    assert "inquiry: interrupted" in run.screen
+    conversation = assert_paired(run.directory)
+    assert list(outcomes(conversation).values()) == [
+        Cancelled(id="call_1_1_1.apply_changes.1", reason=CancellationReason.USER),
+        Cancelled(id="call_1_2_1.apply_changes.1", reason=CancellationReason.USER),
+    ]
+    tool_responses = responses(conversation)
+    # An interrupt closes an open question as the user's cancel (RFD 082).
+    assert tool_responses["call_1_1_1"].content == INPUT_CANCELLED
+    assert tool_responses["call_1_2_1"].content == INPUT_CANCELLED
+    assert "call_1_3_1" not in tool_responses  # the run stopped before the third cycle

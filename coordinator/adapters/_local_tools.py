@@ -15,8 +15,10 @@ out of its command (a warning is logged otherwise).
 
 The tool prints one JSON outcome on stdout: ``{"type": "success", "content"}``,
 ``{"type": "error", "message", "trace"?, "transient"?}`` or
-``{"type": "needs_input", "question": {...}}``. Anything else on stdout is raw
-output: success with that text on exit 0, otherwise an error carrying
+``{"type": "needs_input", "question": {...}}``; a JSON object whose ``type``
+is another string is an error naming it (``docs/local-tools.md`` has the
+whole protocol). Anything else on stdout is raw output: success with that
+text on exit 0, otherwise an error carrying
 ``{"message": "Tool '<name>' execution failed.", "stderr", "stdout"}`` (JP's
 shape; a tool killed by a signal is said to be, naming the signal). A tool that
 runs past its timeout, prints more than its output limit (stdout and stderr
@@ -69,6 +71,11 @@ _LOG = logging.getLogger("coordinator.local_tools")
 #: process the tool started outside its group can hold them open for as long
 #: as it lives, and that must not hold up the call, its timeout or a cancel.
 OUTPUT_GRACE = 0.5
+
+#: The outcomes a tool may print, by their ``type``.
+_OUTCOME_TYPES = ("success", "error", "needs_input")
+#: How much of an unknown outcome type an error quotes.
+_SHOWN_TYPE = 40
 
 #: ``{{tool}}`` and ``{{context}}``, found in one pass so that one's JSON is
 #: never searched for the other.
@@ -565,19 +572,18 @@ class LocalToolExecutor:
             return _success_outcome(name, outcome)
         if kind == "error":
             return _error_outcome(name, outcome)
-        try:
-            question = structure_question(outcome.get("question"))
-        except WireError as error:
-            return _malformed(name, f"its question cannot be read: {error}")
-        # Whatever the tool printed, its question is recorded as the tool's own.
-        return NeedsInput(
-            question=question,
-            source=InquirySource.tool(name),
-            accumulated_answers=dict(answers),
+        if kind == "needs_input":
+            return _needs_input_outcome(name, outcome, answers)
+        # Not raw output: a tool that names a type means an outcome, and one
+        # this build cannot read must not pass for a success.
+        shown = kind if len(kind) <= _SHOWN_TYPE else kind[:_SHOWN_TYPE] + "..."
+        return _malformed(
+            name, f"its type {shown!r} is none of {', '.join(map(repr, _OUTCOME_TYPES))}"
         )
 
 
 def _outcome_object(stdout: str) -> dict[str, Any] | None:
+    """The outcome ``stdout`` holds: one JSON object with a string ``type``, or ``None``."""
     text = stdout.strip()
     if not text.startswith("{"):
         return None
@@ -585,7 +591,7 @@ def _outcome_object(stdout: str) -> dict[str, Any] | None:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
-    if isinstance(value, dict) and value.get("type") in ("success", "error", "needs_input"):
+    if isinstance(value, dict) and isinstance(value.get("type"), str):
         return value
     return None
 
@@ -608,6 +614,21 @@ def _error_outcome(name: str, outcome: Mapping[str, Any]) -> Completed:
     if trace:
         body["trace"] = trace
     return Completed(content=orjson.dumps(body).decode(), is_error=True)
+
+
+def _needs_input_outcome(
+    name: str, outcome: Mapping[str, Any], answers: Mapping[str, ToolAnswer]
+) -> ExecutorResult:
+    try:
+        question = structure_question(outcome.get("question"))
+    except WireError as error:
+        return _malformed(name, f"its question cannot be read: {error}")
+    # Whatever the tool printed, its question is recorded as the tool's own.
+    return NeedsInput(
+        question=question,
+        source=InquirySource.tool(name),
+        accumulated_answers=dict(answers),
+    )
 
 
 def _malformed(name: str, problem: str) -> Completed:

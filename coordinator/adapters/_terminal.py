@@ -10,11 +10,14 @@ when a prompter is made, so the package works without it), and turns the
 reply into an answer. The conventions are JP's (``wire-format.md``, "Prompter
 conventions"):
 
-- boolean: ``y`` yes, ``Y`` yes and remember for the rest of the turn, ``n``
-  no, ``N`` no and remember; Enter takes the question's default, if it has one;
+- boolean: ``y`` or ``yes``, ``n`` or ``no``, then Enter; ``Y`` yes and ``N``
+  no, remembered for the rest of the turn, answer at once (no Enter); Enter
+  alone takes the question's default, if it has one;
 - select: the options with their descriptions, picked with the arrow keys or
   by number, then Enter (the default is highlighted first); never remembered;
-- text: a line editor, pre-filled with the default; never remembered;
+- text: a line editor showing the default as a placeholder, which Enter on
+  the empty line takes (typing replaces it; nothing to delete); never
+  remembered;
 - secret: nothing of what is typed appears, and it is never remembered;
 - permission to run a tool: ``y``/``Y`` run (``Y`` remembers), ``n``/``N``
   skip (``N`` remembers), ``p`` prints the arguments as JSON and asks again,
@@ -23,13 +26,22 @@ conventions"):
   refused with the parser's message and the editor opens again). Ctrl-C in the
   reason or the editor goes back to the permission prompt.
 
-A reply is a key *and* Enter, so a stray keypress never approves anything.
+A permission is a key *and* Enter, so a stray keypress never lets a tool
+run; of the answers, only a boolean's capital ``Y`` and ``N`` (which need
+Shift) take effect on the key press.
+
+Internal ids (the tool call's, the inquiry's) are shown only when the
+prompter is made ``verbose`` (``inquiry run --verbose``): the person is told
+which tool asks what, in words.
 
 Rules:
 
 1. Ctrl-C, and Ctrl-D or end of input, at a prompt raise
    :class:`~coordinator.driver._prompting.PromptCancelled`: that question (or that
-   permission) is cancelled and the next prompt works as before.
+   permission) is cancelled and the next prompt works as before. The screen
+   then says that Ctrl-C again stops the run: a second Ctrl-C at a prompt
+   within :data:`CTRL_C_WINDOW` seconds calls ``on_stop`` (the run stops as
+   on a Ctrl-C while no prompt is on screen) besides cancelling its prompt.
 2. A secret answer is never echoed, never remembered (``remember=False``), and
    leaves as a :class:`~machines.SecretValue`; nothing here prints, logs or
    raises with it.
@@ -46,6 +58,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING
 
 import orjson
@@ -56,7 +69,7 @@ from coordinator.driver._prompting import Deny, Permit, PromptCancelled, Questio
 from machines import AnswerKind, SourceKind
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
@@ -66,6 +79,7 @@ if TYPE_CHECKING:
     from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion
 
 __all__ = [
+    "CTRL_C_WINDOW",
     "TERMINAL_EXTRA",
     "TerminalPrompter",
     "TerminalUnavailableError",
@@ -78,12 +92,13 @@ __all__ = [
 #: What to install for the terminal prompter.
 TERMINAL_EXTRA = "inquiry-coordinator[terminal]"
 
-_BOOLEAN_REPLIES: Mapping[str, tuple[bool, bool]] = {
-    "y": (True, False),
-    "Y": (True, True),
-    "n": (False, False),
-    "N": (False, True),
-}
+#: Seconds within which a second Ctrl-C at a prompt stops the run.
+CTRL_C_WINDOW = 2.0
+
+#: A boolean's replies typed then Enter (in any case), and the keys that answer
+#: at once and are remembered.
+_BOOLEAN_WORDS: Mapping[str, bool] = {"y": True, "yes": True, "n": False, "no": False}
+_BOOLEAN_AT_ONCE: Mapping[str, bool] = {"Y": True, "N": False}
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
 _SHORT_ARGUMENTS = 160
 
@@ -132,10 +147,10 @@ def boolean_answer(reply: str, default: JsonValue) -> QuestionAnswer | None:
     reply = reply.strip()
     if not reply:
         return QuestionAnswer(value=default) if isinstance(default, bool) else None
-    if reply not in _BOOLEAN_REPLIES:
-        return None
-    value, remember = _BOOLEAN_REPLIES[reply]
-    return QuestionAnswer(value=value, remember=remember)
+    if reply in _BOOLEAN_AT_ONCE:
+        return QuestionAnswer(value=_BOOLEAN_AT_ONCE[reply], remember=True)
+    value = _BOOLEAN_WORDS.get(reply.lower())
+    return None if value is None else QuestionAnswer(value=value)
 
 
 def parse_arguments(text: str) -> dict[str, JsonValue] | str:
@@ -189,17 +204,16 @@ def _hint(text: str) -> Fragments:
 def _boolean_hint(default: JsonValue) -> str:
     enter = ""
     if isinstance(default, bool):
-        enter = " · Enter: yes" if default else " · Enter: no"
+        enter = " · Enter alone: yes" if default else " · Enter alone: no"
     return (
-        "y yes · Y yes, and remember it for this turn · "
-        f"n no · N no, and remember it for this turn{enter}"
+        f"y or yes · n or no, then Enter · Y yes or N no at once, remembered for this turn{enter}"
     )
 
 
 def _check_boolean(default: JsonValue) -> str | None:
     if isinstance(default, bool):
         return None
-    return "there is no default: type y, Y, n or N, then Enter"
+    return "there is no default: type y, yes, n or no, then Enter (or press Y or N)"
 
 
 class TerminalPrompter:
@@ -211,11 +225,25 @@ class TerminalPrompter:
     screen.
     """
 
-    def __init__(self, *, input: Input | None = None, output: Output | None = None) -> None:
-        """Prompt on ``input`` and ``output`` (by default stdin and stdout)."""
+    def __init__(
+        self,
+        *,
+        input: Input | None = None,
+        output: Output | None = None,
+        verbose: bool = False,
+        on_stop: Callable[[], None] | None = None,
+    ) -> None:
+        """Prompt on ``input`` and ``output`` (by default stdin and stdout).
+
+        ``verbose`` shows the internal ids; ``on_stop`` is called on a second
+        Ctrl-C at a prompt within :data:`CTRL_C_WINDOW` seconds of the first.
+        """
         self._terminal = _toolkit()(input=input, output=output)
         self._lock = asyncio.Lock()
         self._held: Fragments = []
+        self._verbose = verbose
+        self.on_stop = on_stop
+        self._last_ctrl_c: float | None = None
 
     def show(self, text: str, *, style: str = "progress") -> None:
         """Print ``text`` as one line (``style``: progress, notice or error).
@@ -231,6 +259,22 @@ class TerminalPrompter:
 
     def _notice(self, text: str, *, style: str = "notice") -> None:
         self._terminal.show([(f"class:{style}", printable(text)), ("", "\n")])
+
+    def _cancelled(self, cancelled: PromptCancelled, outcome: str) -> None:
+        """Say what a cancelled prompt did; on a second Ctrl-C in its window, stop the run."""
+        from coordinator.adapters._terminal_toolkit import CtrlC  # noqa: PLC0415 - optional
+
+        if not isinstance(cancelled, CtrlC) or self.on_stop is None:
+            self._notice(f"  cancelled: {outcome}")
+            return
+        now = time.monotonic()
+        if self._last_ctrl_c is not None and now - self._last_ctrl_c <= CTRL_C_WINDOW:
+            self._last_ctrl_c = None
+            self._notice(f"  cancelled: {outcome}; Ctrl-C again: stopping the run")
+            self.on_stop()
+            return
+        self._last_ctrl_c = now
+        self._notice(f"  cancelled: {outcome} · Ctrl-C again stops the run")
 
     @contextlib.asynccontextmanager
     async def _prompting(self) -> AsyncIterator[None]:
@@ -254,10 +298,11 @@ class TerminalPrompter:
         shown = printable(_json(prompt.arguments))
         if len(shown) > _SHORT_ARGUMENTS:
             shown = shown[:_SHORT_ARGUMENTS] + "... (p prints them all)"
+        ids = f"  {printable(prompt.tool_call_id)}" if self._verbose else ""
         self._terminal.show(
             [
                 ("class:asker", f"! {tool} wants to run"),
-                ("class:ids", f"  {printable(prompt.tool_call_id)}\n"),
+                ("class:ids", f"{ids}\n"),
                 ("class:hint", "  arguments: "),
                 ("class:context", f"{shown}\n"),
                 *_hint(
@@ -271,8 +316,8 @@ class TerminalPrompter:
         while True:
             try:
                 reply = await self._terminal.line(message, check=_check_permission)
-            except PromptCancelled:
-                self._notice("  cancelled: the tool is skipped")
+            except PromptCancelled as cancelled:
+                self._cancelled(cancelled, "the tool is skipped")
                 raise
             reply = reply.strip()
             if reply in ("y", "Y"):
@@ -330,16 +375,16 @@ class TerminalPrompter:
             self._terminal.show(self._header(prompt))
             try:
                 return await self._answer(prompt.question)
-            except PromptCancelled:
-                self._notice("  cancelled: the tool is told so")
+            except PromptCancelled as cancelled:
+                self._cancelled(cancelled, "the tool is told so")
                 raise
 
-    @staticmethod
-    def _header(prompt: ShowQuestion) -> Fragments:
+    def _header(self, prompt: ShowQuestion) -> Fragments:
         question = prompt.question
+        ids = f"  {printable(question.id)} · {printable(prompt.inquiry_id)}"
         fragments: Fragments = [
             ("class:asker", f"? {asker(prompt)}"),
-            ("class:ids", f"  {printable(question.id)} · {printable(prompt.inquiry_id)}\n"),
+            ("class:ids", f"{ids if self._verbose else ''}\n"),
         ]
         if question.context:
             fragments += _context(question.context)
@@ -352,8 +397,9 @@ class TerminalPrompter:
         if kind is AnswerKind.BOOLEAN:
             self._terminal.show(_hint(_boolean_hint(default)))
             reply = await self._terminal.line(
-                [("", "[y/Y/n/N] > ")],
+                [("", "[y/n/Y/N] > ")],
                 check=lambda text: _check_boolean_reply(text, default),
+                at_once=tuple(_BOOLEAN_AT_ONCE),
             )
             answer = boolean_answer(reply, default)
             if answer is None:  # pragma: no cover - the check refused such a reply
@@ -372,14 +418,16 @@ class TerminalPrompter:
             )
             return QuestionAnswer(value=values[index])
         if kind is AnswerKind.TEXT:
-            if isinstance(default, str):
-                self._terminal.show(_hint("Enter accepts the text as it stands"))
+            placeholder = printable(default) if isinstance(default, str) and default else None
+            if placeholder is not None:
+                self._terminal.show(
+                    _hint("Enter alone accepts the default shown; typing replaces it")
+                )
             reply = await self._terminal.line(
-                [("", "> ")],
-                check=lambda _: None,
-                default=default if isinstance(default, str) else "",
-                history=True,
+                [("", "> ")], check=lambda _: None, placeholder=placeholder, history=True
             )
+            if not reply and isinstance(default, str):
+                reply = default  # Enter alone: the default itself, not how it was shown
             return QuestionAnswer(value=reply)
         self._terminal.show(_hint("a secret: nothing you type is shown, and it is not recorded"))
         secret = await self._terminal.secret([("", "(hidden) > ")])
@@ -397,4 +445,4 @@ def _check_boolean_reply(reply: str, default: JsonValue) -> str | None:
         return None
     if not reply.strip():
         return _check_boolean(default)
-    return "type y, Y, n or N, then Enter"
+    return "type y, yes, n or no, then Enter (or press Y or N)"

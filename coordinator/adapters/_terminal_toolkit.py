@@ -4,7 +4,9 @@ Theory of operation: :class:`ToolkitTerminal` offers what the terminal
 prompter (:mod:`coordinator.adapters._terminal`) needs of a terminal, and decides
 nothing about questions: :meth:`~ToolkitTerminal.show` prints styled lines
 (above a prompt, if one is on screen); :meth:`~ToolkitTerminal.line` reads one
-checked line; :meth:`~ToolkitTerminal.secret` reads one line that is never
+checked line (a default shown as a placeholder, which Enter on an empty line
+takes; keys that answer at once when pressed on an empty line);
+:meth:`~ToolkitTerminal.secret` reads one line that is never
 shown; :meth:`~ToolkitTerminal.choose` picks one of a list with the arrow keys
 or by number; :meth:`~ToolkitTerminal.edit` edits a multi-line text.
 
@@ -28,7 +30,8 @@ Rules:
    session keeps no history, suggests nothing and cannot open an editor; the
    value is wrapped in a :class:`~machines.SecretValue` as it leaves.
 3. Ctrl-C, Ctrl-D on an empty line and end of input raise
-   :class:`~coordinator.driver._prompting.PromptCancelled`; the terminal is left in
+   :class:`~coordinator.driver._prompting.PromptCancelled` (Ctrl-C its
+   subclass :class:`CtrlC`, so the prompter can count them); the terminal is left in
    its normal mode, ready for the next prompt. Cancelling the awaiting task
    does the same (prompt_toolkit restores the terminal on the way out).
 4. Nothing runs in a thread, and no signal handler or loop exception handler
@@ -43,10 +46,11 @@ from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application, get_app
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import DummyHistory, InMemoryHistory
 from prompt_toolkit.input import create_input
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
@@ -59,14 +63,14 @@ from coordinator.driver._prompting import PromptCancelled
 from machines import SecretValue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from prompt_toolkit.document import Document
     from prompt_toolkit.input import Input
     from prompt_toolkit.key_binding import KeyPressEvent
     from prompt_toolkit.output import Output
 
-__all__ = ["Fragments", "ToolkitTerminal"]
+__all__ = ["CtrlC", "Fragments", "ToolkitTerminal"]
 
 #: Styled text: ``(style, text)`` pairs, the style a ``class:`` name or empty.
 Fragments = list[tuple[str, str]]
@@ -88,6 +92,7 @@ _STYLE = Style.from_dict(
         "option.selected": "reverse",
         "option.description": "#888888",
         "answer": "bold",
+        "placeholder": "#888888 italic",
     }
 )
 
@@ -98,6 +103,10 @@ _FEWEST_OPTIONS_SHOWN = 3
 
 class _Cancel(Exception):  # noqa: N818 - a signal between a key binding and its prompt
     """Ctrl-C was pressed at a prompt."""
+
+
+class CtrlC(PromptCancelled):
+    """The prompt was cancelled with Ctrl-C (not Ctrl-D, nor the end of input)."""
 
 
 def _cancel_keys(on_cancel: Callable[[], None] | None = None) -> KeyBindings:
@@ -164,14 +173,19 @@ class ToolkitTerminal:
         )
 
     def _session(
-        self, *, secret: bool = False, multiline: bool = False, history: bool = False
+        self,
+        *,
+        secret: bool = False,
+        multiline: bool = False,
+        history: bool = False,
+        at_once: Collection[str] = (),
     ) -> PromptSession[str]:
         return PromptSession(
             input=self._input,
             output=self._output,
             style=_STYLE,
             include_default_pygments_style=False,
-            key_bindings=_cancel_keys(),
+            key_bindings=merge_key_bindings([_cancel_keys(), _at_once_keys(at_once)]),
             history=self._history if history and not secret else DummyHistory(),
             enable_history_search=False,
             enable_open_in_editor=False,
@@ -189,18 +203,24 @@ class ToolkitTerminal:
         message: Fragments,
         *,
         default: str = "",
+        placeholder: str | None = None,
         check: Callable[[str], str | None] | None = None,
     ) -> str:
         try:
             return await session.prompt_async(
                 FormattedText(message),
                 default=default,
+                placeholder=(
+                    FormattedText([("class:placeholder", placeholder)]) if placeholder else None
+                ),
                 validator=_Check(check) if check is not None else None,
                 prompt_continuation="  ",
                 handle_sigint=False,
                 set_exception_handler=False,
             )
-        except (_Cancel, KeyboardInterrupt, EOFError):
+        except _Cancel:
+            raise CtrlC from None
+        except (KeyboardInterrupt, EOFError):
             raise PromptCancelled from None
 
     async def line(
@@ -208,15 +228,21 @@ class ToolkitTerminal:
         message: Fragments,
         *,
         check: Callable[[str], str | None],
-        default: str = "",
+        placeholder: str | None = None,
         history: bool = False,
+        at_once: Collection[str] = (),
     ) -> str:
         """Read a line that ``check`` accepts (it returns the problem, or ``None``).
 
-        With ``history``, the up arrow recalls earlier lines read with ``history``.
+        ``placeholder`` is shown on the empty line (nothing to delete before
+        typing another answer); Enter there reads an empty line, which the
+        caller takes as the placeholder's value. A key of
+        ``at_once``, pressed on an empty line, is the whole reply, without
+        Enter. With ``history``, the up arrow recalls earlier lines read with
+        ``history``.
         """
-        session = self._session(history=history)
-        return await self._ask(session, message, default=default, check=check)
+        session = self._session(history=history, at_once=at_once)
+        return await self._ask(session, message, placeholder=placeholder, check=check)
 
     async def secret(self, message: Fragments) -> SecretValue:
         """Read a line without showing anything of it."""
@@ -251,8 +277,27 @@ class ToolkitTerminal:
         )
         try:
             return await application.run_async(handle_sigint=False, set_exception_handler=False)
-        except (_Cancel, KeyboardInterrupt, EOFError):
+        except _Cancel:
+            raise CtrlC from None
+        except (KeyboardInterrupt, EOFError):
             raise PromptCancelled from None
+
+
+def _at_once_keys(keys: Collection[str]) -> KeyBindings:
+    """Each of ``keys``, pressed on an empty line, is the reply: it is typed and accepted.
+
+    The line is still checked, and what was typed stays on screen as the reply.
+    """
+    bindings = KeyBindings()
+    empty = Condition(lambda: not get_app().current_buffer.text)
+    for key in keys:
+
+        @bindings.add(key, filter=empty, eager=True)
+        def _reply(event: KeyPressEvent, key: str = key) -> None:
+            event.current_buffer.insert_text(key)
+            event.current_buffer.validate_and_handle()
+
+    return bindings
 
 
 class _Choice:

@@ -11,12 +11,13 @@
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
 - ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
-  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]]``:
+  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]] [--verbose]``:
   play a scenario's turns through the tool coordinator into a conversation
   directory (created if missing, appended to if not), prompting at the
   terminal when there is one (:mod:`coordinator.cli._run`; the scenario and
   answers formats are in ``examples/README.md``). Exit status 1 when a turn
-  did not complete.
+  did not complete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
+  (``docs/cli.md``).
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when diagrams are stale or a turn of ``inquiry run`` did not
@@ -257,11 +258,11 @@ def _table(args: argparse.Namespace, out: TextIO) -> int:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     import asyncio  # noqa: PLC0415 - see above
 
-    from coordinator.cli._run import (  # noqa: PLC0415 - see above
+    from coordinator.cli._run import run_scenario  # noqa: PLC0415 - see above
+    from coordinator.cli._run_result import (  # noqa: PLC0415 - see above
         EXIT_INCOMPLETE,
         RunError,
         RunOptions,
-        run_scenario,
     )
 
     backend: dict[str, object] | None = None
@@ -280,6 +281,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         answers=Path(args.answers) if args.answers is not None else None,
         interactive={"tty": True, "no_tty": False}.get(args.prompting),
         backend=backend,
+        verbose=args.verbose,
     )
     try:
         result = asyncio.run(run_scenario(options, out=out))
@@ -382,6 +384,12 @@ def _parser() -> argparse.ArgumentParser:
         "--api-key-env",
         metavar="VAR",
         help="the environment variable holding the API key, with --backend",
+    )
+    run.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="show the internal ids of tool calls and questions",
     )
     run.set_defaults(handler=_run)
     return parser

@@ -1,0 +1,151 @@
+"""The play loop of ``inquiry run``: a scenario's turns, appended and run through the coordinator.
+
+Theory of operation: for each turn, :func:`play` appends a ``turn_start``
+and the user's ``chat_request`` and saves; for each cycle the assistant's
+``chat_response`` and its ``tool_call_request`` entries, then awaits
+:meth:`~coordinator.ToolCoordinator.run`, which resolves every question and
+records every step (saving before every question). A closing reply, when
+the scenario gives one, ends the turn, and the turn is saved.
+
+A stop (:mod:`coordinator.cli._run_signals`: Ctrl-C, SIGTERM, SIGHUP, or
+standard output closed under the run) cancels the batch in hand: the
+coordinator closes and saves every open tool call and question, and no
+further turn is played.
+
+Rules:
+
+1. Whatever is printed about a cycle is printed before it is appended: should
+   the printing stop the run (its output closed), no call is left in the
+   stream without its response.
+2. A call's id is the scenario's, or ``call_<turn>_<cycle>_<n>``, never two
+   alike in a cycle (:func:`call_ids`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from coordinator._errors import os_reason
+from coordinator._text import shown_path
+from coordinator.cli._run_result import RunError, RunResult
+from coordinator.cli._run_signals import stop_signals
+from coordinator.store._store import save_conversation
+from machines import ChatRequest, ChatResponse, ToolCallRequest, TurnStart
+
+if TYPE_CHECKING:
+    from coordinator.cli._run_progress import Output, Progress
+    from coordinator.cli._run_signals import Stop
+    from coordinator.cli._scenario import Cycle, Scenario
+    from coordinator.driver._tool_coordinator import ToolCoordinator
+    from coordinator.store._store import Conversation
+
+__all__ = ["call_ids", "play"]
+
+
+async def play(
+    scenario: Scenario,
+    conversation: Conversation,
+    coordinator: ToolCoordinator,
+    progress: Progress,
+    output: Output | None,
+    *,
+    stop: Stop,
+) -> RunResult:
+    """Play every turn of ``scenario`` (until ``stop`` is requested); how it went."""
+    stream = conversation.stream
+
+    def stopping(why: str) -> None:
+        # Cancelled first: after a hangup, printing may fail, and the stop must not.
+        coordinator.cancel()
+        progress.emit(f"  {why}: closing every open tool call and question")
+
+    stop.action = stopping
+    if output is not None:
+        # The reader has gone: stop as on Ctrl-C (the coordinator closes and
+        # saves what is open), printing nothing more.
+        output.on_close = stop.request
+
+    completed = 0
+    with stop_signals(stop):
+        try:
+            for plan in scenario.turns:
+                if stop.requested():
+                    break
+                stream.append(TurnStart())
+                stream.append(ChatRequest(content=plan.message))
+                number = len(stream.turns())
+                progress.user(number, plan.message)
+                save_conversation(conversation)
+                for cycle_number, cycle in enumerate(plan.cycles, 1):
+                    numbering = f"{number}_{cycle_number}"
+                    await _play_cycle(cycle, numbering, coordinator, progress, stop)
+                    if stop.requested():
+                        break
+                else:
+                    if plan.reply is not None:
+                        stream.append(ChatResponse.message(plan.reply))
+                        progress.assistant(plan.reply)
+                    completed += 1
+                save_conversation(conversation)
+        except OSError as error:
+            where = shown_path(conversation.path) if conversation.path else "the conversation"
+            raise RunError(f"{where}: cannot be written: {os_reason(error)}") from None
+    closed = output is not None and output.closed
+    return RunResult(
+        turns=len(scenario.turns),
+        completed=completed,
+        problems=tuple(progress.problems),
+        interrupted=stop.requested() and not closed and stop.signal is None,
+        output_closed=closed,
+        stopped_by=stop.signal,
+    )
+
+
+def call_ids(cycle: Cycle, numbering: str) -> list[str]:
+    """Each call's id: its own, or ``call_<numbering>_<n>`` (``_2``, ``_3`` on if another has it).
+
+    An id the file gives may look like one made here; the made one gives way,
+    so that no two calls of a cycle share an id and progress can tell them apart.
+    """
+    taken = {call.id for call in cycle.calls if call.id is not None}
+    ids: list[str] = []
+    for index, call in enumerate(cycle.calls, 1):
+        if call.id is not None:
+            ids.append(call.id)
+            continue
+        made, suffix = f"call_{numbering}_{index}", 1
+        while made in taken:
+            suffix += 1
+            made = f"call_{numbering}_{index}_{suffix}"
+        taken.add(made)
+        ids.append(made)
+    return ids
+
+
+async def _play_cycle(
+    cycle: Cycle,
+    numbering: str,
+    coordinator: ToolCoordinator,
+    progress: Progress,
+    stop: Stop,
+) -> None:
+    """One assistant response: its message, its calls (ids ``call_<numbering>_<n>``), run."""
+    requests = [
+        ToolCallRequest(id=call_id, name=call.tool, arguments=dict(call.arguments))
+        for call, call_id in zip(cycle.calls, call_ids(cycle, numbering), strict=True)
+    ]
+    progress.cycle_of(requests)
+    # Printed before anything is appended: should the printing stop the run
+    # (its output closed), no call is left in the stream without its response.
+    if cycle.message is not None:
+        progress.assistant(cycle.message)
+    for request in requests:
+        progress.call(request)
+    if stop.requested():
+        return
+    stream = coordinator.conversation.stream
+    if cycle.message is not None:
+        stream.append(ChatResponse.message(cycle.message))
+    for request in requests:
+        stream.append(request)
+    await coordinator.run(requests)

@@ -1,0 +1,280 @@
+"""Who plays the person and the model in ``inquiry run``, and watching what they answer.
+
+Theory of operation: :func:`person` picks the prompter that plays the person,
+and where progress is printed:
+
+- the answers file's ``[[permissions]]`` and ``[[answers]]`` with
+  ``--answers`` (a scripted person counts as a terminal that is present);
+- otherwise the terminal prompter when stdin and stdout are terminals, and
+  with ``--tty`` even with ``--answers`` (whose ``[[model]]`` entries still
+  play the model);
+- nobody with ``--no-tty`` and no answers file, or without a terminal: then
+  questions go to the model and secret questions are cancelled
+  (``no_prompt_backend``).
+
+:func:`model` picks the model: ``--backend`` on the command line, else the
+answers file's ``[[model]]`` entries, else the scenario's ``[backend]``
+table, else none (questions routed to it are cancelled as ``backend_error``).
+
+The coordinator is handed both wrapped (:class:`WatchedPrompter`,
+:class:`WatchedBackend`), so that :class:`~coordinator.cli._run_progress.Progress`
+learns who answered each question, and an answers file that does not fit
+the scenario (no reply for a prompt, or a reply the question cannot take)
+is a problem of the run, named by the file's entry. At the end,
+:func:`unused_entries` names the answers file's entries no prompt used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+import attrs
+
+from coordinator._errors import ConfigError
+from coordinator._text import shown_path
+from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError
+from coordinator.adapters.providers import (
+    ProviderConfigError,
+    backend_from_config,
+)
+from coordinator.adapters.providers._config import key_variable
+from coordinator.cli._run_progress import Output
+from coordinator.cli._run_result import RunError
+from coordinator.driver._backend import InquiryBackend, InquiryBackendError
+from coordinator.driver._prompting import (
+    PromptCancelled,
+    Prompter,
+    ScriptedPrompter,
+    ScriptExhaustedError,
+)
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
+from coordinator.driver._toml_fields import join_key, kind_of, name_key
+from machines import AnswerKind, SecretValue
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from coordinator.cli._answer_script import AnswerScript
+    from coordinator.cli._run_progress import Progress
+    from coordinator.cli._run_result import RunOptions
+    from coordinator.cli._run_signals import Stop
+    from coordinator.cli._scenario import Scenario
+    from coordinator.driver._backend import InquiryTask
+    from coordinator.driver._prompting import PermissionAnswer, QuestionAnswer
+    from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion, ToolAnswer
+
+__all__ = [
+    "Model",
+    "Person",
+    "WatchedBackend",
+    "WatchedPrompter",
+    "model",
+    "person",
+    "unused_entries",
+]
+
+
+@attrs.frozen(kw_only=True)
+class Model:
+    """Who plays the model, how to describe it, and where its API key is read from."""
+
+    backend: InquiryBackend | None
+    description: str
+    #: The environment variable holding the API key it uses, if it uses one.
+    key_variable: str | None = None
+
+
+def model(
+    options: RunOptions, scenario: Scenario, scripted: ScriptedInquiryBackend | None
+) -> Model:
+    """The model backend, and how to describe it."""
+    config: Mapping[str, object] | None
+    if options.backend is not None:
+        config, where = options.backend, "the command line"
+    elif scripted is not None:
+        return Model(backend=scripted, description="scripted ([[model]] of the answers file)")
+    elif scenario.backend is not None:
+        config, where = scenario.backend, "the scenario"
+    else:
+        return Model(
+            backend=None,
+            description="none (questions for the model are cancelled as backend_error)",
+        )
+    try:
+        variable = key_variable(config)
+        # Read here, and handed over: the variable is then taken out of this
+        # process's environment (_run_tools.withdraw_secrets), where a tool
+        # could read it through /proc.
+        key = os.environ.get(variable) or None
+        backend = backend_from_config(config, tools=scenario.definitions, api_key=key)
+    except ProviderConfigError as error:
+        origin = shown_path(scenario.path)
+        if error.tool is not None:
+            key = name_key(origin, "tools", error.tool, what="a tool name")
+            raise ConfigError(origin, key, error.problem) from None
+        if options.backend is not None:
+            key = f"--{error.key.replace('_', '-')}" if error.key else "--backend"
+            raise RunError(f"{key}: {error.problem}") from None
+        key = join_key("backend", error.key) if error.key else "backend"
+        raise ConfigError(origin, key, error.problem) from None
+    return Model(
+        backend=backend,
+        description=f"{config.get('provider')} {config.get('model')} (from {where})",
+        key_variable=variable,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Person:
+    """Who plays the person, and where progress is printed."""
+
+    prompter: Prompter | None
+    description: str
+    emit: Callable[[str], None]
+    interactive: bool = False
+    #: Where progress goes when it is not the terminal prompter's screen.
+    output: Output | None = None
+
+
+def person(
+    options: RunOptions,
+    script: AnswerScript | None,
+    *,
+    terminal: bool,
+    out: TextIO,
+    stop: Stop,
+) -> Person:
+    """Who plays the person; at the terminal, a second Ctrl-C at a prompt requests ``stop``."""
+    if options.interactive and not terminal:
+        raise RunError("--tty: standard input and output are not a terminal")
+    if options.interactive or (options.interactive is None and script is None and terminal):
+        try:
+            prompter = TerminalPrompter(verbose=options.verbose, on_stop=stop.request)
+        except TerminalUnavailableError as error:
+            raise RunError(f"{error} (or run with --answers FILE or --no-tty)") from None
+        # Progress goes above the prompt on screen, never through it.
+        return Person(
+            prompter=prompter,
+            description="you, at this terminal",
+            emit=prompter.show,
+            interactive=True,
+        )
+
+    write = Output(out)
+    if script is not None:
+        return Person(
+            prompter=script.prompter(),
+            description=f"scripted ({shown_path(script.path)})",
+            emit=write,
+            output=write,
+        )
+    return Person(
+        prompter=None,
+        description="nobody (no terminal): questions go to the model, secrets are cancelled",
+        emit=write,
+        output=write,
+    )
+
+
+class WatchedPrompter:
+    """Passes prompts to the real prompter, noting who answered what."""
+
+    def __init__(self, prompter: Prompter, progress: Progress) -> None:
+        self.prompter = prompter
+        self.progress = progress
+
+    async def ask_permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
+        try:
+            answer = await self.prompter.ask_permission(prompt)
+        except PromptCancelled:
+            self.progress.permission(prompt, None)
+            raise
+        except ScriptExhaustedError as error:
+            self.progress.problem(f"the answers file: {error} (the tool call was skipped)")
+            raise PromptCancelled from None  # reported here; the coordinator need not log it
+        self.progress.permission(prompt, answer)
+        return answer
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        scripted = self.prompter if isinstance(self.prompter, ScriptedPrompter) else None
+        unused = set(scripted.unused_answers) if scripted is not None else set()
+        try:
+            answer = await self.prompter.ask_question(prompt)
+        except ScriptExhaustedError as error:
+            self.progress.problem(f"the answers file: {error} (the question was cancelled)")
+            raise PromptCancelled from None  # reported here; the coordinator need not log it
+        if scripted is not None and not _fits(prompt.question, answer.value):
+            # The file does not fit the prompt, as when it has no reply: a
+            # problem of the run, recorded as that is. (A person at the
+            # terminal cannot type an answer that does not fit.)
+            taken = sorted(unused - set(scripted.unused_answers))
+            entry = f"answers[{taken[0]}]" if taken else "an entry"
+            self.progress.problem(
+                f"the answers file's {entry} does not fit {_asked(prompt)}: "
+                f"{_misfit(prompt.question, answer.value)} (the question was cancelled)"
+            )
+            raise PromptCancelled
+        self.progress.person_answered(prompt, remember=answer.remember)
+        return answer
+
+
+def _asked(prompt: ShowQuestion) -> str:
+    return f"question {prompt.question.id!r} of tool {prompt.tool_name!r}"
+
+
+def _fits(question: Question, value: ToolAnswer) -> bool:
+    """Whether the engine takes ``value`` as an answer to ``question`` (it checks again)."""
+    return question.answer_type.accepts(value)
+
+
+def _misfit(question: Question, value: ToolAnswer) -> str:
+    """What the answer must be, and what the file gave: its kind, never its value.
+
+    Not even a wrong option of a select is quoted: an entry that names no
+    question may have been written for another one, a secret one say, and
+    the slip must not print what it holds. The entry is named by its place
+    in the file instead.
+    """
+    answer_type = question.answer_type
+    if isinstance(value, SecretValue):
+        given = "a secret read with `value_env`"
+    elif answer_type.kind is AnswerKind.SELECT and isinstance(value, str):
+        given = "another string (a value is never shown)"
+    else:
+        given = kind_of(value)
+    return f"the answer must be {answer_type.expected()}, not {given}"
+
+
+class WatchedBackend:
+    """Passes questions to the real backend, noting which it was asked."""
+
+    def __init__(self, backend: InquiryBackend, progress: Progress) -> None:
+        self.backend = backend
+        self.progress = progress
+
+    async def answer(self, task: InquiryTask) -> JsonValue:
+        self.progress.model_asked(task.inquiry_id)
+        scripted = self.backend if isinstance(self.backend, ScriptedInquiryBackend) else None
+        before = scripted.remaining if scripted is not None else 0
+        try:
+            return await self.backend.answer(task)
+        except InquiryBackendError as error:
+            if scripted is not None and scripted.remaining == before:
+                # Nothing in the script matched: the answers file does not fit the scenario.
+                self.progress.problem(f"the answers file's [[model]]: {error}")
+            raise
+
+
+def unused_entries(
+    prompter: ScriptedPrompter | None, model: ScriptedInquiryBackend | None
+) -> list[str]:
+    """The answers file's entries that were in play and never used, as the file names them."""
+    unused: list[str] = []
+    if prompter is not None:
+        unused += [f"permissions[{index}]" for index in prompter.unused_permissions]
+        unused += [f"answers[{index}]" for index in prompter.unused_answers]
+    if model is not None:
+        unused += [f"model[{index}]" for index in model.unused]
+    return unused

@@ -1,0 +1,129 @@
+"""`inquiry run` stopped from outside: SIGTERM and SIGHUP close, kill, save and say so.
+
+Each test starts a real `inquiry run` process whose local tool (and a child
+the tool starts in its process group) would run for a minute, waits until
+both are running, sends the signal, and checks what is left behind: the
+stream complete, the tools' process group gone, the documented exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_helpers import assert_paired, responses, write
+
+from coordinator.cli._run_result import signal_status
+from machines.wording import INTERRUPTED
+
+#: A tool that starts a child in its own process group, notes both pids, and sleeps.
+LONG_TOOL = """
+    import os, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(sys.argv[1] + ".tmp", "w") as pids:
+        pids.write(f"{os.getpid()} {child.pid} {os.getpgid(0)}")
+    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+    time.sleep(60)
+"""
+
+PATIENCE = 30.0
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs (a zombie runs nothing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _wait_for(path: Path) -> list[int]:
+    deadline = time.monotonic() + PATIENCE
+    while not path.exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.05)
+    return [int(word) for word in path.read_text().split()]
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) -> None:
+    """The call is answered, every request paired, the tool's group killed, status 128+N."""
+    pids = tmp_path / "pids"
+    tool = write(tmp_path / "long.py", LONG_TOOL)
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""
+        [defaults]
+        run = "unattended"
+        [tools.long]
+        command = ["{sys.executable}", "{tool}", "{pids}"]
+        timeout = 600
+        [[turns]]
+        message = "Run the long tool."
+        [[turns.cycles]]
+        calls = [{{ tool = "long" }}]
+        [[turns]]
+        message = "Never played."
+        """,
+    )
+    conversation = tmp_path / "conversation"
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "run",
+            str(scenario),
+            "--no-tty",
+            "-c",
+            conversation,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tool_pid, child_pid, group = _wait_for(pids)
+        run.send_signal(number)
+        out, err = run.communicate(timeout=PATIENCE)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == signal_status(number) == 128 + number
+    assert f"inquiry: stopped by {number.name}: 0 of 2 turns completed" in err
+    assert f"  stopped by {number.name}: closing every open tool call and question" in out
+    saved = assert_paired(conversation)
+    assert [r.content for r in responses(saved).values()] == [INTERRUPTED]
+    assert len(saved.stream.turns()) == 1  # the second turn was never started
+    assert not _running(tool_pid)
+    assert not _running(child_pid)
+    with pytest.raises(ProcessLookupError):
+        # Nothing of the group is left to signal (a zombie child, if any, is
+        # the init process's to reap, and takes no signal).
+        _signal_running(group)
+
+
+def _signal_running(group: int) -> None:
+    """Signal 0 to the group, failing as if it were empty when only zombies are left."""
+    members = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _in_group(int(entry.name), group)
+    ]
+    if not any(_running(pid) for pid in members):
+        raise ProcessLookupError(group)
+    os.killpg(group, 0)
+
+
+def _in_group(pid: int, group: int) -> bool:
+    try:
+        return os.getpgid(pid) == group
+    except ProcessLookupError:
+        return False
