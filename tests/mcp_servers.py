@@ -63,14 +63,14 @@ class Pick(BaseModel):
 
 
 def ask_confirm(service: str) -> Elicit[Confirm]:
-    """Round one: may the service be deployed?"""
+    """Ask, in round one, whether the service may be deployed."""
     return Elicit(f"Deploy {service}?", Confirm)
 
 
 def ask_env(
     confirm: Annotated[ElicitationResult[Confirm], Resolve(ask_confirm)],
 ) -> Elicit[Pick] | None:
-    """Round two, only when round one said yes: where to?"""
+    """Ask, in round two and only after a yes, where to deploy."""
     if isinstance(confirm, AcceptedElicitation) and confirm.data.ok:
         return Elicit("Which environment?", Pick)
     return None
@@ -91,111 +91,106 @@ def _picked(result: object) -> str | None:
     return result.env if isinstance(result, Pick) else None
 
 
+#: The server's name, as ``main`` was told it: tools say it in their results.
+NAME = "ops"
+
+
+async def deploy(
+    service: str,
+    confirm: Annotated[ElicitationResult[Confirm], Resolve(ask_confirm)],
+    env: Annotated[ElicitationResult[Pick] | None, Resolve(ask_env)],
+) -> str:
+    """Deploy a service: a boolean, then a select (input_required)."""
+    _received(tool="deploy", confirm=_outcome(confirm), env=_outcome(env))
+    if not isinstance(confirm, AcceptedElicitation):
+        return f"{NAME}: not deployed (confirmation {confirm.action})"
+    if not confirm.data.ok:
+        return f"{NAME}: not deployed (the answer was no)"
+    picked = _picked(env)
+    if picked is None:
+        return f"{NAME}: not deployed (environment {_outcome(env)})"
+    return f"{NAME}: deployed {service} to {picked}"
+
+
+async def legacy_deploy(service: str, ctx: Context) -> str:
+    """Deploy a service, asking through elicitation/create while the call runs."""
+    confirm = await ctx.elicit(f"Really deploy {service}?", schema=Confirm)
+    _received(tool="legacy_deploy", confirm=confirm.action)
+    if not isinstance(confirm, AcceptedElicitation) or not confirm.data.ok:
+        return f"{NAME}: not deployed ({confirm.action})"
+    env = await ctx.elicit("Which environment?", schema=Pick)
+    _received(tool="legacy_deploy", env=env.action)
+    if not isinstance(env, AcceptedElicitation):
+        return f"{NAME}: not deployed (environment {env.action})"
+    return f"{NAME}: deployed {service} to {env.data.env} (legacy)"
+
+
+async def signup(ctx: Context) -> str | types.InputRequiredResult:
+    """A form of every kind of field, built by hand (2026-07-28 only)."""
+    answers = ctx.input_responses or {}
+    if "account" not in answers:
+        return types.InputRequiredResult(
+            input_requests={"account": types.ElicitRequest(params=SIGNUP_FORM)},
+            request_state=json.dumps({"round": 1}),
+        )
+    reply = answers["account"]
+    if not isinstance(reply, types.ElicitResult):
+        return "not an elicitation result"
+    _received(tool="signup", action=reply.action)
+    if reply.action != "accept" or reply.content is None:
+        return f"signup {reply.action}"
+    content = dict(reply.content)
+    token = content.pop("api_token", None)
+    digest = hashlib.sha256(str(token).encode()).hexdigest()[:8]
+    expected = hashlib.sha256(SIGNUP_TOKEN.encode()).hexdigest()[:8]
+    content["api_token"] = "matches" if digest == expected else f"differs ({digest})"
+    return "signed up: " + json.dumps(content, sort_keys=True)
+
+
+async def login(ctx: Context) -> str | types.InputRequiredResult:
+    """Ask the person to open a link (URL mode, 2026-07-28)."""
+    answers = ctx.input_responses or {}
+    if "authorize" not in answers:
+        link = types.ElicitRequestURLParams(
+            mode="url", message="Sign in to the example service", url=LOGIN_URL
+        )
+        return types.InputRequiredResult(
+            input_requests={"authorize": types.ElicitRequest(params=link)},
+            request_state="login",
+        )
+    reply = answers["authorize"]
+    action = reply.action if isinstance(reply, types.ElicitResult) else "?"
+    _received(tool="login", action=action)
+    return "signed in" if action == "accept" else f"not signed in ({action})"
+
+
+async def crash(ctx: Context) -> str | types.InputRequiredResult:
+    """Ask a question, then die when the answer comes back."""
+    if not ctx.input_responses:
+        schema = {"type": "object", "properties": {"sure": {"type": "boolean"}}}
+        question = types.ElicitRequestFormParams(message="Crash now?", requested_schema=schema)
+        return types.InputRequiredResult(
+            input_requests={"go": types.ElicitRequest(params=question)},
+            request_state="before the crash",
+        )
+    os._exit(3)
+
+
+async def pid() -> str:
+    """Which process serves."""
+    return str(os.getpid())
+
+
 def ops(name: str, ttl: float | None) -> MCPServer:
-    """The asking tools, on an ``MCPServer`` called ``name``."""
+    """The asking tools, on an ``MCPServer`` called ``name`` (``ttl``: seconds a state lives)."""
+    global NAME  # noqa: PLW0603 - one server per process, named when it starts
+    NAME = name
     security = None
     if ttl is not None:
         security = RequestStateSecurity(keys=[os.urandom(32)], ttl=ttl)
     server = MCPServer(name, log_level="WARNING", request_state_security=security)
-
-    @server.tool()
-    async def deploy(
-        service: str,
-        confirm: Annotated[ElicitationResult[Confirm], Resolve(ask_confirm)],
-        env: Annotated[ElicitationResult[Pick] | None, Resolve(ask_env)],
-    ) -> str:
-        """Deploy a service: a boolean, then a select (input_required)."""
-        _received(tool="deploy", confirm=_outcome(confirm), env=_outcome(env))
-        if not isinstance(confirm, AcceptedElicitation):
-            return f"{name}: not deployed (confirmation {confirm.action})"
-        if not confirm.data.ok:
-            return f"{name}: not deployed (the answer was no)"
-        picked = _picked(env)
-        if picked is None:
-            return f"{name}: not deployed (environment {_outcome(env)})"
-        return f"{name}: deployed {service} to {picked}"
-
-    @server.tool()
-    async def legacy_deploy(service: str, ctx: Context) -> str:
-        """Deploy a service, asking through elicitation/create while the call runs."""
-        confirm = await ctx.elicit(f"Really deploy {service}?", schema=Confirm)
-        _received(tool="legacy_deploy", confirm=confirm.action)
-        if not isinstance(confirm, AcceptedElicitation) or not confirm.data.ok:
-            return f"{name}: not deployed ({confirm.action})"
-        env = await ctx.elicit("Which environment?", schema=Pick)
-        _received(tool="legacy_deploy", env=env.action)
-        if not isinstance(env, AcceptedElicitation):
-            return f"{name}: not deployed (environment {env.action})"
-        return f"{name}: deployed {service} to {env.data.env} (legacy)"
-
-    @server.tool()
-    async def signup(ctx: Context) -> str | types.InputRequiredResult:
-        """A form of every kind of field, built by hand (2026-07-28 only)."""
-        answers = ctx.input_responses or {}
-        if "account" not in answers:
-            return types.InputRequiredResult(
-                input_requests={"account": types.ElicitRequest(params=SIGNUP_FORM)},
-                request_state=json.dumps({"round": 1}),
-            )
-        reply = answers["account"]
-        if not isinstance(reply, types.ElicitResult):
-            return "not an elicitation result"
-        _received(tool="signup", action=reply.action)
-        if reply.action != "accept" or reply.content is None:
-            return f"signup {reply.action}"
-        content = dict(reply.content)
-        token = content.pop("api_token", None)
-        digest = hashlib.sha256(str(token).encode()).hexdigest()[:8]
-        expected = hashlib.sha256(SIGNUP_TOKEN.encode()).hexdigest()[:8]
-        content["api_token"] = "matches" if digest == expected else f"differs ({digest})"
-        return "signed up: " + json.dumps(content, sort_keys=True)
-
-    @server.tool()
-    async def login(ctx: Context) -> str | types.InputRequiredResult:
-        """Ask the person to open a link (URL mode, 2026-07-28)."""
-        answers = ctx.input_responses or {}
-        if "authorize" not in answers:
-            return types.InputRequiredResult(
-                input_requests={
-                    "authorize": types.ElicitRequest(
-                        params=types.ElicitRequestURLParams(
-                            mode="url", message="Sign in to the example service", url=LOGIN_URL
-                        )
-                    )
-                },
-                request_state="login",
-            )
-        reply = answers["authorize"]
-        action = reply.action if isinstance(reply, types.ElicitResult) else "?"
-        _received(tool="login", action=action)
-        return "signed in" if action == "accept" else f"not signed in ({action})"
-
-    @server.tool()
-    async def crash(ctx: Context) -> str | types.InputRequiredResult:
-        """Ask a question, then die when the answer comes back."""
-        if not ctx.input_responses:
-            return types.InputRequiredResult(
-                input_requests={
-                    "go": types.ElicitRequest(
-                        params=types.ElicitRequestFormParams(
-                            message="Crash now?",
-                            requested_schema={
-                                "type": "object",
-                                "properties": {"sure": {"type": "boolean"}},
-                                "required": ["sure"],
-                            },
-                        )
-                    )
-                },
-                request_state="before the crash",
-            )
-        os._exit(3)
-
-    @server.tool()
-    async def pid() -> str:
-        """Which process serves."""
-        return str(os.getpid())
-
+    for tool in (deploy, legacy_deploy, signup, login, crash, pid):
+        server.tool()(tool)
     return server
 
 

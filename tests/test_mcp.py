@@ -29,6 +29,7 @@ from machines import (
     InquiryRequest,
     Redacted,
     SecretValue,
+    ShowQuestion,
     SourceKind,
     ToolCallRequest,
     ToolCallResponse,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
     from coordinator import Conversation
     from coordinator.driver import ToolsConfig
-    from machines import JsonValue, ShowQuestion
+    from machines import JsonValue
 
 SERVERS = Path(__file__).with_name("mcp_servers.py")
 CONFIRM, ENV = "__main__:ask_confirm", "__main__:ask_env"
@@ -107,7 +108,8 @@ async def play(
         for request in requests:
             conversation.stream.append(request)
         responses = await coordinator.run(requests)
-    return Play(responses=responses, shown=list(prompter.shown) if prompter else [])
+    shown = [p for p in (prompter.shown if prompter else []) if isinstance(p, ShowQuestion)]
+    return Play(responses=responses, shown=shown)
 
 
 def asked(conversation: Conversation) -> list[InquiryRequest]:
@@ -156,7 +158,7 @@ def test_input_required_asks_a_boolean_then_a_select_as_inquiries(tmp_path: Path
 
 
 def test_legacy_elicitation_is_asked_while_the_call_is_in_flight(tmp_path: Path) -> None:
-    """ctx.elicit (elicitation/create): refused on 2026-07-28, the call made again legacy; ids stable."""
+    """ctx.elicit: refused on 2026-07-28, so the call is made again legacy; its ids are stable."""
     conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = ScriptedPrompter()
     for _ in range(2):
@@ -178,7 +180,7 @@ def test_legacy_elicitation_is_asked_while_the_call_is_in_flight(tmp_path: Path)
     first = [r.question.id for r in requests if r.id.startswith("call_1.")]
     second = [r.question.id for r in requests if r.id.startswith("call_2.")]
     assert first == second  # the same requests, the same ids: configurable
-    assert first[0].startswith("form-")
+    assert str(first[0]).startswith("form-")
     assert first[1] == f"{first[0]}.ok"
     assert requests[0].question.text == "Really deploy web?"
     assert [e["tool"] for e in received(tmp_path)] == ["legacy_deploy"] * 4
@@ -186,7 +188,7 @@ def test_legacy_elicitation_is_asked_while_the_call_is_in_flight(tmp_path: Path)
 
 
 def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
-    """Every kind of field asked in order; misfits asked again; the secret redacted, never on disk."""
+    """Each field asked in order, misfits again; the secret is redacted and never on disk."""
     conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = (
         ScriptedPrompter()
@@ -349,7 +351,7 @@ def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_pat
 
 
 def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> None:
-    """target = assistant on a URL question: assistant_routing_denied, never the model's."""
+    """A URL question configured for the model: assistant_routing_denied, never sent."""
     conversation = conversation_on_disk(tmp_path / "conversation")
     config = parse_tools_config(
         {
@@ -434,7 +436,11 @@ def test_the_remembered_yes_answers_the_same_field_of_a_later_call(tmp_path: Pat
     asyncio.run(two_cycles())
     second = [r.question.id for r in asked(conversation) if r.id.startswith("call_2.")]
     assert second == [CONFIRM, f"{CONFIRM}.ok", ENV]
-    shown = [prompt.question.id for prompt in prompter.shown if prompt.tool_call_id == "call_2"]
+    shown = [
+        prompt.question.id
+        for prompt in prompter.shown
+        if isinstance(prompt, ShowQuestion) and prompt.tool_call_id == "call_2"
+    ]
     assert shown == [CONFIRM, ENV]  # the boolean came from the turn's memory
     assert_invariants(conversation)
 
@@ -565,8 +571,8 @@ def test_request_state_is_echoed_byte_for_byte_and_never_invented(tmp_path: Path
     """The server's opaque requestState comes back exactly; with none sent, none comes back."""
     conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = ScriptedPrompter()
-    for _ in range(2):
-        prompter.answer("accept").answer(True)
+    for tool in ("stateful", "stateless"):
+        prompter.answer("accept", tool=tool, question="go").answer(True, tool=tool)
     result = asyncio.run(
         play(
             conversation,
@@ -602,7 +608,7 @@ class SlowPerson(ScriptedPrompter):
 def test_an_expired_request_state_starts_the_call_over_with_the_answers_given(
     tmp_path: Path,
 ) -> None:
-    """The server refuses a state past its TTL: round one again, answered from this call's answers."""
+    """A state past its TTL is refused: round one again, answered from the call's answers."""
     conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = SlowPerson(f"{ENV}.env", pause=1.5)
     prompter.answer("accept").answer(True).answer("accept").answer("dev")

@@ -166,9 +166,7 @@ def test_numbers_are_parsed_and_checked_and_a_misfit_is_asked_again() -> None:
     assert fill.reply().revealed() == {"age": 42}
 
 
-@pytest.mark.parametrize(
-    ("text", "sent"), [("2.5", 2.5), ("-3", -3), ("1e3", 1000.0)]
-)
+@pytest.mark.parametrize(("text", "sent"), [("2.5", 2.5), ("-3", -3), ("1e3", 1000.0)])
 def test_a_number_field_takes_integers_and_decimals(text: str, sent: float) -> None:
     """A number field sends the number the text says."""
     assert fill_all(form({"x": {"type": "number"}}, ["x"]), text).revealed() == {"x": sent}

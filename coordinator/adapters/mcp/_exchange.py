@@ -11,16 +11,12 @@ words the model can be told.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
 import attrs
 
-from machines import SecretValue
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from machines import JsonValue
+from machines import JsonValue, SecretValue
 
 __all__ = [
     "CANCEL_REPLY",

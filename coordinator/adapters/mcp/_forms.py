@@ -56,6 +56,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import hashlib
+import itertools
 import math
 import re
 import urllib.parse
@@ -65,12 +66,12 @@ import attrs
 import orjson
 
 from coordinator.adapters.mcp._exchange import Reply, Request
-from machines import AnswerType, Question, SecretValue, SelectOption
+from machines import AnswerType, JsonValue, Question, SecretValue, SelectOption
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
-    from machines import JsonValue, ToolAnswer
+    from machines import ToolAnswer
 
 __all__ = [
     "ACCEPT",
@@ -105,13 +106,17 @@ _SECRET_WORDS = frozenset(
     }
 )
 _SECRET_PAIRS = frozenset(
-    {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"), ("client", "secret")}
+    {
+        ("api", "key"),
+        ("private", "key"),
+        ("access", "key"),
+        ("secret", "key"),
+        ("client", "secret"),
+    }
 )
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 _LARGEST_INTEGER = 2**63 - 1
-
-
 
 
 def legacy_key(request: Request) -> str:
@@ -231,7 +236,7 @@ class _Field:
         return AnswerType.text()
 
     def question_default(self) -> JsonValue:
-        """The schema's default, as this field's question takes it; ``None`` when it does not fit."""
+        """The schema's default as this field's question takes it; ``None`` if it does not fit."""
         default = self.default
         if self.kind is _Kind.SECRET or default is None:
             return None  # a secret question has no default: it would be recorded
@@ -263,11 +268,7 @@ class _Field:
         if self.kind in (_Kind.BOOLEAN, _Kind.SELECT):
             return answer  # the engine checked it fits the question
         if self.kind is _Kind.SECRET:
-            secret = answer if isinstance(answer, SecretValue) else SecretValue(str(answer))
-            if not secret.reveal() and not self.required:
-                return _Omitted()
-            problem = _length_problem(secret.reveal(), self.min_length, self.max_length)
-            return _Invalid(problem) if problem else secret
+            return self._secret(answer)
         text = answer if isinstance(answer, str) else ""
         if not text.strip() and not self.required:
             return _Omitted()
@@ -275,10 +276,17 @@ class _Field:
             return self._values(text)
         if self.kind in (_Kind.INTEGER, _Kind.NUMBER):
             return self._number(text.strip())
-        problem = _length_problem(text, self.min_length, self.max_length) or _format_problem(
-            text, self.format
-        )
+        problem = _length_problem(text, self.min_length, self.max_length)
+        if problem is None and self.format is not None:
+            problem = _FORMAT_CHECKS[self.format](text)
         return _Invalid(problem) if problem else text
+
+    def _secret(self, answer: ToolAnswer) -> _Parsed:
+        secret = answer if isinstance(answer, SecretValue) else SecretValue(str(answer))
+        if not secret.reveal() and not self.required:
+            return _Omitted()
+        problem = _length_problem(secret.reveal(), self.min_length, self.max_length)
+        return _Invalid(problem) if problem else secret
 
     def _number(self, text: str) -> _Parsed:
         number: int | float
@@ -370,26 +378,38 @@ def _length_problem(text: str, low: int | None, high: int | None) -> str | None:
     return None
 
 
-def _format_problem(text: str, format_: str | None) -> str | None:
-    if format_ == "email" and not _EMAIL.fullmatch(text):
-        return f"{text!r} is not an email address"
-    if format_ == "uri":
-        parts = urllib.parse.urlsplit(text)
-        if not parts.scheme or not (parts.netloc or parts.path):
-            return f"{text!r} is not a URI"
-    if format_ == "date":
-        try:
-            dt.date.fromisoformat(text)
-        except ValueError:
-            return f"{text!r} is not a date (YYYY-MM-DD)"
-    if format_ == "date-time":
-        try:
-            moment = dt.datetime.fromisoformat(text)
-        except ValueError:
-            return f"{text!r} is not a date and time"
-        if moment.tzinfo is None:
-            return f"{text!r} has no time zone (add Z or +01:00)"
+def _email_problem(text: str) -> str | None:
+    return None if _EMAIL.fullmatch(text) else f"{text!r} is not an email address"
+
+
+def _uri_problem(text: str) -> str | None:
+    parts = urllib.parse.urlsplit(text)
+    return None if parts.scheme and (parts.netloc or parts.path) else f"{text!r} is not a URI"
+
+
+def _date_problem(text: str) -> str | None:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return f"{text!r} is not a date (YYYY-MM-DD)"
     return None
+
+
+def _date_time_problem(text: str) -> str | None:
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return f"{text!r} is not a date and time"
+    return None if moment.tzinfo is not None else f"{text!r} has no time zone (add Z or +01:00)"
+
+
+#: The string formats the MCP specification allows in a form, each checked before sending.
+_FORMAT_CHECKS: Final[Mapping[str, Callable[[str], str | None]]] = {
+    "email": _email_problem,
+    "uri": _uri_problem,
+    "date": _date_problem,
+    "date-time": _date_time_problem,
+}
 
 
 # ------------------------------------------------------------ reading schemas
@@ -409,7 +429,7 @@ def _secret_because(name: str, spec: Mapping[str, Any]) -> str | None:
             continue
         words = _words(label)
         if any(word in _SECRET_WORDS for word in words) or any(
-            pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False)
+            pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
         ):
             return f"it is called {label!r}"
     return None
@@ -462,6 +482,56 @@ def _title(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _string(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    secret = _secret_because(common["name"], spec)
+    format_ = spec.get("format")
+    return _Field(
+        kind=_Kind.SECRET if secret else _Kind.TEXT,
+        min_length=_size(spec, "minLength"),
+        max_length=_size(spec, "maxLength"),
+        format=format_ if isinstance(format_, str) and format_ in _FORMAT_CHECKS else None,
+        secret_because=secret,
+        **common,
+    )
+
+
+def _number_field(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    return _Field(
+        kind=_Kind.INTEGER if spec.get("type") == "integer" else _Kind.NUMBER,
+        minimum=_bound(spec, "minimum"),
+        maximum=_bound(spec, "maximum"),
+        **common,
+    )
+
+
+def _multi(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    items = spec.get("items")
+    options = _choices(items) if isinstance(items, dict) else None
+    if options is None:
+        return None  # an array of free values: no form may ask for one
+    return _Field(
+        kind=_Kind.MULTI,
+        options=options,
+        min_items=_size(spec, "minItems"),
+        max_items=_size(spec, "maxItems"),
+        **common,
+    )
+
+
+def _boolean(_spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    return _Field(kind=_Kind.BOOLEAN, **common)
+
+
+#: How each JSON type a form may hold is read (an enumerated string is a select first).
+_READERS: Final[Mapping[str, Callable[[Mapping[str, Any], dict[str, Any]], _Field | None]]] = {
+    "boolean": _boolean,
+    "string": _string,
+    "integer": _number_field,
+    "number": _number_field,
+    "array": _multi,
+}
+
+
 def _field(name: str, spec: object, required: bool) -> _Field | str:
     """The field ``name``, or why it cannot be asked."""
     if not isinstance(spec, dict):
@@ -475,43 +545,16 @@ def _field(name: str, spec: object, required: bool) -> _Field | str:
         "default": spec.get("default") if _is_json(spec.get("default")) else None,
     }
     options = _choices(spec)
-    if kind == "boolean":
-        return _Field(kind=_Kind.BOOLEAN, **common)
     if kind in ("string", None) and options is not None:
         if len({option.value for option in options}) != len(options):
             return f"field {name!r} offers the same value twice"
         return _Field(kind=_Kind.SELECT, options=options, **common)
-    if kind == "string":
-        secret = _secret_because(name, spec)
-        format_ = spec.get("format")
-        return _Field(
-            kind=_Kind.SECRET if secret else _Kind.TEXT,
-            min_length=_size(spec, "minLength"),
-            max_length=_size(spec, "maxLength"),
-            format=format_ if isinstance(format_, str) and format_ in _FORMAT_WORDS else None,
-            secret_because=secret,
-            **common,
-        )
-    if kind in ("integer", "number"):
-        return _Field(
-            kind=_Kind.INTEGER if kind == "integer" else _Kind.NUMBER,
-            minimum=_bound(spec, "minimum"),
-            maximum=_bound(spec, "maximum"),
-            **common,
-        )
-    items = spec.get("items")
-    if kind == "array" and isinstance(items, dict):
-        item_options = _choices(items)
-        if item_options is not None:
-            return _Field(
-                kind=_Kind.MULTI,
-                options=item_options,
-                min_items=_size(spec, "minItems"),
-                max_items=_size(spec, "maxItems"),
-                **common,
-            )
-    shown = kind if isinstance(kind, str) else "no type"
-    return f"field {name!r} is of a kind a form may not ask for ({shown})"
+    reader = _READERS.get(kind) if isinstance(kind, str) else None
+    field = reader(spec, common) if reader is not None else None
+    if field is None:
+        shown = kind if isinstance(kind, str) else "no type"
+        return f"field {name!r} is of a kind a form may not ask for ({shown})"
+    return field
 
 
 def _is_json(value: object) -> bool:
@@ -526,20 +569,26 @@ def _is_json(value: object) -> bool:
     return False
 
 
-def _fields(schema: object) -> tuple[_Field, ...] | str:
-    """The form's fields, in the schema's order, or why it cannot be asked."""
+def _schema_problem(schema: object) -> str | None:
+    """What keeps ``schema`` from being a form's: an object with properties and required."""
     if not isinstance(schema, dict):
         return "its schema is not a JSON object"
     if schema.get("type", "object") != "object":
         return "its schema is not of type object"
-    properties = schema.get("properties", {})
-    if not isinstance(properties, dict):
+    if not isinstance(schema.get("properties", {}), dict):
         return "its schema's properties are not a JSON object"
-    required = schema.get("required", [])
-    if not isinstance(required, list):
+    if not isinstance(schema.get("required", []), list):
         return "its schema's required is not a list"
+    return None
+
+
+def _fields(schema: object) -> tuple[_Field, ...] | str:
+    """The form's fields, in the schema's order, or why it cannot be asked."""
+    if (problem := _schema_problem(schema)) is not None or not isinstance(schema, dict):
+        return problem or "its schema is not a JSON object"
+    required = schema.get("required", [])
     fields = []
-    for name, spec in properties.items():
+    for name, spec in schema.get("properties", {}).items():
         if not isinstance(name, str) or not name:
             return "its schema has a field without a name"
         field = _field(name, spec, required=name in required)
@@ -577,7 +626,7 @@ def _asker(server: str, tool: str) -> str:
     return f"MCP server '{server}' (tool '{tool}')"
 
 
-_SECRET_WARNING = (
+_FORBIDDEN_IN_A_FORM = (
     "Warning: this form asks for a secret ({because}). MCP forbids servers to ask for one in "
     "a form (they must use URL mode). The answer is treated as a secret: not shown as you "
     "type, never recorded, remembered or sent to the model."
@@ -659,7 +708,7 @@ class FormFill:
             "Answer 'accept' to answer them, or 'decline' to refuse (the server is told so).",
         ]
         lines += [
-            _SECRET_WARNING.format(because=f"field {field.name!r}: {field.secret_because}")
+            _FORBIDDEN_IN_A_FORM.format(because=f"field {field.name!r}: {field.secret_because}")
             for field in self._secret_fields()
         ]
         fields = f"answer its {count} field{'s' if count != 1 else ''}" if count else "confirm"
@@ -688,7 +737,7 @@ class FormFill:
         if hint := field.hint():
             lines.append(hint)
         if field.secret_because is not None:
-            lines.append(_SECRET_WARNING.format(because=field.secret_because))
+            lines.append(_FORBIDDEN_IN_A_FORM.format(because=field.secret_because))
         if self.note is not None:
             lines.append(self.note)
         return Question(
@@ -731,11 +780,15 @@ class UrlFill:
             return None
         shown = shown_url(self.url)
         lines = [
-            f"{_asker(self.server, self.tool)} asks you to open a link in your browser "
-            "and complete what it asks there.",
+            (
+                f"{_asker(self.server, self.tool)} asks you to open a link in your browser "
+                "and complete what it asks there."
+            ),
             f"The link: {shown}",
-            "Press Enter once you have completed it, or type 'decline' to refuse. "
-            "What you type is not shown and not recorded.",
+            (
+                "Press Enter once you have completed it, or type 'decline' to refuse. "
+                "What you type is not shown and not recorded."
+            ),
         ]
         if self.note is not None:
             lines.append(self.note)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,12 @@ __all__ = ["DEFAULT_TIMEOUT", "McpServer"]
 
 #: Seconds a server may take to start, or to answer one request.
 DEFAULT_TIMEOUT = 60.0
+
+
+def _as_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError("McpServer.command must be a sequence of strings, not a string")
+    return tuple(value)
 
 
 def _command(_instance: Any, _attribute: Any, value: tuple[str, ...]) -> None:
@@ -59,7 +65,7 @@ class McpServer:
     """
 
     name: str = attrs.field(validator=_name)
-    command: tuple[str, ...] = attrs.field(default=(), converter=tuple, validator=_command)
+    command: tuple[str, ...] = attrs.field(default=(), converter=_as_tuple, validator=_command)
     url: str | None = None
     env: Mapping[str, str] = attrs.field(factory=dict, validator=_env)
     cwd: Path | None = None

@@ -168,7 +168,7 @@ class Connection:
         """Where the server's stderr goes: the file named for it, appended to, or nowhere."""
         path = self.server.stderr
         with (
-            path.open("a", encoding="utf-8") if path is not None else open(os.devnull, "w")  # noqa: PTH123, SIM115
+            path.open("a", encoding="utf-8") if path is not None else open(os.devnull, "w")  # noqa: PTH123
         ) as errlog:
             yield errlog
 

@@ -55,7 +55,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 
@@ -282,7 +282,7 @@ class _Call:
             self.responses[self.fill.key] = reply
 
     async def _next_modern(self, answers: Mapping[str, ToolAnswer]) -> Request | Unaskable | Done:
-        """The next request of this round, or the next round, or the result."""
+        """The next request of this round, or the next round's first, or the result."""
         if self.round:
             return self.round.popleft()
         connection = await self.server.modern()
@@ -291,6 +291,22 @@ class _Call:
             return await self._next_legacy()
         if (problem := self.server.not_offered(self.tool)) is not None:
             raise problem
+        outcome = await self._send(connection, answers)
+        if outcome is None:  # the tool asks the legacy way: its call is made again so
+            return await self._next_legacy()
+        if isinstance(outcome, Done):
+            return outcome
+        self.round = deque(outcome.requests)
+        return self.round.popleft()
+
+    async def _send(
+        self, connection: Connection, answers: Mapping[str, ToolAnswer]
+    ) -> Done | InputRequired | None:
+        """Send the call (with this round's replies) until it ends or asks; ``None``: go legacy.
+
+        A round asking nothing (``requestState`` only) is sent again after a
+        growing pause, until the server's timeout.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.server.config.timeout
         pause = _POLL_FIRST
@@ -303,15 +319,14 @@ class _Call:
                 if not self._start_over(error, answers):
                     raise
                 if self.legacy:
-                    return await self._next_legacy()
+                    return None
                 continue
             self.responses = {}
             if isinstance(outcome, Done):
                 return outcome
             self.state = outcome.state
             if outcome.requests:
-                self.round = deque(outcome.requests)
-                return self.round.popleft()
+                return outcome
             if loop.time() > deadline:
                 raise ServerError(
                     f"{self.server.named} kept answering tool '{self.tool}' with nothing to ask "
@@ -423,7 +438,7 @@ class _Call:
         return self._cancel_round({**self.responses, **cancelled})
 
     async def _wind_down(self) -> None:
-        """Let the legacy call end (every further request is cancelled), then close its connection."""
+        """Let the legacy call end (each further request is cancelled); close its connection."""
         task, connection = self.task, self.connection
         self.task = self.connection = None
         if task is None or connection is None:  # pragma: no cover - checked by abandon
@@ -437,7 +452,7 @@ class _Call:
         await self.server.release(connection, reusable=False)
 
     async def _cancel_round(self, responses: Mapping[str, Reply]) -> None:
-        """Send the round once more, ``cancel`` for each request left open; the result discarded."""
+        """Send the round once more, ``cancel`` for each request still open; ignore the result."""
         connection = self.server.shared
         if connection is None or not connection.alive:
             return
@@ -493,7 +508,7 @@ class McpToolbox:
         """The servers' names."""
         return f"McpToolbox(servers={sorted(self._servers)})"
 
-    async def __aenter__(self) -> McpToolbox:
+    async def __aenter__(self) -> Self:
         """Use the toolbox; :meth:`aclose` on the way out."""
         return self
 
@@ -502,13 +517,13 @@ class McpToolbox:
         await self.aclose()
 
     def executor(self, server: str, tool: str) -> McpToolExecutor:
-        """The executor of ``tool`` on ``server`` (whether it offers it is known on the first call)."""
+        """The executor of ``tool`` on ``server`` (whether it offers it is checked when called)."""
         if server not in self._servers:
             raise KeyError(f"no MCP server {server!r} (servers: {', '.join(self._servers)})")
         return McpToolExecutor(self, server, tool)
 
     async def executors(self) -> dict[str, McpToolExecutor]:
-        """Every tool every server offers, under its own name (servers are started to list them)."""
+        """Every tool every server offers, under its own name (each server is started to list)."""
         found: dict[str, McpToolExecutor] = {}
         for name, server in self._servers.items():
             if server.offered is None:
@@ -527,7 +542,7 @@ class McpToolbox:
         return _LinkShowingPrompter(prompter, self)
 
     def observe(self, entry: EventEntry) -> None:
-        """Watch what the driver records: a call closed while its question was open is abandoned."""
+        """Watch the driver's records: a call closed while its question was open is abandoned."""
         payload = entry.payload
         if isinstance(payload, ToolCallResponse):
             call = self._calls.get(payload.id)
@@ -542,7 +557,7 @@ class McpToolbox:
         server: str,
         tool: str,
     ) -> ExecutorResult:
-        """Run ``call`` of ``tool`` (on ``server``) with ``answers``: its next question, or its end."""
+        """Run ``call`` of ``tool`` (on ``server``) with ``answers``: its next question, or end."""
         if self._closed:
             return Completed(content="The MCP servers of this run were stopped.", is_error=True)
         state = self._calls.get(call.id)
@@ -558,9 +573,7 @@ class McpToolbox:
             self._forget(state, abandon=True)
             state = None
         if state is None:
-            state = _Call(
-                request=call, server=self._servers[server], tool=tool, carried=answers
-            )
+            state = _Call(request=call, server=self._servers[server], tool=tool, carried=answers)
             self._calls[call.id] = state
         try:
             result = await state.advance(answers)
