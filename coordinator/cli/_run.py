@@ -84,6 +84,7 @@ from coordinator._text import shown_path
 from coordinator.adapters._builtins import builtin_executors
 from coordinator.adapters._local_tools import LocalToolExecutor
 from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError, printable
+from coordinator.adapters.mcp import McpToolbox
 from coordinator.adapters.providers import (
     ModelInquiryBackend,
     ProviderConfigError,
@@ -715,7 +716,11 @@ def _replace_file(source: Path, target: Path) -> None:
 
 
 def _executors(
-    scenario: Scenario, workspace: Path, conversation_id: str, env: Mapping[str, str]
+    scenario: Scenario,
+    workspace: Path,
+    conversation_id: str,
+    env: Mapping[str, str],
+    mcp: McpToolbox | None = None,
 ) -> dict[str, Executor]:
     builtins = builtin_executors()
     executors: dict[str, Executor] = {}
@@ -726,7 +731,32 @@ def _executors(
             )
         elif tool.builtin is not None:
             executors[name] = builtins[tool.builtin]
+        elif tool.mcp_server is not None and mcp is not None:
+            executors[name] = mcp.executor(tool.mcp_server, tool.mcp_tool or name)
     return executors
+
+
+def _mcp_toolbox(scenario: Scenario, workspace: Path) -> McpToolbox | None:
+    """The scenario's MCP servers, run in the workspace as local tools are; none without any.
+
+    They get the SDK's short environment and their ``env``, never the run's
+    secrets (docs/mcp.md); each is started when a tool of its is first called.
+    """
+    if not scenario.mcp_servers:
+        return None
+    return McpToolbox(
+        attrs.evolve(server, cwd=workspace) for server in scenario.mcp_servers.values()
+    )
+
+
+def _observing(*observers: Callable[[EventEntry], None]) -> Callable[[EventEntry], None]:
+    """One ``on_record`` telling each of ``observers``, in order."""
+
+    def observe(entry: EventEntry) -> None:
+        for observer in observers:
+            observer(entry)
+
+    return observe
 
 
 class _Output:
@@ -874,18 +904,23 @@ async def run_scenario(
         except OSError as error:
             raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
         _seed_workspace(scenario, workspace, path)
+        watched = _WatchedPrompter(prompter, progress) if prompter is not None else None
+        mcp = _mcp_toolbox(scenario, workspace)
+        if mcp is not None:
+            stack.push_async_callback(mcp.aclose)
         coordinator = ToolCoordinator(
             conversation,
             # A tool is given the id as JSON text: U+FFFD for a byte of the name that is not UTF-8.
             tools=_executors(
-                scenario, workspace, shown_path(path.resolve().name), tool_environment
+                scenario, workspace, shown_path(path.resolve().name), tool_environment, mcp
             ),
             config=scenario.config,
-            prompter=_WatchedPrompter(prompter, progress) if prompter is not None else None,
+            # The MCP toolbox shows the person a URL request's whole link, which no record holds.
+            prompter=mcp.prompter(watched) if mcp is not None and watched is not None else watched,
             backend=_WatchedBackend(backend, progress) if backend is not None else None,
             terminal=prompter is not None,
             system_parts=scenario.system,
-            on_record=progress.record,
+            on_record=_observing(progress.record, mcp.observe) if mcp else progress.record,
         )
         progress.turn_state = lambda: coordinator.turn_state
         result = await _play(scenario, conversation, coordinator, progress, person.output)
