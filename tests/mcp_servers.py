@@ -125,6 +125,15 @@ async def legacy_deploy(service: str, ctx: Context) -> str:
     return f"{NAME}: deployed {service} to {env.data.env} (legacy)"
 
 
+async def legacy_login(ctx: Context) -> str:
+    """Ask the person to open a link through elicitation/create (URL mode, 2025-11-25)."""
+    reply = await ctx.elicit_url("Sign in (legacy)", url=LOGIN_URL, elicitation_id="sign-in-1")
+    _received(tool="legacy_login", action=reply.action)
+    if reply.action == "accept":
+        await ctx.session.send_elicit_complete("sign-in-1")
+    return f"legacy sign-in: {reply.action}"
+
+
 async def signup(ctx: Context) -> str | types.InputRequiredResult:
     """A form of every kind of field, built by hand (2026-07-28 only)."""
     answers = ctx.input_responses or {}
@@ -189,7 +198,7 @@ def ops(name: str, ttl: float | None) -> MCPServer:
     if ttl is not None:
         security = RequestStateSecurity(keys=[os.urandom(32)], ttl=ttl)
     server = MCPServer(name, log_level="WARNING", request_state_security=security)
-    for tool in (deploy, legacy_deploy, signup, login, crash, pid):
+    for tool in (deploy, legacy_deploy, legacy_login, signup, login, crash, pid):
         server.tool()(tool)
     return server
 
@@ -236,6 +245,7 @@ def raw() -> Server[Any]:
             tools=[
                 types.Tool(name="stateful", description="echo check", input_schema=schema),
                 types.Tool(name="stateless", description="no state", input_schema=schema),
+                types.Tool(name="sampler", description="asks the model", input_schema=schema),
             ]
         )
 
@@ -243,6 +253,11 @@ def raw() -> Server[Any]:
         ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         del ctx
+        if params.name == "sampler":
+            sample = types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=[], max_tokens=10)
+            )
+            return types.InputRequiredResult(input_requests={"think": sample})
         if not params.input_responses:
             question = types.ElicitRequest(
                 params=types.ElicitRequestFormParams(

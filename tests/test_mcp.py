@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from coordinator.driver import (
 )
 from machines import (
     Answered,
+    AnswerKind,
     CancellationReason,
     Cancelled,
     ChatResponse,
@@ -37,6 +39,8 @@ from machines import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    import pytest
 
     from coordinator import Conversation
     from coordinator.driver import ToolsConfig
@@ -112,6 +116,20 @@ async def play(
     return Play(responses=responses, shown=shown)
 
 
+def run_calls(
+    tmp_path: Path,
+    *calls: tuple[str, str, Mapping[str, JsonValue]],
+    servers: Sequence[McpServer] = (),
+    tools: Mapping[str, tuple[str, str]] | None = None,
+    **options: Any,
+) -> tuple[Conversation, Play]:
+    """A new conversation running ``calls`` in one batch, each tool of that name on ``ops``."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    servers = list(servers) or [ops(tmp_path)]
+    named = tools or {name: (servers[0].name, name) for _, name, _ in calls}
+    return conversation, asyncio.run(play(conversation, servers, calls, tools=named, **options))
+
+
 def asked(conversation: Conversation) -> list[InquiryRequest]:
     """The inquiry requests recorded, in order."""
     return payloads(conversation, InquiryRequest)
@@ -122,21 +140,28 @@ def responses(conversation: Conversation) -> list[Answered | Cancelled | Redacte
     return payloads(conversation, (Answered, Cancelled, Redacted))
 
 
-DEPLOY = {"deploy": ("ops", "deploy")}
+class Obliging(ScriptedPrompter):
+    """A person who accepts every form, says yes, picks 'dev', and confirms every link."""
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Answer by the question's kind, whatever order parallel calls ask in."""
+        self.shown.append(prompt)
+        answer_type = prompt.question.answer_type
+        if answer_type.is_secret:
+            return QuestionAnswer(value=SecretValue(""))
+        if answer_type.kind is AnswerKind.BOOLEAN:
+            return QuestionAnswer(value=True)
+        options = answer_type.option_values
+        return QuestionAnswer(value="accept" if "accept" in options else "dev")
 
 
 def test_input_required_asks_a_boolean_then_a_select_as_inquiries(tmp_path: Path) -> None:
     """MRTR: each inputRequests entry is the tool's inquiry, keyed by its request key."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("prod")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "deploy", {"service": "api"})],
-            tools=DEPLOY,
-            prompter=prompter,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=prompter,
     )
     assert result.responses == [
         ToolCallResponse(id="call_1", content="ops: deployed api to prod", is_error=False)
@@ -159,37 +184,36 @@ def test_input_required_asks_a_boolean_then_a_select_as_inquiries(tmp_path: Path
 
 def test_legacy_elicitation_is_asked_while_the_call_is_in_flight(tmp_path: Path) -> None:
     """ctx.elicit: refused on 2026-07-28, so the call is made again legacy; its ids are stable."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
-    prompter = ScriptedPrompter()
-    for _ in range(2):
-        prompter.answer("accept").answer(True).answer("accept").answer("dev")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [
-                ("call_1", "legacy_deploy", {"service": "web"}),
-                ("call_2", "legacy_deploy", {"service": "web"}),
-            ],
-            tools={"legacy_deploy": ("ops", "legacy_deploy")},
-            prompter=prompter,
-        )
+    prompter = Obliging()
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "legacy_deploy", {"service": "web"}),
+        ("call_2", "legacy_deploy", {"service": "web"}),
+        ("call_3", "legacy_login", {}),
+        prompter=prompter,
     )
-    assert [r.content for r in result.responses] == ["ops: deployed web to dev (legacy)"] * 2
-    requests = asked(conversation)
+    assert [r.content for r in result.responses] == [
+        "ops: deployed web to dev (legacy)",
+        "ops: deployed web to dev (legacy)",
+        "legacy sign-in: accept",
+    ]
+    link = next(r for r in asked(conversation) if r.id.startswith("call_3."))
+    assert str(link.question.id).startswith("url-")
+    assert link.question.answer_type.is_secret
+    requests = [r for r in asked(conversation) if not r.id.startswith("call_3.")]
     first = [r.question.id for r in requests if r.id.startswith("call_1.")]
     second = [r.question.id for r in requests if r.id.startswith("call_2.")]
     assert first == second  # the same requests, the same ids: configurable
     assert str(first[0]).startswith("form-")
     assert first[1] == f"{first[0]}.ok"
     assert requests[0].question.text == "Really deploy web?"
-    assert [e["tool"] for e in received(tmp_path)] == ["legacy_deploy"] * 4
-    assert_invariants(conversation)
+    told = sorted(e["tool"] for e in received(tmp_path))
+    assert told == ["legacy_deploy"] * 4 + ["legacy_login"]
+    assert_invariants(conversation, secrets=["Q-TOKEN-77"])
 
 
 def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
     """Each field asked in order, misfits again; the secret is redacted and never on disk."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = (
         ScriptedPrompter()
         .answer("accept")
@@ -204,14 +228,10 @@ def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
         .answer("")  # nickname: optional, left out
         .answer(SIGNUP_TOKEN)
     )
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "signup", {})],
-            tools={"signup": ("ops", "signup")},
-            prompter=prompter,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "signup", {}),
+        prompter=prompter,
     )
     content = result.responses[0].content
     assert content.startswith("signed up: ")
@@ -252,15 +272,10 @@ def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
 
 def test_decline_is_an_answer_and_the_server_is_told_decline(tmp_path: Path) -> None:
     """The person's decline is recorded as the answer 'decline'; the server gets decline."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "deploy", {"service": "api"})],
-            tools=DEPLOY,
-            prompter=ScriptedPrompter().answer("decline"),
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=ScriptedPrompter().answer("decline"),
     )
     assert result.responses[0].content == "ops: not deployed (confirmation decline)"
     assert responses(conversation) == [Answered(id=f"call_1.{CONFIRM}.1", answer="decline")]
@@ -272,7 +287,6 @@ def test_the_persons_cancel_is_cancelled_user_and_the_server_is_told_cancel(
     tmp_path: Path,
 ) -> None:
     """Ctrl-C at a field: Cancelled(user), the call closed; both eras' servers hear cancel."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = (
         ScriptedPrompter()
         .answer("accept", tool="deploy")
@@ -280,17 +294,11 @@ def test_the_persons_cancel_is_cancelled_user_and_the_server_is_told_cancel(
         .answer("accept", tool="legacy_deploy")
         .cancel(tool="legacy_deploy")
     )
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [
-                ("call_1", "deploy", {"service": "api"}),
-                ("call_2", "legacy_deploy", {"service": "api"}),
-            ],
-            tools={**DEPLOY, "legacy_deploy": ("ops", "legacy_deploy")},
-            prompter=prompter,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        ("call_2", "legacy_deploy", {"service": "api"}),
+        prompter=prompter,
     )
     assert [r.content for r in result.responses] == ["Tool input cancelled by user."] * 2
     cancelled = [r for r in responses(conversation) if isinstance(r, Cancelled)]
@@ -300,20 +308,41 @@ def test_the_persons_cancel_is_cancelled_user_and_the_server_is_told_cancel(
     assert_invariants(conversation)
 
 
+def test_the_server_hears_cancel_as_soon_as_the_call_is_closed(tmp_path: Path) -> None:
+    """The observe hook tells the server cancel while the run goes on, not at closing."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = ScriptedPrompter().cancel()
+
+    async def cancel_then_wait() -> list[dict[str, Any]]:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            coordinator = ToolCoordinator(
+                conversation,
+                tools={"deploy": toolbox.executor("ops", "deploy")},
+                config=UNATTENDED,
+                prompter=toolbox.prompter(prompter),
+                on_record=toolbox.observe,
+            )
+            await coordinator_call(coordinator, conversation, "call_1", "deploy")
+            for _ in range(200):  # the cancel is sent in the background
+                if received(tmp_path):
+                    break
+                await asyncio.sleep(0.05)
+            return received(tmp_path)
+
+    told = asyncio.run(cancel_then_wait())
+    assert told == [{"tool": "deploy", "confirm": "cancel", "env": "not asked"}]
+    assert_invariants(conversation)
+
+
 def test_a_url_request_is_shown_whole_to_the_person_and_recorded_without_its_query(
     tmp_path: Path,
 ) -> None:
     """URL mode: a secret question for the person; the link's query reaches no record."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = ScriptedPrompter().answer("")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "login", {})],
-            tools={"login": ("ops", "login")},
-            prompter=prompter,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        prompter=prompter,
     )
     assert result.responses[0].content == "signed in"
     (request,) = asked(conversation)
@@ -330,16 +359,11 @@ def test_a_url_request_is_shown_whole_to_the_person_and_recorded_without_its_que
 
 def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_path: Path) -> None:
     """No person: the URL question is never sent to the model; the server hears cancel."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     backend = ScriptedInquiryBackend()
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "login", {})],
-            tools={"login": ("ops", "login")},
-            backend=backend,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        backend=backend,
     )
     assert result.responses[0].is_error
     assert responses(conversation) == [
@@ -352,7 +376,6 @@ def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_pat
 
 def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> None:
     """A URL question configured for the model: assistant_routing_denied, never sent."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     config = parse_tools_config(
         {
             "defaults": {"run": "unattended"},
@@ -360,16 +383,12 @@ def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> No
         }
     )
     backend = ScriptedInquiryBackend()
-    asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "login", {})],
-            tools={"login": ("ops", "login")},
-            prompter=ScriptedPrompter(),
-            config=config,
-            backend=backend,
-        )
+    conversation, _ = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        prompter=ScriptedPrompter(),
+        config=config,
+        backend=backend,
     )
     assert responses(conversation) == [
         Cancelled(id="call_1.authorize.1", reason=CancellationReason.ASSISTANT_ROUTING_DENIED)
@@ -380,7 +399,6 @@ def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> No
 
 def test_static_answers_and_the_model_answer_mcp_questions_as_any_tools(tmp_path: Path) -> None:
     """Configuration applies unchanged: a static decision, a field routed to the model."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     config = parse_tools_config(
         {
             "defaults": {"run": "unattended"},
@@ -397,16 +415,12 @@ def test_static_answers_and_the_model_answer_mcp_questions_as_any_tools(tmp_path
         }
     )
     backend = ScriptedInquiryBackend().respond(True, question=f"{CONFIRM}.ok")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "deploy", {"service": "api"})],
-            tools=DEPLOY,
-            prompter=ScriptedPrompter(),
-            config=config,
-            backend=backend,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=ScriptedPrompter(),
+        config=config,
+        backend=backend,
     )
     assert result.responses[0].content == "ops: deployed api to staging"
     assert [r.answer for r in responses(conversation)] == ["accept", True, "accept", "staging"]  # type: ignore[union-attr]
@@ -447,19 +461,14 @@ def test_the_remembered_yes_answers_the_same_field_of_a_later_call(tmp_path: Pat
 
 def test_a_field_asked_again_too_often_ends_the_call_attempts_exhausted(tmp_path: Path) -> None:
     """The re-ask bound applies: an answer that never fits ends as attempts_exhausted."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = ScriptedPrompter().answer("accept").answer("Ada")
     for _ in range(3):
         prompter.answer("not a number", question="account.age")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "signup", {})],
-            tools={"signup": ("ops", "signup")},
-            prompter=prompter,
-            max_attempts=2,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "signup", {}),
+        prompter=prompter,
+        max_attempts=2,
     )
     assert result.responses[0].is_error
     assert responses(conversation)[-1] == Cancelled(
@@ -568,23 +577,25 @@ async def coordinator_call(
 
 
 def test_request_state_is_echoed_byte_for_byte_and_never_invented(tmp_path: Path) -> None:
-    """The server's opaque requestState comes back exactly; with none sent, none comes back."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
+    """The state comes back exactly, none when none was sent; sampling is refused, named."""
     prompter = ScriptedPrompter()
     for tool in ("stateful", "stateless"):
         prompter.answer("accept", tool=tool, question="go").answer(True, tool=tool)
-    result = asyncio.run(
-        play(
-            conversation,
-            [raw(tmp_path)],
-            [("call_1", "stateful", {}), ("call_2", "stateless", {})],
-            tools={"stateful": ("raw", "stateful"), "stateless": ("raw", "stateless")},
-            prompter=prompter,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "stateful", {}),
+        ("call_2", "stateless", {}),
+        ("call_3", "sampler", {}),
+        servers=[raw(tmp_path)],
+        prompter=prompter,
     )
     assert [r.content for r in result.responses] == [
         "state echoed verbatim",
         "no state sent back",
+        (
+            "MCP server 'raw' asked, through tool 'sampler', for input this client cannot give: "
+            "asks to sample the model (sampling/createMessage), which this client does not offer"
+        ),
     ]
     assert_invariants(conversation)
 
@@ -609,17 +620,13 @@ def test_an_expired_request_state_starts_the_call_over_with_the_answers_given(
     tmp_path: Path,
 ) -> None:
     """A state past its TTL is refused: round one again, answered from the call's answers."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = SlowPerson(f"{ENV}.env", pause=1.5)
     prompter.answer("accept").answer(True).answer("accept").answer("dev")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path, "ops", "--ttl", "1")],
-            [("call_1", "deploy", {"service": "api"})],
-            tools=DEPLOY,
-            prompter=prompter,
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        servers=[ops(tmp_path, "ops", "--ttl", "1")],
+        prompter=prompter,
     )
     assert result.responses[0].content == "ops: deployed api to dev"
     assert len(asked(conversation)) == 4  # nothing asked twice
@@ -666,15 +673,11 @@ def test_a_new_call_under_a_used_id_starts_afresh(tmp_path: Path) -> None:
 
 def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> None:
     """A program that is not there: the call fails, telling the model which server and why."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
     missing = McpServer(name="gone", command=(str(tmp_path / "no-such-server"),), timeout=10)
-    result = asyncio.run(
-        play(
-            conversation,
-            [missing],
-            [("call_1", "deploy", {})],
-            tools={"deploy": ("gone", "deploy")},
-        )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {}),
+        servers=[missing],
     )
     (response,) = result.responses
     assert response.is_error
@@ -684,19 +687,12 @@ def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> 
 
 def test_a_tool_the_server_does_not_offer_fails_naming_what_it_offers(tmp_path: Path) -> None:
     """A tool name the server does not list: the call fails, listing the server's tools."""
-    conversation = conversation_on_disk(tmp_path / "conversation")
-    result = asyncio.run(
-        play(
-            conversation,
-            [ops(tmp_path)],
-            [("call_1", "nope", {})],
-            tools={"nope": ("ops", "nope")},
-        )
-    )
+    conversation, result = run_calls(tmp_path, ("call_1", "nope", {}))
     (response,) = result.responses
     assert response.is_error
     assert response.content.startswith("MCP server 'ops' offers no tool 'nope' (it offers: ")
     assert "deploy" in response.content
+    assert_invariants(conversation)
 
 
 def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
@@ -710,7 +706,51 @@ def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
         "crash",
         "deploy",
         "legacy_deploy",
+        "legacy_login",
         "login",
         "pid",
         "signup",
     ]
+
+
+def test_a_server_reached_over_streamable_http_asks_as_one_over_stdio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """url: the same MRTR round trips over streamable HTTP (the server in this process)."""
+    import uvicorn  # noqa: PLC0415 - the MCP SDK's own dependency, for this test alone
+    from mcp_servers import ops as ops_server  # noqa: PLC0415
+
+    monkeypatch.chdir(tmp_path)  # where the in-process server notes what it received
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("dev")
+
+    async def over_http() -> Play:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        app = ops_server("web", None).streamable_http_app()
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
+        serving = asyncio.create_task(server.serve())
+        for _ in range(3000):  # uvicorn says it has started only by a flag
+            if server.started:
+                break
+            await asyncio.sleep(0.01)
+        try:
+            url = McpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", timeout=30)
+            return await play(
+                conversation,
+                [url],
+                [("call_1", "deploy", {"service": "api"})],
+                tools={"deploy": ("web", "deploy")},
+                prompter=prompter,
+            )
+        finally:
+            server.should_exit = True
+            await serving
+
+    result = asyncio.run(over_http())
+    assert result.responses[0].content == "web: deployed api to dev"
+    assert len(asked(conversation)) == 4
+    assert_invariants(conversation)

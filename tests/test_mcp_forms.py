@@ -30,6 +30,18 @@ def field_question(fill: FormFill) -> Question:
     return question
 
 
+def refusal(fill: FormFill | UrlFill, answer: ToolAnswer) -> str:
+    """Give ``answer`` to the current question; the context of that question, asked again."""
+    asked = fill.question()
+    assert asked is not None
+    fill.take(answer)
+    again = fill.question()
+    assert again is not None
+    assert again.id == asked.id
+    assert again.context is not None
+    return again.context
+
+
 def fill_all(fill: FormFill, *answers: ToolAnswer) -> Reply:
     """Accept the form and answer its questions in order; the reply."""
     fill.take("accept")
@@ -150,17 +162,8 @@ def test_numbers_are_parsed_and_checked_and_a_misfit_is_asked_again() -> None:
     assert first is not None
     assert first.context is not None
     assert "A whole number from 18 to 150." in first.context
-    fill.take("17")
-    again = fill.question()
-    assert again is not None
-    assert again.id == first.id
-    assert again.context is not None
-    assert "The last answer was refused: '17' is not from 18 to 150." in again.context
-    fill.take("4.5")
-    refused = fill.question()
-    assert refused is not None
-    assert refused.context is not None
-    assert "'4.5' is not a whole number" in refused.context
+    assert "The last answer was refused: '17' is not from 18 to 150." in refusal(fill, "17")
+    assert "'4.5' is not a whole number" in refusal(fill, "4.5")
     fill.take(" 42 ")
     assert fill.question() is None
     assert fill.reply().revealed() == {"age": 42}
@@ -177,11 +180,7 @@ def test_a_number_field_refuses_what_json_cannot_hold(text: str) -> None:
     """nan, inf, words, and nothing (when required) are asked again."""
     fill = form({"x": {"type": "number"}}, ["x"])
     fill.take("accept")
-    fill.take(text)
-    question = fill.question()
-    assert question is not None
-    assert question.context is not None
-    assert "The last answer was refused" in question.context
+    assert "The last answer was refused" in refusal(fill, text)
 
 
 def test_an_optional_field_left_empty_is_left_out() -> None:
@@ -200,16 +199,8 @@ def test_a_multi_select_takes_values_separated_by_commas_or_a_json_array() -> No
     assert fill_all(form({"t": spec}, ["t"]), '["web"]').revealed() == {"t": ["web"]}
     fill = form({"t": {**spec, "maxItems": 1}}, ["t"])
     fill.take("accept")
-    fill.take("ai, ops")
-    question = fill.question()
-    assert question is not None
-    assert question.context is not None
-    assert "it gives 2 values" in question.context
-    fill.take("cloud")
-    question = fill.question()
-    assert question is not None
-    assert question.context is not None
-    assert "'cloud' is not one of the values" in question.context
+    assert "it gives 2 values" in refusal(fill, "ai, ops")
+    assert "'cloud' is not one of the values" in refusal(fill, "cloud")
 
 
 @pytest.mark.parametrize(
@@ -225,11 +216,7 @@ def test_string_formats_are_checked(fmt: str, bad: str, good: str) -> None:
     """A string with a format the spec allows is checked before it is sent."""
     fill = form({"s": {"type": "string", "format": fmt}}, ["s"])
     fill.take("accept")
-    fill.take(bad)
-    question = fill.question()
-    assert question is not None
-    assert question.context is not None
-    assert "The last answer was refused" in question.context
+    assert "The last answer was refused" in refusal(fill, bad)
     fill.take(good)
     assert fill.reply().revealed() == {"s": good}
 
@@ -238,12 +225,9 @@ def test_a_secret_that_does_not_fit_is_refused_without_quoting_it() -> None:
     """A too-short secret is asked again; the reason gives its length rule, never its value."""
     fill = form({"password": {"type": "string", "minLength": 12}}, ["password"])
     fill.take("accept")
-    fill.take(SecretValue("hunter2"))
-    question = fill.question()
-    assert question is not None
-    assert question.context is not None
-    assert "shorter than 12 characters" in question.context
-    assert "hunter2" not in question.context
+    context = refusal(fill, SecretValue("hunter2"))
+    assert "shorter than 12 characters" in context
+    assert "hunter2" not in context
     fill.take(SecretValue("correct horse battery"))
     reply = fill.reply()
     assert "correct horse" not in repr(reply)
@@ -321,12 +305,9 @@ def test_a_url_reply_that_is_neither_is_asked_again_unquoted() -> None:
     request = Request(key="u", mode="url", message="m", url="https://example.com/")
     fill = fill_for(request, server="s", tool="t")
     assert isinstance(fill, UrlFill)
-    fill.take(SecretValue("my password"))
-    question = fill.question()
-    assert question is not None
-    assert question.context is not None
-    assert "neither empty nor 'decline'" in question.context
-    assert "my password" not in question.context
+    context = refusal(fill, SecretValue("my password"))
+    assert "neither empty nor 'decline'" in context
+    assert "my password" not in context
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "https://"])

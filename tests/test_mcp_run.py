@@ -140,7 +140,7 @@ MCP_SCENARIO_ERRORS = [
     pytest.param(
         DEPLOY.replace('mcp = "ops"', 'mcp = "ops"\nbuiltin = "ask_user"'),
         "tools.deploy",
-        "not `builtin` and `mcp`: keep one",
+        "not both `builtin` and `mcp`: keep one",
         id="mcp-and-builtin",
     ),
     pytest.param(

@@ -302,11 +302,12 @@ def _tool(
     kinds = [kind for kind in ("command", "builtin", "mcp") if kind in data]
     if len(kinds) > 1:
         given = " and ".join(f"`{kind}`" for kind in kinds)
+        both = "both" if len(kinds) == 2 else "all of"  # noqa: PLR2004 - a pair, or all three
         raise ConfigError(
             origin,
             key,
             f"a tool runs one of a `command`, a `builtin` and an `mcp` server's tool, "
-            f"not {given}: keep one",
+            f"not {both} {given}: keep one",
         )
     if "mcp_tool" in data and "mcp" not in data:
         raise ConfigError(

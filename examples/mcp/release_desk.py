@@ -39,7 +39,7 @@ CI_LINK = "https://ci.example.invalid/oauth/authorize?client_id=release-desk&sta
 
 
 class Go(BaseModel):
-    """May it deploy?"""
+    """Whether it may deploy."""
 
     go: bool = Field(description="Deploy now?")
 
@@ -59,27 +59,31 @@ class Announcement(BaseModel):
 
 
 def ask_confirm(service: str) -> Elicit[Go]:
-    """Round one: may the service be deployed?"""
+    """Ask, in round one, whether the service may be deployed."""
     return Elicit(f"Deploy {service}?", Go)
 
 
-def ask_environment(go: Annotated[ElicitationResult[Go], Resolve(ask_confirm)]) -> Elicit[Where]:
-    """Round two (it depends on round one): where to?"""
-    return Elicit("Which environment?", Where)
+def ask_environment(
+    go: Annotated[ElicitationResult[Go], Resolve(ask_confirm)],
+) -> Elicit[Where] | None:
+    """Ask, in round two and only after a yes, where to deploy."""
+    if isinstance(go, AcceptedElicitation) and go.data.go:
+        return Elicit("Which environment?", Where)
+    return None
 
 
 @desk.tool()
 async def deploy(
     service: str,
     go: Annotated[ElicitationResult[Go], Resolve(ask_confirm)],
-    where: Annotated[ElicitationResult[Where], Resolve(ask_environment)],
+    where: Annotated[Where | None, Resolve(ask_environment)],
 ) -> str:
     """Deploy a service, after asking whether and where."""
     if not isinstance(go, AcceptedElicitation) or not go.data.go:
-        return f"{service} was not deployed."
-    if not isinstance(where, AcceptedElicitation):
-        return f"{service} was not deployed: no environment ({where.action})."
-    return f"Deployed {service} to {where.data.environment}."
+        return f"{service} was not deployed ({go.action if go.action != 'accept' else 'no'})."
+    if where is None:
+        return f"{service} was not deployed: no environment."
+    return f"Deployed {service} to {where.environment}."
 
 
 @desk.tool()
@@ -98,7 +102,9 @@ async def connect_ci(ctx: Context) -> str | types.InputRequiredResult:
     """Connect the CI service, once the person has authorized it in their browser."""
     replies = ctx.input_responses or {}
     if "authorize" not in replies:
-        link = types.ElicitRequestURLParams(mode="url", message="Authorize the release desk", url=CI_LINK)
+        link = types.ElicitRequestURLParams(
+            mode="url", message="Authorize the release desk", url=CI_LINK
+        )
         return types.InputRequiredResult(
             input_requests={"authorize": types.ElicitRequest(params=link)},
             request_state="waiting for authorization",

@@ -3,9 +3,9 @@
 The SDK's types stay in :mod:`coordinator.adapters.mcp._session`, the only
 module that imports the SDK (it is optional). Everything else speaks these:
 a :class:`Request` the server made (a form or a URL), the :class:`Reply` it
-is told, and what one round of a call ended with: :class:`Done`,
-:class:`InputRequired`, or a :class:`ServerError` saying what went wrong in
-words the model can be told.
+is told, and what one round of a call ended with: the driver's
+:class:`~coordinator.driver.Completed`, :class:`InputRequired`, or a
+:class:`ServerError` saying what went wrong in words the model can be told.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from machines import JsonValue, SecretValue
 
 __all__ = [
     "CANCEL_REPLY",
-    "Done",
     "ErrorKind",
     "InputRequired",
     "Reply",
@@ -81,14 +80,6 @@ class Reply:
 
 #: The person's cancel, and what an abandoned request is told.
 CANCEL_REPLY: Final = Reply(action="cancel")
-
-
-@attrs.frozen(kw_only=True)
-class Done:
-    """The tool finished: ``content`` is what the model is told."""
-
-    content: str
-    is_error: bool = False
 
 
 @attrs.frozen(kw_only=True)

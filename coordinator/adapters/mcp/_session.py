@@ -37,7 +37,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from coordinator.adapters.mcp._exchange import (
-    Done,
     ErrorKind,
     InputRequired,
     Reply,
@@ -45,6 +44,7 @@ from coordinator.adapters.mcp._exchange import (
     ServerError,
     Unaskable,
 )
+from coordinator.driver._executors import Completed
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -240,7 +240,7 @@ class Connection:
         *,
         responses: Mapping[str, Reply] | None = None,
         state: str | None = None,
-    ) -> Done | InputRequired:
+    ) -> Completed | InputRequired:
         """Call ``tool`` once: its result, or the answers it needs (a modern round).
 
         On a legacy connection the call stays in flight while the server
@@ -274,7 +274,7 @@ class Connection:
                 _request(key, request) for key, request in (result.input_requests or {}).items()
             )
             return InputRequired(requests=requests, state=result.request_state)
-        return Done(content=result_text(result), is_error=result.is_error)
+        return Completed(content=result_text(result), is_error=result.is_error)
 
     def _timeout(self, what: str) -> ServerError:
         return ServerError(

@@ -61,7 +61,6 @@ import attrs
 
 from coordinator.adapters.mcp._exchange import (
     CANCEL_REPLY,
-    Done,
     ErrorKind,
     InputRequired,
     Reply,
@@ -223,7 +222,7 @@ class _Call:
         self.restarts = 0
         # legacy
         self.connection: Connection | None = None
-        self.task: asyncio.Task[Done | InputRequired] | None = None
+        self.task: asyncio.Task[Completed | InputRequired] | None = None
         self.inbox: asyncio.Queue[_Asked] = asyncio.Queue()
         self.pending: asyncio.Future[Reply | str] | None = None
 
@@ -254,8 +253,8 @@ class _Call:
                 self._deliver(self.fill.reply())
                 self.fill = None
             step = await (self._next_legacy() if self.legacy else self._next_modern(answers))
-            if isinstance(step, Done):
-                return Completed(content=step.content, is_error=step.is_error)
+            if isinstance(step, Completed):
+                return step
             self.fill = self._fill(step)
 
     def _fill(self, step: Request | Unaskable) -> Fill:
@@ -281,7 +280,9 @@ class _Call:
         elif self.fill is not None:
             self.responses[self.fill.key] = reply
 
-    async def _next_modern(self, answers: Mapping[str, ToolAnswer]) -> Request | Unaskable | Done:
+    async def _next_modern(
+        self, answers: Mapping[str, ToolAnswer]
+    ) -> Request | Unaskable | Completed:
         """The next request of this round, or the next round's first, or the result."""
         if self.round:
             return self.round.popleft()
@@ -294,14 +295,14 @@ class _Call:
         outcome = await self._send(connection, answers)
         if outcome is None:  # the tool asks the legacy way: its call is made again so
             return await self._next_legacy()
-        if isinstance(outcome, Done):
+        if isinstance(outcome, Completed):
             return outcome
         self.round = deque(outcome.requests)
         return self.round.popleft()
 
     async def _send(
         self, connection: Connection, answers: Mapping[str, ToolAnswer]
-    ) -> Done | InputRequired | None:
+    ) -> Completed | InputRequired | None:
         """Send the call (with this round's replies) until it ends or asks; ``None``: go legacy.
 
         A round asking nothing (``requestState`` only) is sent again after a
@@ -322,7 +323,7 @@ class _Call:
                     return None
                 continue
             self.responses = {}
-            if isinstance(outcome, Done):
+            if isinstance(outcome, Completed):
                 return outcome
             self.state = outcome.state
             if outcome.requests:
@@ -351,7 +352,7 @@ class _Call:
         self.carried = dict(answers)
         return True
 
-    async def _next_legacy(self) -> Request | Done:
+    async def _next_legacy(self) -> Request | Completed:
         """The next ``elicitation/create`` of the call in flight, or its result."""
         if self.task is None:
             connection = await self.server.legacy()
@@ -389,7 +390,7 @@ class _Call:
         self.pending = asked.reply
         return asked.request
 
-    async def _finished(self) -> Done:
+    async def _finished(self) -> Completed:
         task, connection = self.task, self.connection
         if task is None or connection is None:  # pragma: no cover - only after the call began
             raise AssertionError("a legacy call finished before it began")
