@@ -685,6 +685,20 @@ def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> 
     assert_invariants(conversation)
 
 
+def test_a_stderr_file_that_cannot_be_opened_fails_the_call_naming_it(tmp_path: Path) -> None:
+    """A server's stderr file in a folder that is not there: the call fails, naming the file."""
+    log = tmp_path / "missing" / "ops.log"
+    server = attrs.evolve(ops(tmp_path), stderr=log)
+    conversation, result = run_calls(tmp_path, ("call_1", "deploy", {}), servers=[server])
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content == (
+        f"MCP server 'ops' could not be started: its stderr file {log} cannot be opened: "
+        "No such file or directory"
+    )
+    assert_invariants(conversation)
+
+
 def test_a_tool_the_server_does_not_offer_fails_naming_what_it_offers(tmp_path: Path) -> None:
     """A tool name the server does not list: the call fails, listing the server's tools."""
     conversation, result = run_calls(tmp_path, ("call_1", "nope", {}))

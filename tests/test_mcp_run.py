@@ -206,6 +206,12 @@ MCP_SCENARIO_ERRORS = [
         id="unknown-key",
     ),
     pytest.param(
+        DEPLOY.replace("args = [", "stderr = 'no-such-folder/ops.log'\nargs = ["),
+        "mcp_servers.ops.stderr",
+        "no-such-folder is not a directory",
+        id="stderr-folder-missing",
+    ),
+    pytest.param(
         DEPLOY.replace(f'args = ["{SERVERS}", "ops", "ops"]', "args = 3"),
         "mcp_servers.ops.args",
         "expected an array of strings, got an integer",

@@ -455,6 +455,7 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
     stderr = None
     if "stderr" in data:
         stderr = directory / string(data["stderr"], origin, f"{key}.stderr", empty=False)
+        _directory(str(stderr.parent), origin, f"{key}.stderr", directory)
     try:
         return McpServer(
             name=name,

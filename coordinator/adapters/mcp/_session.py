@@ -36,6 +36,8 @@ from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from coordinator._errors import os_reason
+from coordinator._text import shown_path
 from coordinator.adapters.mcp._exchange import (
     ErrorKind,
     InputRequired,
@@ -47,7 +49,7 @@ from coordinator.adapters.mcp._exchange import (
 from coordinator.driver._executors import Completed
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator, Mapping
+    from collections.abc import Awaitable, Callable, Mapping
 
     from mcp.client.session import ClientRequestContext, ClientSession
 
@@ -114,8 +116,16 @@ class Connection:
 
     async def open(self) -> None:
         """Start the server (or reach it) and negotiate; :class:`ServerError` when it cannot."""
+        try:
+            errlog = self._errlog()
+        except OSError as error:
+            raise ServerError(
+                f"{self._named()} could not be started: its stderr file "
+                f"{shown_path(error.filename or '')} cannot be opened: {os_reason(error)}",
+                ErrorKind.CLOSED,
+            ) from None
         self._task = asyncio.get_running_loop().create_task(
-            self._own(), name=f"mcp server {self.server.name}"
+            self._own(errlog), name=f"mcp server {self.server.name}"
         )
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), self.server.timeout)
@@ -126,10 +136,10 @@ class Connection:
                 ErrorKind.CLOSED,
             ) from None
 
-    async def _own(self) -> None:
+    async def _own(self, errlog: TextIO) -> None:
         """Hold the transport and the session from opening to closing, in this one task."""
         try:
-            with self._errlog() as errlog:
+            with errlog:
                 async with Client(
                     self._transport(errlog),
                     mode=self.mode,
@@ -163,21 +173,22 @@ class Connection:
         )
         return stdio_client(parameters, errlog=errlog)
 
-    @contextlib.contextmanager
-    def _errlog(self) -> Iterator[TextIO]:
+    def _errlog(self) -> TextIO:
         """Where the server's stderr goes: the file named for it, appended to, or nowhere."""
         path = self.server.stderr
-        with (
-            path.open("a", encoding="utf-8") if path is not None else open(os.devnull, "w")  # noqa: PTH123
-        ) as errlog:
-            yield errlog
+        if path is not None:
+            return path.open("a", encoding="utf-8")
+        return open(os.devnull, "w", encoding="utf-8")  # noqa: PTH123 - closed by _own
 
     def _start_error(self, error: BaseException) -> ServerError:
         leaf = _leaf(error)
-        if isinstance(leaf, FileNotFoundError):
-            why = f"its program was not found ({self.server.command[0]})"
+        cwd = self.server.cwd
+        if isinstance(leaf, FileNotFoundError) and cwd is not None and not cwd.is_dir():
+            why = f"its working directory {shown_path(cwd)} is not there"
+        elif isinstance(leaf, FileNotFoundError):
+            why = f"its program was not found ({shown_path(self.server.command[0])})"
         elif isinstance(leaf, PermissionError):
-            why = f"its program may not be run ({self.server.command[0]})"
+            why = f"its program may not be run ({shown_path(self.server.command[0])})"
         elif isinstance(leaf, MCPError):
             why = f"the handshake failed: {leaf.message} (error {leaf.code})"
         elif isinstance(leaf, asyncio.CancelledError):
