@@ -190,6 +190,12 @@ async def pid() -> str:
     return str(os.getpid())
 
 
+async def slow() -> str:
+    """Take far longer than any test waits."""
+    await anyio.sleep(60)
+    return "finally"
+
+
 def ops(name: str, ttl: float | None) -> MCPServer:
     """The asking tools, on an ``MCPServer`` called ``name`` (``ttl``: seconds a state lives)."""
     global NAME  # noqa: PLW0603 - one server per process, named when it starts
@@ -198,7 +204,7 @@ def ops(name: str, ttl: float | None) -> MCPServer:
     if ttl is not None:
         security = RequestStateSecurity(keys=[os.urandom(32)], ttl=ttl)
     server = MCPServer(name, log_level="WARNING", request_state_security=security)
-    for tool in (deploy, legacy_deploy, legacy_login, signup, login, crash, pid):
+    for tool in (deploy, legacy_deploy, legacy_login, signup, login, crash, pid, slow):
         server.tool()(tool)
     return server
 

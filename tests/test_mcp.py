@@ -57,6 +57,7 @@ def ops(tmp_path: Path, name: str = "ops", *extra: str) -> McpServer:
         command=(sys.executable, str(SERVERS), "ops", name, *extra),
         cwd=tmp_path,
         timeout=30,
+        start_timeout=60,
         stderr=tmp_path / f"{name}.log",
     )
 
@@ -685,6 +686,16 @@ def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> 
     assert_invariants(conversation)
 
 
+def test_a_server_that_does_not_answer_in_time_fails_the_call(tmp_path: Path) -> None:
+    """A request past the server's timeout fails the call, saying how long it waited."""
+    server = attrs.evolve(ops(tmp_path), timeout=1, start_timeout=60)
+    conversation, result = run_calls(tmp_path, ("call_1", "slow", {}), servers=[server])
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content == "MCP server 'ops' did not run tool 'slow' within 1 s"
+    assert_invariants(conversation)
+
+
 def test_a_stderr_file_that_cannot_be_opened_fails_the_call_naming_it(tmp_path: Path) -> None:
     """A server's stderr file in a folder that is not there: the call fails, naming the file."""
     log = tmp_path / "missing" / "ops.log"
@@ -724,6 +735,7 @@ def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
         "login",
         "pid",
         "signup",
+        "slow",
     ]
 
 

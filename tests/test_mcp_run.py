@@ -202,7 +202,7 @@ MCP_SCENARIO_ERRORS = [
     pytest.param(
         DEPLOY.replace("args = [", "cwd = '.'\nargs = ["),
         "mcp_servers.ops.cwd",
-        "unknown key (expected one of: args, command, env, stderr, timeout, url)",
+        "unknown key (expected one of: args, command, env, start_timeout, stderr, timeout, url)",
         id="unknown-key",
     ),
     pytest.param(

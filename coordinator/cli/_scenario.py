@@ -117,7 +117,7 @@ _TOOL_KEYS = frozenset(
         "max_output",
     }
 )
-_MCP_SERVER_KEYS = ("command", "args", "env", "url", "timeout", "stderr")
+_MCP_SERVER_KEYS = ("command", "args", "env", "url", "timeout", "start_timeout", "stderr")
 _LOCAL_ONLY = ("command", "parameters", "options", "timeout", "max_output")
 _DEFAULT_TIMEOUT = 60.0
 _LONGEST_TIMEOUT = 1e9  # seconds; past this a number is a mistake, not a timeout
@@ -466,6 +466,9 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
                 for variable, text in env.items()
             },
             timeout=_seconds(data.get("timeout", _DEFAULT_TIMEOUT), origin, f"{key}.timeout"),
+            start_timeout=_seconds(
+                data.get("start_timeout", _DEFAULT_TIMEOUT), origin, f"{key}.start_timeout"
+            ),
             stderr=stderr,
         )
     except ValueError as error:  # the url: not http or https

@@ -21,7 +21,7 @@ import attrs
 
 __all__ = ["DEFAULT_TIMEOUT", "McpServer"]
 
-#: Seconds a server may take to start, or to answer one request.
+#: Seconds a server may take to answer one request, and to start.
 DEFAULT_TIMEOUT = 60.0
 
 
@@ -45,9 +45,9 @@ def _env(_instance: Any, _attribute: Any, value: Mapping[str, str]) -> None:
 
 def _timeout(_instance: Any, _attribute: Any, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError("McpServer.timeout must be a number of seconds")
+        raise TypeError("an McpServer timeout must be a number of seconds")
     if not (math.isfinite(value) and value > 0):
-        raise ValueError("McpServer.timeout must be a number of seconds greater than 0")
+        raise ValueError("an McpServer timeout must be a number of seconds greater than 0")
 
 
 def _name(_instance: Any, _attribute: Any, value: str) -> None:
@@ -60,8 +60,9 @@ class McpServer:
     """One MCP server: ``command`` (program, then arguments) over stdio, or ``url``.
 
     ``cwd`` is where a started server runs (by default, where the embedding
-    process runs). ``timeout`` bounds starting it and each request to it;
-    time spent waiting for a person's answer never counts.
+    process runs). ``timeout`` bounds each request to it (time spent waiting
+    for a person's answer never counts), ``start_timeout`` starting it and
+    the handshake (a server fetched by ``npx`` or ``uvx`` may take a while).
     """
 
     name: str = attrs.field(validator=_name)
@@ -70,6 +71,7 @@ class McpServer:
     env: Mapping[str, str] = attrs.field(factory=dict, validator=_env)
     cwd: Path | None = None
     timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
+    start_timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
     stderr: Path | None = None
 
     def __attrs_post_init__(self) -> None:

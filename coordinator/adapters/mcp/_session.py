@@ -128,11 +128,11 @@ class Connection:
             self._own(errlog), name=f"mcp server {self.server.name}"
         )
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), self.server.timeout)
+            await asyncio.wait_for(asyncio.shield(self._ready), self.server.start_timeout)
         except TimeoutError:
             await self.close()
             raise ServerError(
-                f"{self._named()} did not start within {self.server.timeout:g} s",
+                f"{self._named()} did not start within {self.server.start_timeout:g} s",
                 ErrorKind.CLOSED,
             ) from None
 

@@ -364,27 +364,31 @@ class _Call:
             self.task = asyncio.get_running_loop().create_task(
                 connection.call(self.tool, self.arguments)
             )
-        with contextlib.suppress(asyncio.QueueEmpty):
-            return self._asked(self.inbox.get_nowait())
-        getter = asyncio.get_running_loop().create_task(self.inbox.get())
-        try:
-            await asyncio.wait(
-                {getter, self.task},
-                timeout=self.server.config.timeout,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            if not getter.done():
-                getter.cancel()
-        if getter.done() and not getter.cancelled():
-            return self._asked(getter.result())
-        if self.task.done():
-            return await self._finished()
-        raise ServerError(
-            f"{self.server.named} did not answer within {self.server.config.timeout:g} s "
-            f"while running tool '{self.tool}'",
-            ErrorKind.TIMEOUT,
-        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.server.config.timeout
+        while True:
+            while not self.inbox.empty():
+                asked = self.inbox.get_nowait()
+                if not asked.reply.done():  # done: the SDK gave up on it (the server went away)
+                    return self._asked(asked)
+            if self.task.done():
+                return await self._finished()
+            if (left := deadline - loop.time()) <= 0:
+                raise ServerError(
+                    f"{self.server.named} did not answer within {self.server.config.timeout:g} s "
+                    f"while running tool '{self.tool}'",
+                    ErrorKind.TIMEOUT,
+                )
+            getter = loop.create_task(self.inbox.get())
+            try:
+                await asyncio.wait(
+                    {getter, self.task}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled() and not getter.result().reply.done():
+                return self._asked(getter.result())
 
     def _asked(self, asked: _Asked) -> Request:
         self.pending = asked.reply
