@@ -316,13 +316,7 @@ def test_the_server_hears_cancel_as_soon_as_the_call_is_closed(tmp_path: Path) -
 
     async def cancel_then_wait() -> list[dict[str, Any]]:
         async with McpToolbox([ops(tmp_path)]) as toolbox:
-            coordinator = ToolCoordinator(
-                conversation,
-                tools={"deploy": toolbox.executor("ops", "deploy")},
-                config=UNATTENDED,
-                prompter=toolbox.prompter(prompter),
-                on_record=toolbox.observe,
-            )
+            coordinator = on_ops(toolbox, conversation, prompter, "deploy")
             await coordinator_call(coordinator, conversation, "call_1", "deploy")
             for _ in range(200):  # the cancel is sent in the background
                 if received(tmp_path):
@@ -438,13 +432,7 @@ def test_the_remembered_yes_answers_the_same_field_of_a_later_call(tmp_path: Pat
 
     async def two_cycles() -> None:
         async with McpToolbox([ops(tmp_path)]) as toolbox:
-            coordinator = ToolCoordinator(
-                conversation,
-                tools={"deploy": toolbox.executor("ops", "deploy")},
-                config=UNATTENDED,
-                prompter=toolbox.prompter(prompter),
-                on_record=toolbox.observe,
-            )
+            coordinator = on_ops(toolbox, conversation, prompter, "deploy")
             await coordinator_call(coordinator, conversation, "call_1", "deploy")
             await coordinator_call(coordinator, conversation, "call_2", "deploy")
 
@@ -544,14 +532,7 @@ def test_a_server_that_crashes_mid_round_trip_fails_the_call_and_is_restarted(
 
     async def both() -> tuple[list[ToolCallResponse], list[ToolCallResponse], str]:
         async with McpToolbox([ops(tmp_path)]) as toolbox:
-            tools = {name: toolbox.executor("ops", name) for name in ("crash", "pid")}
-            coordinator = ToolCoordinator(
-                conversation,
-                tools=tools,
-                config=UNATTENDED,
-                prompter=toolbox.prompter(prompter),
-                on_record=toolbox.observe,
-            )
+            coordinator = on_ops(toolbox, conversation, prompter, "crash", "pid")
             before = await coordinator_call(coordinator, conversation, "call_0", "pid")
             crashed = await coordinator_call(coordinator, conversation, "call_1", "crash")
             after = await coordinator_call(coordinator, conversation, "call_2", "pid")
@@ -564,6 +545,19 @@ def test_a_server_that_crashes_mid_round_trip_fails_the_call_and_is_restarted(
     assert after[0].content != first_pid  # a new server process
     assert [type(r).__name__ for r in responses(conversation)] == ["Answered", "Answered"]
     assert_invariants(conversation)
+
+
+def on_ops(
+    toolbox: McpToolbox, conversation: Conversation, prompter: ScriptedPrompter, *tools: str
+) -> ToolCoordinator:
+    """A coordinator running ``tools`` of ``ops`` for ``prompter``, watched by ``toolbox``."""
+    return ToolCoordinator(
+        conversation,
+        tools={name: toolbox.executor("ops", name) for name in tools},
+        config=UNATTENDED,
+        prompter=toolbox.prompter(prompter),
+        on_record=toolbox.observe,
+    )
 
 
 async def coordinator_call(
