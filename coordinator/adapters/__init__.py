@@ -10,12 +10,14 @@ driver's protocols over something real, and depends on nothing above it:
 - the model: :func:`backend_from_config` builds a
   :class:`~coordinator.adapters.providers.ModelInquiryBackend` over a
   provider's official SDK (the ``anthropic`` and ``openai`` extras;
-  :mod:`coordinator.adapters.providers`).
+  :mod:`coordinator.adapters.providers`);
+- MCP servers' tools: :mod:`coordinator.adapters.mcp` (the ``mcp`` extra)
+  runs them, each question a server asks an inquiry of the calling tool.
 
 Rules:
 
 1. Provenance is decided in code here, at the executor boundary: a local
-   tool's questions are its own, ``ask_user``'s the assistant's.
+   or MCP tool's questions are its own, ``ask_user``'s the assistant's.
 2. An optional SDK is imported when it is used, never at import.
 """
 

@@ -61,7 +61,7 @@ from coordinator.cli._run_players import (
 from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunResult
 from coordinator.cli._run_signals import Stop
-from coordinator.cli._run_tools import build_executors, withdraw_secrets
+from coordinator.cli._run_tools import build_executors, mcp_toolbox, observing, withdraw_secrets
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
 from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import ScriptedPrompter
@@ -135,18 +135,23 @@ async def run_scenario(
         except OSError as error:
             raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
         seed_workspace(scenario, workspace, path)
+        watched = WatchedPrompter(prompter, progress) if prompter is not None else None
+        mcp = mcp_toolbox(scenario, workspace)
+        if mcp is not None:
+            stack.push_async_callback(mcp.aclose)
         coordinator = ToolCoordinator(
             conversation,
             # A tool is given the id as JSON text: U+FFFD for a byte of the name that is not UTF-8.
             tools=build_executors(
-                scenario, workspace, shown_path(path.resolve().name), environment
+                scenario, workspace, shown_path(path.resolve().name), environment, mcp
             ),
             config=scenario.config,
-            prompter=WatchedPrompter(prompter, progress) if prompter is not None else None,
+            # The MCP toolbox shows the person a URL request's whole link, which no record holds.
+            prompter=mcp.prompter(watched) if mcp is not None and watched is not None else watched,
             backend=WatchedBackend(backend, progress) if backend is not None else None,
             terminal=prompter is not None,
             system_parts=scenario.system,
-            on_record=progress.record,
+            on_record=observing(progress.record, mcp.observe) if mcp else progress.record,
         )
         progress.turn_state = lambda: coordinator.turn_state
         result = await play(

@@ -26,27 +26,35 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 from coordinator.adapters._builtins import builtin_executors
 from coordinator.adapters._local_tools import LocalToolExecutor
+from coordinator.adapters.mcp import McpToolbox
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Callable, Collection, Mapping
 
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_players import Model
     from coordinator.cli._scenario import Scenario
     from coordinator.driver._executors import Executor
+    from coordinator.stream._entries import EventEntry
 
 __all__ = ["build_executors", "withdraw_secrets"]
 
 
 def build_executors(
-    scenario: Scenario, workspace: Path, conversation_id: str, env: Mapping[str, str]
+    scenario: Scenario,
+    workspace: Path,
+    conversation_id: str,
+    env: Mapping[str, str],
+    mcp: McpToolbox | None = None,
 ) -> dict[str, Executor]:
     """An executor for each of the scenario's tools, by name.
 
     Local tools run in ``workspace`` with the environment ``env``, and are
-    told ``conversation_id``.
+    told ``conversation_id``; MCP tools are called through ``mcp``.
     """
     builtins = builtin_executors()
     executors: dict[str, Executor] = {}
@@ -57,7 +65,32 @@ def build_executors(
             )
         elif tool.builtin is not None:
             executors[name] = builtins[tool.builtin]
+        elif tool.mcp_server is not None and mcp is not None:
+            executors[name] = mcp.executor(tool.mcp_server, tool.mcp_tool or name)
     return executors
+
+
+def mcp_toolbox(scenario: Scenario, workspace: Path) -> McpToolbox | None:
+    """The scenario's MCP servers, run in the workspace as local tools are; none without any.
+
+    They get the SDK's short environment and their ``env``, never the run's
+    secrets (docs/mcp.md); each is started when a tool of its is first called.
+    """
+    if not scenario.mcp_servers:
+        return None
+    return McpToolbox(
+        attrs.evolve(server, cwd=workspace) for server in scenario.mcp_servers.values()
+    )
+
+
+def observing(*observers: Callable[[EventEntry], None]) -> Callable[[EventEntry], None]:
+    """One ``on_record`` telling each of ``observers``, in order."""
+
+    def observe(entry: EventEntry) -> None:
+        for observer in observers:
+            observer(entry)
+
+    return observe
 
 
 def withdraw_secrets(

@@ -2,7 +2,9 @@
 
 Theory of operation: a scenario is a TOML file (``examples/README.md`` lists
 every key). :func:`load_scenario` reads it completely before anything runs:
-the tools (local commands or built-ins) and their configuration, which
+the MCP servers it starts (``[mcp_servers.NAME]``, ``docs/mcp.md``), the
+tools (local commands, built-ins, or an MCP server's tools) and their
+configuration, which
 :func:`~coordinator.driver._config.parse_tools_config` reads with the tool keys this
 module adds; the optional model backend table, checked as
 :func:`~coordinator.adapters.providers.backend_from_config` checks it (whether or not
@@ -13,10 +15,14 @@ response per cycle, its calls run in parallel).
 Rules:
 
 1. Everything that can be checked before running is: unknown keys, wrong
-   types, missing keys, a tool with both ``command`` and ``builtin`` (or
-   neither), a call to a tool the scenario does not define, arguments the
-   tool's ``parameters`` schema refuses, a program that is not there. Each
-   error names the file and the key, and nothing has been written yet.
+   types, missing keys, a tool with more than one of ``command``,
+   ``builtin`` and ``mcp`` (or none), an MCP server the scenario does not
+   define, a call to a tool the scenario does not define, arguments the
+   tool's ``parameters`` schema refuses, a program that is not there (a
+   local tool's or an MCP server's), MCP servers without the ``mcp`` extra.
+   Each error names the file and the key, and nothing has been written yet.
+   Whether an MCP server offers a tool is known only once it runs: a call
+   to one it does not offer fails, naming what it offers.
 2. A scenario runs from any directory: a local tool's program is resolved
    against the scenario's directory when it contains a ``/`` and looked up on
    ``PATH`` otherwise, and every other argument that is a relative path with a
@@ -25,15 +31,17 @@ Rules:
    to find in its workspace. The workspace ``seed`` is relative to the
    scenario's directory too.
 3. Provenance is not configurable here either: a built-in's questions are
-   recorded as its code says (``ask_user``: the assistant), a local tool's as
-   the tool's own.
+   recorded as its code says (``ask_user``: the assistant), a local tool's
+   and an MCP tool's as the tool's own.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +52,7 @@ from coordinator._errors import ConfigError, os_reason
 from coordinator._text import shown_path
 from coordinator.adapters._builtins import ASK_USER_PARAMETERS
 from coordinator.adapters._local_tools import LocalTool, check_arguments, schema_problem
+from coordinator.adapters.mcp import MCP_EXTRA, McpServer
 from coordinator.adapters.providers._config import check_backend_config
 from coordinator.adapters.providers._errors import ProviderConfigError
 from coordinator.adapters.providers._tools import ANSWER_INQUIRY, ToolDefinition
@@ -66,6 +75,7 @@ from machines import JsonValue
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "PYTHON",
     "Cycle",
     "PlannedCall",
     "Scenario",
@@ -81,10 +91,33 @@ BUILTIN_TOOLS: Final[Mapping[str, str]] = {
     ANSWER_INQUIRY: "Answer a question from a tool that needs additional input.",
 }
 
-_TOP_KEYS = ("title", "system", "workspace", "backend", "defaults", "tools", "turns")
-_TOOL_KEYS = frozenset(
-    {"command", "builtin", "description", "parameters", "options", "timeout", "max_output"}
+#: An MCP server's ``command`` that means the Python running ``inquiry`` (which has the SDK).
+PYTHON: Final = "{{python}}"
+
+_TOP_KEYS = (
+    "title",
+    "system",
+    "workspace",
+    "backend",
+    "mcp_servers",
+    "defaults",
+    "tools",
+    "turns",
 )
+_TOOL_KEYS = frozenset(
+    {
+        "command",
+        "builtin",
+        "mcp",
+        "mcp_tool",
+        "description",
+        "parameters",
+        "options",
+        "timeout",
+        "max_output",
+    }
+)
+_MCP_SERVER_KEYS = ("command", "args", "env", "url", "timeout", "start_timeout", "stderr")
 _LOCAL_ONLY = ("command", "parameters", "options", "timeout", "max_output")
 _DEFAULT_TIMEOUT = 60.0
 _LONGEST_TIMEOUT = 1e9  # seconds; past this a number is a mistake, not a timeout
@@ -94,12 +127,18 @@ _EMPTY_SCHEMA: Final[Mapping[str, JsonValue]] = {"type": "object", "properties":
 
 @attrs.frozen(kw_only=True)
 class ScenarioTool:
-    """A tool of the scenario: a local command (``local``) or a built-in (``builtin``)."""
+    """A tool of the scenario: a local command, a built-in, or a tool of an MCP server.
+
+    ``mcp_server`` names the server, ``mcp_tool`` the tool as the server
+    calls it (the scenario may call it by another name).
+    """
 
     name: str
     description: str = ""
     local: LocalTool | None = None
     builtin: str | None = None
+    mcp_server: str | None = None
+    mcp_tool: str | None = None
 
     @property
     def parameters(self) -> Mapping[str, Any] | None:
@@ -152,6 +191,8 @@ class Scenario:
     tools: Mapping[str, ScenarioTool]
     config: ToolsConfig
     turns: tuple[TurnPlan, ...]
+    #: The MCP servers its tools run on, by name (``cwd`` left for the run to set).
+    mcp_servers: Mapping[str, McpServer] = attrs.field(factory=dict)
 
     @property
     def definitions(self) -> tuple[ToolDefinition, ...]:
@@ -182,8 +223,9 @@ def parse_scenario(data: Mapping[str, Any], *, origin: str, directory: Path) -> 
         origin=origin,
         tool_keys=_TOOL_KEYS,
     )
+    servers = _mcp_servers(data.get("mcp_servers", {}), origin, directory)
     tools = {
-        name: _tool(name, value, origin, directory)
+        name: _tool(name, value, origin, directory, servers)
         for name, value in table(data.get("tools", {}), origin, "tools").items()
     }
     backend = None
@@ -209,6 +251,7 @@ def parse_scenario(data: Mapping[str, Any], *, origin: str, directory: Path) -> 
         tools=tools,
         config=config,
         turns=turns,
+        mcp_servers=servers,
     )
 
 
@@ -250,22 +293,36 @@ def _directory(value: object, origin: str, key: str, directory: Path) -> Path:
 # ---------------------------------------------------------------- tools
 
 
-def _tool(name: str, value: object, origin: str, directory: Path) -> ScenarioTool:
+def _tool(
+    name: str, value: object, origin: str, directory: Path, servers: Mapping[str, McpServer]
+) -> ScenarioTool:
     key = name_key(origin, "tools", name, what="a tool name")
     data = table(value, origin, key)
     description = optional_string(data, "description", origin, key) or ""
-    if "command" in data and "builtin" in data:
+    kinds = [kind for kind in ("command", "builtin", "mcp") if kind in data]
+    if len(kinds) > 1:
+        given = " and ".join(f"`{kind}`" for kind in kinds)
+        both = "both" if len(kinds) == 2 else "all of"  # noqa: PLR2004 - a pair, or all three
         raise ConfigError(
-            origin, key, "a tool runs either a `command` or a `builtin`, not both: remove one"
+            origin,
+            key,
+            f"a tool runs one of a `command`, a `builtin` and an `mcp` server's tool, "
+            f"not {both} {given}: keep one",
+        )
+    if "mcp_tool" in data and "mcp" not in data:
+        raise ConfigError(
+            origin, f"{key}.mcp_tool", "only an MCP tool (with `mcp`) takes this key"
         )
     if "builtin" in data:
         return _builtin(name, data, origin, key, description)
+    if "mcp" in data:
+        return _mcp_tool(name, data, origin, key, description=description, servers=servers)
     if "command" not in data:
         raise ConfigError(
             origin,
             key,
-            "a tool needs a `command` (a local tool) or a `builtin` "
-            f"(one of: {', '.join(BUILTIN_TOOLS)})",
+            "a tool needs a `command` (a local tool), a `builtin` "
+            f"(one of: {', '.join(BUILTIN_TOOLS)}) or `mcp` (an MCP server's name)",
         )
     if name == ANSWER_INQUIRY:
         raise ConfigError(
@@ -315,6 +372,113 @@ def _builtin(
     return ScenarioTool(
         name=name, description=description or BUILTIN_TOOLS[builtin], builtin=builtin
     )
+
+
+def _mcp_tool(
+    name: str,
+    data: Mapping[str, Any],
+    origin: str,
+    key: str,
+    *,
+    description: str,
+    servers: Mapping[str, McpServer],
+) -> ScenarioTool:
+    server = string(data["mcp"], origin, f"{key}.mcp", empty=False)
+    if server not in servers:
+        known = ", ".join(servers) or "none: define one as [mcp_servers.NAME]"
+        raise ConfigError(
+            origin,
+            f"{key}.mcp",
+            f"no MCP server {server!r} in this scenario (its servers: {known})",
+        )
+    for local_key in _LOCAL_ONLY:
+        if local_key in data:
+            raise ConfigError(
+                origin, f"{key}.{local_key}", "only a local tool (a `command`) takes this key"
+            )
+    if name == ANSWER_INQUIRY:
+        raise ConfigError(
+            origin, key, f"{ANSWER_INQUIRY!r} is the built-in inquiry tool's name: choose another"
+        )
+    tool = string(data.get("mcp_tool", name), origin, f"{key}.mcp_tool", empty=False)
+    return ScenarioTool(
+        name=name,
+        description=description or f"The tool {tool!r} of the MCP server {server!r}.",
+        mcp_server=server,
+        mcp_tool=tool,
+    )
+
+
+def _mcp_servers(value: object, origin: str, directory: Path) -> dict[str, McpServer]:
+    servers = {
+        name: _mcp_server(name, config, origin, directory)
+        for name, config in table(value, origin, "mcp_servers").items()
+    }
+    if servers and importlib.util.find_spec("mcp") is None:
+        raise ConfigError(
+            origin,
+            "mcp_servers",
+            f"MCP servers need the MCP SDK, which is not installed: pip install '{MCP_EXTRA}'",
+        )
+    return servers
+
+
+def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpServer:
+    key = name_key(origin, "mcp_servers", name, what="an MCP server's name")
+    data = table(value, origin, key)
+    check_keys(data, origin, key, allowed=_MCP_SERVER_KEYS)
+    if ("command" in data) == ("url" in data):
+        raise ConfigError(
+            origin,
+            key,
+            "an MCP server needs a `command` (started over stdio) or a `url`, not both",
+        )
+    if "url" in data:
+        for stdio_key in ("args", "env", "stderr"):
+            if stdio_key in data:
+                raise ConfigError(
+                    origin,
+                    f"{key}.{stdio_key}",
+                    "only a server started by `command` takes this key",
+                )
+    command: tuple[str, ...] = ()
+    if "command" in data:
+        program = string(data["command"], origin, f"{key}.command", empty=False)
+        if program != PYTHON:
+            program = _program(program, origin, f"{key}.command", directory)
+        arguments = _strings(data.get("args", []), origin, f"{key}.args")
+        command = (
+            sys.executable if program == PYTHON else program,
+            *(_argument(argument, directory) for argument in arguments),
+        )
+    env = table(data.get("env", {}), origin, f"{key}.env")
+    stderr = None
+    if "stderr" in data:
+        stderr = directory / string(data["stderr"], origin, f"{key}.stderr", empty=False)
+        _directory(str(stderr.parent), origin, f"{key}.stderr", directory)
+    try:
+        return McpServer(
+            name=name,
+            command=command,
+            url=string(data["url"], origin, f"{key}.url", empty=False) if "url" in data else None,
+            env={
+                variable: string(text, origin, join_key(f"{key}.env", variable))
+                for variable, text in env.items()
+            },
+            timeout=_seconds(data.get("timeout", _DEFAULT_TIMEOUT), origin, f"{key}.timeout"),
+            start_timeout=_seconds(
+                data.get("start_timeout", _DEFAULT_TIMEOUT), origin, f"{key}.start_timeout"
+            ),
+            stderr=stderr,
+        )
+    except ValueError as error:  # the url: not http or https
+        raise ConfigError(origin, f"{key}.url", str(error)) from None
+
+
+def _strings(value: object, origin: str, key: str) -> list[str]:
+    if not isinstance(value, list):
+        raise ConfigError(origin, key, f"expected an array of strings, got {kind_of(value)}")
+    return [string(part, origin, f"{key}[{index}]") for index, part in enumerate(value)]
 
 
 def _command(value: object, origin: str, key: str, directory: Path) -> tuple[str, ...]:

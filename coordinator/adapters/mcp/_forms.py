@@ -1,0 +1,827 @@
+"""An MCP server's input request as questions, and the answers as the reply it asks for.
+
+Theory of operation: an elicitation (an ``inputRequests`` entry of an
+``input_required`` result, or a legacy ``elicitation/create`` request) is
+*filled* one question at a time, each asked through the engine as the
+calling tool's question (:class:`Fill`: :meth:`~Fill.question` gives the
+next, :meth:`~Fill.take` takes its answer, :meth:`~Fill.reply` is the reply
+once there is no next).
+
+A form (``mode: form``, a flat JSON schema) is asked as:
+
+1. the **decision**, question id ``<key>``: a select, ``accept`` (answer
+   the form) or ``decline`` (refuse: the server is told so). A decline is
+   an answer, recorded as one: the person (or the model, or a static
+   answer) chose it, and RFD 082's cancellation reasons all say a question
+   was closed *without* an answer. The person's cancel (Ctrl-C) is the
+   engine's ``Cancelled(user)``, and the server is told ``cancel``.
+2. after ``accept``, **one question per field**, id ``<key>.<field>``, in
+   the schema's order: ``boolean`` is a boolean; a string ``enum`` (or
+   ``oneOf`` of ``const`` and ``title``) a select; any other string a text
+   question; ``number`` and ``integer`` a text question whose answer is
+   parsed as the number the schema asks for; an array of enumerated strings
+   (multi-select) a text question taking the values separated by commas.
+   One question per field, not one structured question: the engine's answer
+   types have no object, a JSON text is easy to get wrong, and per-field ids
+   let configuration target, answer and the turn remember each field alone.
+
+An answer that does not fit (not a number, out of range, too short, not an
+email address) is not sent: the same question is asked again, its context
+saying why, as a tool asks again after an invalid answer; the engine's bound
+on asking one question again applies.
+
+A URL request (``mode: url``) is never a form and never goes to the model:
+it is one **secret** question, id ``<key>``, so the engine routes it only to
+the person at a terminal (``no_prompt_backend`` without one,
+``assistant_routing_denied`` when configured for the model) and records no
+reply. Its recorded text names the link without its query string, fragment
+or user name (which can carry tokens); the person is shown the whole link
+by :class:`~coordinator.adapters.mcp.McpToolbox.prompter`. An empty reply
+confirms the person completed it (``accept``), ``decline`` refuses.
+
+Secrets: the MCP specification forbids a form to ask for one (servers must
+use URL mode), and has no field marker for one. A string field is taken for
+a secret when the server marks it so anyway (``format: password``,
+``writeOnly: true``) or names it so (its name or title says password,
+passphrase, token, secret, API key, private key, credential, PIN, OTP): it
+is asked as a secret question (never echoed, recorded, remembered or sent to
+the model), with a warning in its context and the decision's.
+
+Nothing here talks to a server: requests and replies are this package's own
+shapes (:mod:`coordinator.adapters.mcp._exchange`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import hashlib
+import itertools
+import math
+import re
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
+
+import attrs
+import orjson
+
+from coordinator.adapters.mcp._exchange import Reply, Request
+from machines import AnswerType, JsonValue, Question, SecretValue, SelectOption
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from machines import ToolAnswer
+
+__all__ = [
+    "ACCEPT",
+    "DECLINE",
+    "Fill",
+    "FormFill",
+    "UrlFill",
+    "fill_for",
+    "legacy_key",
+    "shown_url",
+]
+
+#: The decision's two options, and the reply to a URL question that refuses.
+ACCEPT: Final = "accept"
+DECLINE: Final = "decline"
+
+#: Words in a field's name or title that make it a secret.
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "token",
+        "secret",
+        "apikey",
+        "credential",
+        "credentials",
+        "pin",
+        "otp",
+        "totp",
+    }
+)
+_SECRET_PAIRS = frozenset(
+    {
+        ("api", "key"),
+        ("private", "key"),
+        ("access", "key"),
+        ("secret", "key"),
+        ("client", "secret"),
+    }
+)
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_LARGEST_INTEGER = 2**63 - 1
+
+
+def legacy_key(request: Request) -> str:
+    """A stable question id for a legacy ``elicitation/create``, which carries no key.
+
+    Derived from what is asked: the message and the schema (a URL request:
+    the link as recorded, without the query string, which may hold a nonce
+    that changes every time). The same request asked again has the same id,
+    so the engine counts it as asked again.
+    """
+    if request.mode == "url":
+        what: JsonValue = {"message": request.message, "url": shown_url(request.url or "")}
+    else:
+        what = {"message": request.message, "schema": _plain(request.schema)}
+    digest = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return f"{request.mode}-{digest[:12]}"
+
+
+def _plain(value: object) -> JsonValue:
+    """``value`` as JSON, for hashing; what JSON cannot hold is named by its type."""
+    if isinstance(value, str | bool | int) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(name): _plain(item) for name, item in value.items()}
+    return type(value).__name__
+
+
+def shown_url(url: str) -> str:
+    """``url`` as recorded and shown to the model: no user name, password, query or fragment."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<a link that cannot be read>"
+    if ":" in host:  # an IPv6 address goes back in brackets
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port is not None else host
+    cut = " (query string not shown)" if parts.query or parts.fragment else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", "")) + cut
+
+
+def _url_problem(url: str) -> str | None:
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "its link cannot be read"
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        return "its link is not an http or https address with a host"
+    return None
+
+
+# ------------------------------------------------------------------ fields
+
+
+class _Kind(enum.Enum):
+    BOOLEAN = "boolean"
+    SELECT = "select"
+    MULTI = "multi"
+    TEXT = "text"
+    INTEGER = "integer"
+    NUMBER = "number"
+    SECRET = "secret"  # noqa: S105 - a kind of field, not a password
+
+
+@attrs.frozen
+class _Invalid:
+    """An answer that does not fit; ``why`` never quotes a secret."""
+
+    why: str
+
+
+@attrs.frozen
+class _Omitted:
+    """An optional field left out."""
+
+
+_Parsed: TypeAlias = "JsonValue | SecretValue | _Invalid | _Omitted"
+
+
+@attrs.frozen(kw_only=True)
+class _Field:
+    """One property of a form's schema, read and checked."""
+
+    name: str
+    kind: _Kind
+    title: str | None
+    description: str | None
+    required: bool
+    options: tuple[SelectOption, ...] = ()
+    default: JsonValue = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    format: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    #: Why it is taken for a secret, for the warning.
+    secret_because: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.description or self.title or self.name
+
+    def answer_type(self) -> AnswerType:
+        if self.kind is _Kind.BOOLEAN:
+            return AnswerType.boolean()
+        if self.kind is _Kind.SELECT:
+            return AnswerType.select(self.options)
+        if self.kind is _Kind.SECRET:
+            return AnswerType.secret()
+        return AnswerType.text()
+
+    def question_default(self) -> JsonValue:
+        """The schema's default as this field's question takes it; ``None`` if it does not fit."""
+        default = self.default
+        if self.kind is _Kind.SECRET or default is None:
+            return None  # a secret question has no default: it would be recorded
+        if self.kind is _Kind.MULTI and isinstance(default, list):
+            values = [str(item) for item in default]
+            return ", ".join(values) if all(isinstance(item, str) for item in default) else None
+        if self.kind in (_Kind.INTEGER, _Kind.NUMBER) and not isinstance(default, bool):
+            return str(default) if isinstance(default, int | float) else None
+        return default if self.answer_type().accepts(default) else None
+
+    def hint(self) -> str:
+        """What an answer must be, in words."""
+        optional = "" if self.required else " Optional: an empty answer leaves it out."
+        if self.kind is _Kind.MULTI:
+            values = ", ".join(option.value for option in self.options)
+            counted = _count_range(self.min_items, self.max_items, "value")
+            return f"One or more of: {values}, separated by commas{counted}.{optional}"
+        if self.kind in (_Kind.INTEGER, _Kind.NUMBER):
+            what = "A whole number" if self.kind is _Kind.INTEGER else "A number"
+            return f"{what}{_number_range(self.minimum, self.maximum)}.{optional}"
+        if self.kind in (_Kind.TEXT, _Kind.SECRET):
+            what = _FORMAT_WORDS.get(self.format or "", "Text")
+            counted = _count_range(self.min_length, self.max_length, "character")
+            return f"{what}{counted}.{optional}"
+        return ""
+
+    def parse(self, answer: ToolAnswer) -> _Parsed:
+        """The value the server is sent for ``answer``, or why it does not fit."""
+        if self.kind in (_Kind.BOOLEAN, _Kind.SELECT):
+            return answer  # the engine checked it fits the question
+        if self.kind is _Kind.SECRET:
+            return self._secret(answer)
+        text = answer if isinstance(answer, str) else ""
+        if not text.strip() and not self.required:
+            return _Omitted()
+        if self.kind is _Kind.MULTI:
+            return self._values(text)
+        if self.kind in (_Kind.INTEGER, _Kind.NUMBER):
+            return self._number(text.strip())
+        problem = _length_problem(text, self.min_length, self.max_length)
+        if problem is None and self.format is not None:
+            problem = _FORMAT_CHECKS[self.format](text)
+        return _Invalid(problem) if problem else text
+
+    def _secret(self, answer: ToolAnswer) -> _Parsed:
+        secret = answer if isinstance(answer, SecretValue) else SecretValue(str(answer))
+        if not secret.reveal() and not self.required:
+            return _Omitted()
+        problem = _length_problem(secret.reveal(), self.min_length, self.max_length)
+        return _Invalid(problem) if problem else secret
+
+    def _number(self, text: str) -> _Parsed:
+        number: int | float
+        try:
+            number = int(text)
+        except ValueError:
+            if self.kind is _Kind.INTEGER:
+                return _Invalid(f"{text!r} is not a whole number")
+            try:
+                number = float(text)
+            except ValueError:
+                return _Invalid(f"{text!r} is not a number")
+            if not math.isfinite(number):
+                return _Invalid(f"{text!r} is not a finite number")
+        if isinstance(number, int) and abs(number) > _LARGEST_INTEGER:
+            return _Invalid(f"{text!r} is too large a number")
+        if (self.minimum is not None and number < self.minimum) or (
+            self.maximum is not None and number > self.maximum
+        ):
+            return _Invalid(f"{text!r} is not{_number_range(self.minimum, self.maximum)}")
+        return number
+
+    def _values(self, text: str) -> _Parsed:
+        values: list[str]
+        if text.lstrip().startswith("["):
+            try:
+                loaded = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                return _Invalid("it starts with '[' but is not a JSON array")
+            if not isinstance(loaded, list) or not all(isinstance(v, str) for v in loaded):
+                return _Invalid("it is not a JSON array of strings")
+            values = loaded
+        else:
+            values = [value.strip() for value in text.split(",") if value.strip()]
+        allowed = {option.value for option in self.options}
+        unknown = [value for value in values if value not in allowed]
+        if unknown:
+            return _Invalid(f"{unknown[0]!r} is not one of the values")
+        if len(set(values)) != len(values):
+            return _Invalid("a value is given twice")
+        if (self.min_items is not None and len(values) < self.min_items) or (
+            self.max_items is not None and len(values) > self.max_items
+        ):
+            return _Invalid(f"it gives {len(values)} values, not{_count(self)}")
+        return list(values)
+
+
+def _count(field: _Field) -> str:
+    return _count_range(field.min_items, field.max_items, "value")
+
+
+_FORMAT_WORDS = {
+    "email": "An email address",
+    "uri": "A URI (such as https://example.com/)",
+    "date": "A date (YYYY-MM-DD)",
+    "date-time": "A date and time (YYYY-MM-DDTHH:MM:SS, with its time zone)",
+}
+
+
+def _number_range(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f" from {_shown_number(low)} to {_shown_number(high)}"
+    if low is not None:
+        return f" of at least {_shown_number(low)}"
+    if high is not None:
+        return f" of at most {_shown_number(high)}"
+    return ""
+
+
+def _shown_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _count_range(low: int | None, high: int | None, unit: str) -> str:
+    if low is not None and high is not None:
+        return f" ({low} to {high} {unit}s)" if low != high else f" ({low} {unit}s)"
+    if low is not None:
+        return f" (at least {low} {unit}{'s' if low != 1 else ''})"
+    if high is not None:
+        return f" (at most {high} {unit}{'s' if high != 1 else ''})"
+    return ""
+
+
+def _length_problem(text: str, low: int | None, high: int | None) -> str | None:
+    if low is not None and len(text) < low:
+        return f"it is shorter than {low} character{'s' if low != 1 else ''}"
+    if high is not None and len(text) > high:
+        return f"it is longer than {high} character{'s' if high != 1 else ''}"
+    return None
+
+
+def _email_problem(text: str) -> str | None:
+    return None if _EMAIL.fullmatch(text) else f"{text!r} is not an email address"
+
+
+def _uri_problem(text: str) -> str | None:
+    parts = urllib.parse.urlsplit(text)
+    return None if parts.scheme and (parts.netloc or parts.path) else f"{text!r} is not a URI"
+
+
+def _date_problem(text: str) -> str | None:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return f"{text!r} is not a date (YYYY-MM-DD)"
+    return None
+
+
+def _date_time_problem(text: str) -> str | None:
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return f"{text!r} is not a date and time"
+    return None if moment.tzinfo is not None else f"{text!r} has no time zone (add Z or +01:00)"
+
+
+#: The string formats the MCP specification allows in a form, each checked before sending.
+_FORMAT_CHECKS: Final[Mapping[str, Callable[[str], str | None]]] = {
+    "email": _email_problem,
+    "uri": _uri_problem,
+    "date": _date_problem,
+    "date-time": _date_time_problem,
+}
+
+
+# ------------------------------------------------------------ reading schemas
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def _secret_because(name: str, spec: Mapping[str, Any]) -> str | None:
+    if spec.get("format") == "password":
+        return "its format is 'password'"
+    if spec.get("writeOnly") is True:
+        return "it is marked writeOnly"
+    for label in (name, spec.get("title")):
+        if not isinstance(label, str):
+            continue
+        words = _words(label)
+        if any(word in _SECRET_WORDS for word in words) or any(
+            pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
+        ):
+            return f"it is called {label!r}"
+    return None
+
+
+def _optional_text(spec: Mapping[str, Any], key: str) -> str | None:
+    value = spec.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _bound(spec: Mapping[str, Any], key: str) -> float | None:
+    value = spec.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _size(spec: Mapping[str, Any], key: str) -> int | None:
+    value = spec.get(key)
+    return value if type(value) is int and value >= 0 else None
+
+
+def _choices(spec: Mapping[str, Any]) -> tuple[SelectOption, ...] | None:
+    """The options of an enumerated string, titled (``oneOf``/``anyOf``) or not (``enum``)."""
+    enum_values = spec.get("enum")
+    if isinstance(enum_values, list):
+        if not enum_values or not all(isinstance(value, str) for value in enum_values):
+            return None
+        names = spec.get("enumNames")
+        titles = names if isinstance(names, list) and len(names) == len(enum_values) else None
+        return tuple(
+            SelectOption(value=value, description=_title(titles[i]) if titles else None)
+            for i, value in enumerate(enum_values)
+        )
+    for key in ("oneOf", "anyOf"):
+        consts = spec.get(key)
+        if isinstance(consts, list) and consts:
+            options = []
+            for const in consts:
+                if not isinstance(const, dict) or not isinstance(const.get("const"), str):
+                    return None
+                options.append(
+                    SelectOption(value=const["const"], description=_title(const.get("title")))
+                )
+            return tuple(options)
+    return None
+
+
+def _title(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _string(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    secret = _secret_because(common["name"], spec)
+    format_ = spec.get("format")
+    return _Field(
+        kind=_Kind.SECRET if secret else _Kind.TEXT,
+        min_length=_size(spec, "minLength"),
+        max_length=_size(spec, "maxLength"),
+        format=format_ if isinstance(format_, str) and format_ in _FORMAT_CHECKS else None,
+        secret_because=secret,
+        **common,
+    )
+
+
+def _number_field(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    return _Field(
+        kind=_Kind.INTEGER if spec.get("type") == "integer" else _Kind.NUMBER,
+        minimum=_bound(spec, "minimum"),
+        maximum=_bound(spec, "maximum"),
+        **common,
+    )
+
+
+def _multi(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    items = spec.get("items")
+    options = _choices(items) if isinstance(items, dict) else None
+    if options is None:
+        return None  # an array of free values: no form may ask for one
+    return _Field(
+        kind=_Kind.MULTI,
+        options=options,
+        min_items=_size(spec, "minItems"),
+        max_items=_size(spec, "maxItems"),
+        **common,
+    )
+
+
+def _boolean(_spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
+    return _Field(kind=_Kind.BOOLEAN, **common)
+
+
+#: How each JSON type a form may hold is read (an enumerated string is a select first).
+_READERS: Final[Mapping[str, Callable[[Mapping[str, Any], dict[str, Any]], _Field | None]]] = {
+    "boolean": _boolean,
+    "string": _string,
+    "integer": _number_field,
+    "number": _number_field,
+    "array": _multi,
+}
+
+
+def _field(name: str, spec: object, required: bool) -> _Field | str:
+    """The field ``name``, or why it cannot be asked."""
+    if not isinstance(spec, dict):
+        return f"field {name!r} is not described by a JSON object"
+    kind = spec.get("type")
+    common: dict[str, Any] = {
+        "name": name,
+        "title": _optional_text(spec, "title"),
+        "description": _optional_text(spec, "description"),
+        "required": required,
+        "default": spec.get("default") if _is_json(spec.get("default")) else None,
+    }
+    options = _choices(spec)
+    if kind in ("string", None) and options is not None:
+        if len({option.value for option in options}) != len(options):
+            return f"field {name!r} offers the same value twice"
+        return _Field(kind=_Kind.SELECT, options=options, **common)
+    reader = _READERS.get(kind) if isinstance(kind, str) else None
+    field = reader(spec, common) if reader is not None else None
+    if field is None:
+        shown = kind if isinstance(kind, str) else "no type"
+        return f"field {name!r} is of a kind a form may not ask for ({shown})"
+    return field
+
+
+def _is_json(value: object) -> bool:
+    if isinstance(value, str | bool | int) or value is None:
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    return False
+
+
+def _schema_problem(schema: object) -> str | None:
+    """What keeps ``schema`` from being a form's: an object with properties and required."""
+    if not isinstance(schema, dict):
+        return "its schema is not a JSON object"
+    if schema.get("type", "object") != "object":
+        return "its schema is not of type object"
+    if not isinstance(schema.get("properties", {}), dict):
+        return "its schema's properties are not a JSON object"
+    if not isinstance(schema.get("required", []), list):
+        return "its schema's required is not a list"
+    return None
+
+
+def _fields(schema: object) -> tuple[_Field, ...] | str:
+    """The form's fields, in the schema's order, or why it cannot be asked."""
+    if (problem := _schema_problem(schema)) is not None or not isinstance(schema, dict):
+        return problem or "its schema is not a JSON object"
+    required = schema.get("required", [])
+    fields = []
+    for name, spec in schema.get("properties", {}).items():
+        if not isinstance(name, str) or not name:
+            return "its schema has a field without a name"
+        field = _field(name, spec, required=name in required)
+        if isinstance(field, str):
+            return field
+        fields.append(field)
+    return tuple(fields)
+
+
+# ------------------------------------------------------------------ filling
+
+
+class Fill(Protocol):
+    """One request being filled, a question at a time."""
+
+    @property
+    def key(self) -> str:
+        """The request's key (its question id, and its fields' prefix)."""
+        ...
+
+    def question(self) -> Question | None:
+        """The next question to ask; ``None`` when the reply is ready."""
+        ...
+
+    def take(self, answer: ToolAnswer) -> None:
+        """The answer to the question :meth:`question` last gave."""
+        ...
+
+    def reply(self) -> Reply:
+        """What the server is told, once :meth:`question` gives ``None``."""
+        ...
+
+
+def _asker(server: str, tool: str) -> str:
+    return f"MCP server '{server}' (tool '{tool}')"
+
+
+_FORBIDDEN_IN_A_FORM = (
+    "Warning: this form asks for a secret ({because}). MCP forbids servers to ask for one in "
+    "a form (they must use URL mode). The answer is treated as a secret: not shown as you "
+    "type, never recorded, remembered or sent to the model."
+)
+
+
+class FormFill:
+    """A form: the decision, then its fields one by one."""
+
+    def __init__(
+        self, request: Request, fields: tuple[_Field, ...], *, server: str, tool: str
+    ) -> None:
+        """Fill ``request``, whose schema gave ``fields``."""
+        self.request = request
+        self.fields = fields
+        self.server = server
+        self.tool = tool
+        #: -1: the decision; then the index of the field being asked.
+        self.position = -1
+        self.declined = False
+        self.content: dict[str, JsonValue | SecretValue] = {}
+        #: Why the last answer was refused, for the question asked again.
+        self.note: str | None = None
+
+    def __repr__(self) -> str:
+        """The key and where the filling is; never an answer."""
+        return f"FormFill(key={self.request.key!r}, position={self.position})"
+
+    @property
+    def key(self) -> str:
+        """The request's key."""
+        return self.request.key
+
+    def _done(self) -> bool:
+        return self.declined or self.position >= len(self.fields)
+
+    def question(self) -> Question | None:
+        """The decision, then each field's question; ``None`` once declined or filled."""
+        if self._done():
+            return None
+        if self.position < 0:
+            return self._decision()
+        return self._field_question(self.fields[self.position])
+
+    def take(self, answer: ToolAnswer) -> None:
+        """Take the answer to the current question; an answer that does not fit is asked again."""
+        self.note = None
+        if self.position < 0:
+            if answer == DECLINE:
+                self.declined = True
+            self.position = 0
+            return
+        field = self.fields[self.position]
+        parsed = field.parse(answer)
+        if isinstance(parsed, _Invalid):
+            self.note = f"The last answer was refused: {parsed.why}."
+            return
+        if not isinstance(parsed, _Omitted):
+            self.content[field.name] = parsed
+        self.position += 1
+
+    def reply(self) -> Reply:
+        """``decline``, or ``accept`` with every field answered."""
+        if self.declined:
+            return Reply(action="decline")
+        return Reply(action="accept", content=dict(self.content))
+
+    def _secret_fields(self) -> list[_Field]:
+        return [field for field in self.fields if field.secret_because is not None]
+
+    def _decision(self) -> Question:
+        count = len(self.fields)
+        listed = "; ".join(
+            f"{field.name}{'' if field.required else ' (optional)'}" for field in self.fields
+        )
+        lines = [
+            f"{_asker(self.server, self.tool)} asks you to fill in a form.",
+            f"Its fields: {listed}." if count else "It has no fields: it asks you to confirm.",
+            "Answer 'accept' to answer them, or 'decline' to refuse (the server is told so).",
+        ]
+        lines += [
+            _FORBIDDEN_IN_A_FORM.format(because=f"field {field.name!r}: {field.secret_because}")
+            for field in self._secret_fields()
+        ]
+        fields = f"answer its {count} field{'s' if count != 1 else ''}" if count else "confirm"
+        return Question(
+            id=self.key,
+            text=self.request.message or "The server asks for input.",
+            answer_type=AnswerType.select(
+                (
+                    SelectOption(value=ACCEPT, description=fields),
+                    SelectOption(value=DECLINE, description="refuse; the server is told so"),
+                )
+            ),
+            default=ACCEPT,
+            context="\n".join(lines),
+        )
+
+    def _field_question(self, field: _Field) -> Question:
+        position = self.position + 1
+        label = field.title if field.title and field.title != field.text else None
+        named = f"{label} ({field.name})" if label else field.name
+        lines = [
+            f"{_asker(self.server, self.tool)}, form: {self.request.message}",
+            f"Field {position} of {len(self.fields)}: {named}"
+            + ("" if field.required else " (optional)"),
+        ]
+        if hint := field.hint():
+            lines.append(hint)
+        if field.secret_because is not None:
+            lines.append(_FORBIDDEN_IN_A_FORM.format(because=field.secret_because))
+        if self.note is not None:
+            lines.append(self.note)
+        return Question(
+            id=f"{self.key}.{field.name}",
+            text=field.text,
+            answer_type=field.answer_type(),
+            default=field.question_default(),
+            context="\n".join(lines),
+        )
+
+
+class UrlFill:
+    """A URL request: one secret question, for the person alone."""
+
+    def __init__(self, request: Request, *, server: str, tool: str) -> None:
+        """Fill ``request``, whose link was checked."""
+        self.request = request
+        self.server = server
+        self.tool = tool
+        self.action: Literal["accept", "decline"] | None = None
+        self.note: str | None = None
+
+    def __repr__(self) -> str:
+        """The key; never the link, whose query may hold a token."""
+        return f"UrlFill(key={self.request.key!r})"
+
+    @property
+    def key(self) -> str:
+        """The request's key."""
+        return self.request.key
+
+    @property
+    def url(self) -> str:
+        """The whole link, for the person's eyes only."""
+        return self.request.url or ""
+
+    def question(self) -> Question | None:
+        """The one question, until it is answered."""
+        if self.action is not None:
+            return None
+        shown = shown_url(self.url)
+        lines = [
+            (
+                f"{_asker(self.server, self.tool)} asks you to open a link in your browser "
+                "and complete what it asks there."
+            ),
+            f"The link: {shown}",
+            (
+                "Press Enter once you have completed it, or type 'decline' to refuse. "
+                "What you type is not shown and not recorded."
+            ),
+        ]
+        if self.note is not None:
+            lines.append(self.note)
+        return Question(
+            id=self.key,
+            text=self.request.message or f"Open {shown}",
+            answer_type=AnswerType.secret(),
+            context="\n".join(lines),
+        )
+
+    def take(self, answer: ToolAnswer) -> None:
+        """An empty reply accepts, ``decline`` declines; anything else is asked again."""
+        reply = answer.reveal() if isinstance(answer, SecretValue) else answer
+        said = reply.strip().lower() if isinstance(reply, str) else None
+        if said == "":
+            self.action, self.note = "accept", None
+        elif said == DECLINE:
+            self.action, self.note = "decline", None
+        else:
+            # Never quoted: whatever was typed at a secret prompt stays unseen.
+            self.note = "The last reply was neither empty nor 'decline'."
+
+    def reply(self) -> Reply:
+        """``accept`` (consent, no content) or ``decline``."""
+        return Reply(action=self.action or "decline")
+
+
+def fill_for(request: Request, *, server: str, tool: str) -> Fill | str:
+    """How to fill ``request``, or why it cannot be asked (a malformed form, a bad link)."""
+    if request.mode == "url":
+        problem = _url_problem(request.url or "")
+        return problem or UrlFill(request, server=server, tool=tool)
+    fields = _fields(request.schema)
+    if isinstance(fields, str):
+        return fields
+    return FormFill(request, fields, server=server, tool=tool)

@@ -1,0 +1,84 @@
+"""What it takes to reach one MCP server: a command started over stdio, or a URL.
+
+A server started over stdio gets the SDK's short list of environment
+variables (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``)
+and ``env`` on top: nothing else of the embedding process's environment
+reaches it, so no secret of the run does either. Its standard error goes to
+``stderr`` when one is named (appended to), and is discarded otherwise: a
+server's log may hold whatever it was sent, secrets included, so keeping it
+is a choice made by name.
+"""
+
+from __future__ import annotations
+
+import math
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["DEFAULT_TIMEOUT", "McpServer"]
+
+#: Seconds a server may take to answer one request, and to start.
+DEFAULT_TIMEOUT = 60.0
+
+
+def _as_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError("McpServer.command must be a sequence of strings, not a string")
+    return tuple(value)
+
+
+def _command(_instance: Any, _attribute: Any, value: tuple[str, ...]) -> None:
+    if not all(isinstance(part, str) for part in value):
+        raise TypeError("McpServer.command must be a sequence of strings")
+    if value and not value[0]:
+        raise ValueError("McpServer.command names no program")
+
+
+def _env(_instance: Any, _attribute: Any, value: Mapping[str, str]) -> None:
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError("McpServer.env must map strings to strings")
+
+
+def _timeout(_instance: Any, _attribute: Any, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError("an McpServer timeout must be a number of seconds")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError("an McpServer timeout must be a number of seconds greater than 0")
+
+
+def _name(_instance: Any, _attribute: Any, value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError("McpServer.name must be a non-empty string")
+
+
+@attrs.frozen(kw_only=True)
+class McpServer:
+    """One MCP server: ``command`` (program, then arguments) over stdio, or ``url``.
+
+    ``cwd`` is where a started server runs (by default, where the embedding
+    process runs). ``timeout`` bounds each request to it (time spent waiting
+    for a person's answer never counts), ``start_timeout`` starting it and
+    the handshake (a server fetched by ``npx`` or ``uvx`` may take a while).
+    """
+
+    name: str = attrs.field(validator=_name)
+    command: tuple[str, ...] = attrs.field(default=(), converter=_as_tuple, validator=_command)
+    url: str | None = None
+    env: Mapping[str, str] = attrs.field(factory=dict, validator=_env)
+    cwd: Path | None = None
+    timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
+    start_timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
+    stderr: Path | None = None
+
+    def __attrs_post_init__(self) -> None:
+        """Exactly one way to reach the server."""
+        if bool(self.command) == (self.url is not None):
+            raise ValueError(f"MCP server {self.name!r} needs a command or a url, not both")
+        if self.url is not None:
+            parts = urllib.parse.urlsplit(self.url)
+            if parts.scheme not in {"http", "https"} or not parts.netloc:
+                raise ValueError(f"MCP server {self.name!r}: the url must be http or https")

@@ -1,0 +1,776 @@
+"""MCP tools through the coordinator: real servers over stdio, every question an inquiry."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads
+from mcp_servers import LOGIN_URL, SIGNUP_TOKEN
+
+from coordinator.adapters.mcp import McpServer, McpToolbox
+from coordinator.driver import (
+    NeedsInput,
+    QuestionAnswer,
+    ScriptedInquiryBackend,
+    ScriptedPrompter,
+    ToolCoordinator,
+    parse_tools_config,
+)
+from machines import (
+    Answered,
+    AnswerKind,
+    CancellationReason,
+    Cancelled,
+    ChatResponse,
+    InquiryRequest,
+    Redacted,
+    SecretValue,
+    ShowQuestion,
+    SourceKind,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import pytest
+
+    from coordinator import Conversation
+    from coordinator.driver import ToolsConfig
+    from machines import JsonValue
+
+SERVERS = Path(__file__).with_name("mcp_servers.py")
+CONFIRM, ENV = "__main__:ask_confirm", "__main__:ask_env"
+
+
+def ops(tmp_path: Path, name: str = "ops", *extra: str) -> McpServer:
+    """The test server ``ops`` (an MCPServer), started over stdio in ``tmp_path``."""
+    return McpServer(
+        name=name,
+        command=(sys.executable, str(SERVERS), "ops", name, *extra),
+        cwd=tmp_path,
+        timeout=30,
+        start_timeout=60,
+        stderr=tmp_path / f"{name}.log",
+    )
+
+
+def raw(tmp_path: Path) -> McpServer:
+    """The low-level test server, whose requestState is not sealed."""
+    return McpServer(
+        name="raw", command=(sys.executable, str(SERVERS), "raw"), cwd=tmp_path, timeout=30
+    )
+
+
+def received(tmp_path: Path) -> list[dict[str, Any]]:
+    """What the servers of ``tmp_path`` were told, in order."""
+    log = tmp_path / "received.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+@attrs.define
+class Play:
+    """What a batch of MCP calls left: the responses, and what the person was shown."""
+
+    responses: list[ToolCallResponse]
+    shown: list[ShowQuestion]
+
+
+async def play(
+    conversation: Conversation,
+    servers: Sequence[McpServer],
+    calls: Sequence[tuple[str, str, Mapping[str, JsonValue]]],
+    *,
+    tools: Mapping[str, tuple[str, str]],
+    prompter: ScriptedPrompter | None = None,
+    config: ToolsConfig = UNATTENDED,
+    backend: ScriptedInquiryBackend | None = None,
+    max_attempts: int = 8,
+) -> Play:
+    """Run ``calls`` (id, tool, arguments) in one batch, ``tools`` naming each (server, tool)."""
+    async with McpToolbox(servers) as toolbox:
+        executors = {name: toolbox.executor(*where) for name, where in tools.items()}
+        coordinator = ToolCoordinator(
+            conversation,
+            tools=executors,
+            config=config,
+            prompter=toolbox.prompter(prompter) if prompter is not None else None,
+            backend=backend,
+            max_attempts=max_attempts,
+            on_record=toolbox.observe,
+        )
+        conversation.stream.append(ChatResponse.message("On it."))
+        requests = [ToolCallRequest(id=i, name=n, arguments=dict(a)) for i, n, a in calls]
+        for request in requests:
+            conversation.stream.append(request)
+        responses = await coordinator.run(requests)
+    shown = [p for p in (prompter.shown if prompter else []) if isinstance(p, ShowQuestion)]
+    return Play(responses=responses, shown=shown)
+
+
+def run_calls(
+    tmp_path: Path,
+    *calls: tuple[str, str, Mapping[str, JsonValue]],
+    servers: Sequence[McpServer] = (),
+    tools: Mapping[str, tuple[str, str]] | None = None,
+    **options: Any,
+) -> tuple[Conversation, Play]:
+    """A new conversation running ``calls`` in one batch, each tool of that name on ``ops``."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    servers = list(servers) or [ops(tmp_path)]
+    named = tools or {name: (servers[0].name, name) for _, name, _ in calls}
+    return conversation, asyncio.run(play(conversation, servers, calls, tools=named, **options))
+
+
+def asked(conversation: Conversation) -> list[InquiryRequest]:
+    """The inquiry requests recorded, in order."""
+    return payloads(conversation, InquiryRequest)
+
+
+def responses(conversation: Conversation) -> list[Answered | Cancelled | Redacted]:
+    """The inquiry responses recorded, in order."""
+    return payloads(conversation, (Answered, Cancelled, Redacted))
+
+
+class Obliging(ScriptedPrompter):
+    """A person who accepts every form, says yes, picks 'dev', and confirms every link."""
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Answer by the question's kind, whatever order parallel calls ask in."""
+        self.shown.append(prompt)
+        answer_type = prompt.question.answer_type
+        if answer_type.is_secret:
+            return QuestionAnswer(value=SecretValue(""))
+        if answer_type.kind is AnswerKind.BOOLEAN:
+            return QuestionAnswer(value=True)
+        options = answer_type.option_values
+        return QuestionAnswer(value="accept" if "accept" in options else "dev")
+
+
+def test_input_required_asks_a_boolean_then_a_select_as_inquiries(tmp_path: Path) -> None:
+    """MRTR: each inputRequests entry is the tool's inquiry, keyed by its request key."""
+    prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("prod")
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=prompter,
+    )
+    assert result.responses == [
+        ToolCallResponse(id="call_1", content="ops: deployed api to prod", is_error=False)
+    ]
+    requests = asked(conversation)
+    assert [r.question.id for r in requests] == [CONFIRM, f"{CONFIRM}.ok", ENV, f"{ENV}.env"]
+    assert [r.id for r in requests] == [f"call_1.{r.question.id}.1" for r in requests]
+    assert [r.question.answer_type.kind.value for r in requests] == [
+        "select",
+        "boolean",
+        "select",
+        "select",
+    ]
+    assert requests[3].question.answer_type.option_values == ("dev", "staging", "prod")
+    assert all(r.source.kind is SourceKind.TOOL and r.source.name == "deploy" for r in requests)
+    assert [r.answer for r in responses(conversation)] == ["accept", True, "accept", "prod"]  # type: ignore[union-attr]
+    assert received(tmp_path) == [{"tool": "deploy", "confirm": "accept", "env": "accept"}]
+    assert_invariants(conversation)
+
+
+def test_legacy_elicitation_is_asked_while_the_call_is_in_flight(tmp_path: Path) -> None:
+    """ctx.elicit: refused on 2026-07-28, so the call is made again legacy; its ids are stable."""
+    prompter = Obliging()
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "legacy_deploy", {"service": "web"}),
+        ("call_2", "legacy_deploy", {"service": "web"}),
+        ("call_3", "legacy_login", {}),
+        prompter=prompter,
+    )
+    assert [r.content for r in result.responses] == [
+        "ops: deployed web to dev (legacy)",
+        "ops: deployed web to dev (legacy)",
+        "legacy sign-in: accept",
+    ]
+    link = next(r for r in asked(conversation) if r.id.startswith("call_3."))
+    assert str(link.question.id).startswith("url-")
+    assert link.question.answer_type.is_secret
+    requests = [r for r in asked(conversation) if not r.id.startswith("call_3.")]
+    first = [r.question.id for r in requests if r.id.startswith("call_1.")]
+    second = [r.question.id for r in requests if r.id.startswith("call_2.")]
+    assert first == second  # the same requests, the same ids: configurable
+    assert str(first[0]).startswith("form-")
+    assert first[1] == f"{first[0]}.ok"
+    assert requests[0].question.text == "Really deploy web?"
+    told = sorted(e["tool"] for e in received(tmp_path))
+    assert told == ["legacy_deploy"] * 4 + ["legacy_login"]
+    assert_invariants(conversation, secrets=["Q-TOKEN-77"])
+
+
+def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
+    """Each field asked in order, misfits again; the secret is redacted and never on disk."""
+    prompter = (
+        ScriptedPrompter()
+        .answer("accept")
+        .answer("A")  # name: too short, asked again
+        .answer("Ada")
+        .answer("17")  # age: below the minimum, asked again
+        .answer("42")
+        .answer("ada@example.com")
+        .answer("pro")
+        .answer(False)
+        .answer("ai, ops")
+        .answer("")  # nickname: optional, left out
+        .answer(SIGNUP_TOKEN)
+    )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "signup", {}),
+        prompter=prompter,
+    )
+    content = result.responses[0].content
+    assert content.startswith("signed up: ")
+    assert json.loads(content.removeprefix("signed up: ")) == {
+        "age": 42,
+        "api_token": "matches",
+        "email": "ada@example.com",
+        "name": "Ada",
+        "newsletter": False,
+        "plan": "pro",
+        "tags": ["ai", "ops"],
+    }
+    requests = asked(conversation)
+    assert [r.id.removeprefix("call_1.") for r in requests] == [
+        "account.1",
+        "account.name.1",
+        "account.name.2",
+        "account.age.1",
+        "account.age.2",
+        "account.email.1",
+        "account.plan.1",
+        "account.newsletter.1",
+        "account.tags.1",
+        "account.nickname.1",
+        "account.api_token.1",
+    ]
+    token = requests[-1].question
+    assert token.answer_type.is_secret
+    assert token.context is not None
+    assert "MCP forbids servers to ask for one in a form" in token.context
+    assert isinstance(responses(conversation)[-1], Redacted)
+    assert [o.description for o in requests[6].question.answer_type.options] == [
+        "Free",
+        "Pro, billed monthly",
+    ]
+    assert_invariants(conversation, secrets=[SIGNUP_TOKEN])
+
+
+def test_decline_is_an_answer_and_the_server_is_told_decline(tmp_path: Path) -> None:
+    """The person's decline is recorded as the answer 'decline'; the server gets decline."""
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=ScriptedPrompter().answer("decline"),
+    )
+    assert result.responses[0].content == "ops: not deployed (confirmation decline)"
+    assert responses(conversation) == [Answered(id=f"call_1.{CONFIRM}.1", answer="decline")]
+    assert received(tmp_path) == [{"tool": "deploy", "confirm": "decline", "env": "not asked"}]
+    assert_invariants(conversation)
+
+
+def test_the_persons_cancel_is_cancelled_user_and_the_server_is_told_cancel(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C at a field: Cancelled(user), the call closed; both eras' servers hear cancel."""
+    prompter = (
+        ScriptedPrompter()
+        .answer("accept", tool="deploy")
+        .cancel(tool="deploy")
+        .answer("accept", tool="legacy_deploy")
+        .cancel(tool="legacy_deploy")
+    )
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        ("call_2", "legacy_deploy", {"service": "api"}),
+        prompter=prompter,
+    )
+    assert [r.content for r in result.responses] == ["Tool input cancelled by user."] * 2
+    cancelled = [r for r in responses(conversation) if isinstance(r, Cancelled)]
+    assert [r.reason for r in cancelled] == [CancellationReason.USER] * 2
+    told = {entry["tool"]: entry["confirm"] for entry in received(tmp_path)}
+    assert told == {"deploy": "cancel", "legacy_deploy": "cancel"}
+    assert_invariants(conversation)
+
+
+def test_the_server_hears_cancel_as_soon_as_the_call_is_closed(tmp_path: Path) -> None:
+    """The observe hook tells the server cancel while the run goes on, not at closing."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = ScriptedPrompter().cancel()
+
+    async def cancel_then_wait() -> list[dict[str, Any]]:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            coordinator = on_ops(toolbox, conversation, prompter, "deploy")
+            await coordinator_call(coordinator, conversation, "call_1", "deploy")
+            for _ in range(200):  # the cancel is sent in the background
+                if received(tmp_path):
+                    break
+                await asyncio.sleep(0.05)
+            return received(tmp_path)
+
+    told = asyncio.run(cancel_then_wait())
+    assert told == [{"tool": "deploy", "confirm": "cancel", "env": "not asked"}]
+    assert_invariants(conversation)
+
+
+def test_a_url_request_is_shown_whole_to_the_person_and_recorded_without_its_query(
+    tmp_path: Path,
+) -> None:
+    """URL mode: a secret question for the person; the link's query reaches no record."""
+    prompter = ScriptedPrompter().answer("")
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        prompter=prompter,
+    )
+    assert result.responses[0].content == "signed in"
+    (request,) = asked(conversation)
+    assert request.question.answer_type.is_secret
+    assert "https://auth.example.invalid/authorize (query string not shown)" in str(
+        request.question.context
+    )
+    assert responses(conversation) == [Redacted(id="call_1.authorize.1")]
+    (shown,) = result.shown
+    assert LOGIN_URL in str(shown.question.context)  # the person saw the whole link
+    assert received(tmp_path) == [{"tool": "login", "action": "accept"}]
+    assert_invariants(conversation, secrets=["Q-TOKEN-77", "state="])
+
+
+def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_path: Path) -> None:
+    """No person: the URL question is never sent to the model; the server hears cancel."""
+    backend = ScriptedInquiryBackend()
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        backend=backend,
+    )
+    assert result.responses[0].is_error
+    assert responses(conversation) == [
+        Cancelled(id="call_1.authorize.1", reason=CancellationReason.NO_PROMPT_BACKEND)
+    ]
+    assert backend.tasks == []
+    assert received(tmp_path) == [{"tool": "login", "action": "cancel"}]
+    assert_invariants(conversation, secrets=["Q-TOKEN-77"])
+
+
+def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> None:
+    """A URL question configured for the model: assistant_routing_denied, never sent."""
+    config = parse_tools_config(
+        {
+            "defaults": {"run": "unattended"},
+            "tools": {"login": {"questions": {"authorize": {"target": "assistant"}}}},
+        }
+    )
+    backend = ScriptedInquiryBackend()
+    conversation, _ = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        prompter=ScriptedPrompter(),
+        config=config,
+        backend=backend,
+    )
+    assert responses(conversation) == [
+        Cancelled(id="call_1.authorize.1", reason=CancellationReason.ASSISTANT_ROUTING_DENIED)
+    ]
+    assert backend.tasks == []
+    assert_invariants(conversation)
+
+
+def test_static_answers_and_the_model_answer_mcp_questions_as_any_tools(tmp_path: Path) -> None:
+    """Configuration applies unchanged: a static decision, a field routed to the model."""
+    config = parse_tools_config(
+        {
+            "defaults": {"run": "unattended"},
+            "tools": {
+                "deploy": {
+                    "questions": {
+                        CONFIRM: {"answer": "accept"},
+                        f"{CONFIRM}.ok": {"target": "assistant"},
+                        ENV: {"answer": "accept"},
+                        f"{ENV}.env": {"answer": "staging"},
+                    }
+                }
+            },
+        }
+    )
+    backend = ScriptedInquiryBackend().respond(True, question=f"{CONFIRM}.ok")
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=ScriptedPrompter(),
+        config=config,
+        backend=backend,
+    )
+    assert result.responses[0].content == "ops: deployed api to staging"
+    assert [r.answer for r in responses(conversation)] == ["accept", True, "accept", "staging"]  # type: ignore[union-attr]
+    assert [task.question.id for task in backend.tasks] == [f"{CONFIRM}.ok"]
+    assert result.shown == []
+    assert_invariants(conversation)
+
+
+def test_the_remembered_yes_answers_the_same_field_of_a_later_call(tmp_path: Path) -> None:
+    """The turn cache applies: a Y for a boolean field answers it in the next call, unasked."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = ScriptedPrompter().answer("accept").answer(True, remember=True).answer("decline")
+    prompter.answer("accept").answer("decline")
+
+    async def two_cycles() -> None:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            coordinator = on_ops(toolbox, conversation, prompter, "deploy")
+            await coordinator_call(coordinator, conversation, "call_1", "deploy")
+            await coordinator_call(coordinator, conversation, "call_2", "deploy")
+
+    asyncio.run(two_cycles())
+    second = [r.question.id for r in asked(conversation) if r.id.startswith("call_2.")]
+    assert second == [CONFIRM, f"{CONFIRM}.ok", ENV]
+    shown = [
+        prompt.question.id
+        for prompt in prompter.shown
+        if isinstance(prompt, ShowQuestion) and prompt.tool_call_id == "call_2"
+    ]
+    assert shown == [CONFIRM, ENV]  # the boolean came from the turn's memory
+    assert_invariants(conversation)
+
+
+def test_a_field_asked_again_too_often_ends_the_call_attempts_exhausted(tmp_path: Path) -> None:
+    """The re-ask bound applies: an answer that never fits ends as attempts_exhausted."""
+    prompter = ScriptedPrompter().answer("accept").answer("Ada")
+    for _ in range(3):
+        prompter.answer("not a number", question="account.age")
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "signup", {}),
+        prompter=prompter,
+        max_attempts=2,
+    )
+    assert result.responses[0].is_error
+    assert responses(conversation)[-1] == Cancelled(
+        id="call_1.account.age.3", reason=CancellationReason.ATTEMPTS_EXHAUSTED
+    )
+    assert received(tmp_path) == [{"tool": "signup", "action": "cancel"}]
+    assert_invariants(conversation)
+
+
+class OneAtATime(ScriptedPrompter):
+    """A scripted person who notes how many prompts were ever on screen at once.
+
+    The first prompt waits until ``conversation`` holds two questions, so
+    two servers are seen asking at once.
+    """
+
+    def __init__(self, conversation: Conversation) -> None:
+        """No prompt yet."""
+        super().__init__()
+        self.conversation = conversation
+        self.on_screen = 0
+        self.most = 0
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Answer from the script after a pause, counting the prompts on screen."""
+        self.on_screen += 1
+        self.most = max(self.most, self.on_screen)
+        try:
+            for _ in range(600):
+                if len(asked(self.conversation)) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            return await super().ask_question(prompt)
+        finally:
+            self.on_screen -= 1
+
+
+def test_two_servers_asking_at_once_are_prompted_one_at_a_time(tmp_path: Path) -> None:
+    """Parallel calls to two servers both ask; the person sees one prompt at a time."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = OneAtATime(conversation)
+    for tool, env in (("a_deploy", "dev"), ("b_deploy", "prod")):
+        for value in ("accept", True, "accept", env):
+            prompter.answer(value, tool=tool)
+    result = asyncio.run(
+        play(
+            conversation,
+            [ops(tmp_path, "alpha"), ops(tmp_path, "beta")],
+            [("call_a", "a_deploy", {"service": "x"}), ("call_b", "b_deploy", {"service": "y"})],
+            tools={"a_deploy": ("alpha", "deploy"), "b_deploy": ("beta", "deploy")},
+            prompter=prompter,
+        )
+    )
+    assert [r.content for r in result.responses] == [
+        "alpha: deployed x to dev",
+        "beta: deployed y to prod",
+    ]
+    assert prompter.most == 1
+    kinds = [type(p).__name__ for p in payloads(conversation, (InquiryRequest, Answered))]
+    assert kinds[:2] == ["InquiryRequest", "InquiryRequest"]  # both asked before either answer
+    sources = {r.source.name for r in asked(conversation)}
+    assert sources == {"a_deploy", "b_deploy"}
+    assert_invariants(conversation)
+
+
+def test_a_server_that_crashes_mid_round_trip_fails_the_call_and_is_restarted(
+    tmp_path: Path,
+) -> None:
+    """The server dies on the retry: the call fails naming it; the next call gets a new process."""
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = ScriptedPrompter().answer("accept").answer(True)
+
+    async def both() -> tuple[list[ToolCallResponse], list[ToolCallResponse], str]:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            coordinator = on_ops(toolbox, conversation, prompter, "crash", "pid")
+            before = await coordinator_call(coordinator, conversation, "call_0", "pid")
+            crashed = await coordinator_call(coordinator, conversation, "call_1", "crash")
+            after = await coordinator_call(coordinator, conversation, "call_2", "pid")
+            return crashed, after, before[0].content
+
+    crashed, after, first_pid = asyncio.run(both())
+    assert crashed[0].is_error
+    assert "MCP server 'ops' closed the connection" in crashed[0].content
+    assert not after[0].is_error
+    assert after[0].content != first_pid  # a new server process
+    assert [type(r).__name__ for r in responses(conversation)] == ["Answered", "Answered"]
+    assert_invariants(conversation)
+
+
+def on_ops(
+    toolbox: McpToolbox, conversation: Conversation, prompter: ScriptedPrompter, *tools: str
+) -> ToolCoordinator:
+    """A coordinator running ``tools`` of ``ops`` for ``prompter``, watched by ``toolbox``."""
+    return ToolCoordinator(
+        conversation,
+        tools={name: toolbox.executor("ops", name) for name in tools},
+        config=UNATTENDED,
+        prompter=toolbox.prompter(prompter),
+        on_record=toolbox.observe,
+    )
+
+
+async def coordinator_call(
+    coordinator: ToolCoordinator, conversation: Conversation, call_id: str, tool: str
+) -> list[ToolCallResponse]:
+    """One assistant response making one call (a ``service`` argument for deploy); its response."""
+    arguments: dict[str, JsonValue] = {"service": call_id} if tool == "deploy" else {}
+    request = ToolCallRequest(id=call_id, name=tool, arguments=arguments)
+    conversation.stream.append(ChatResponse.message("calling"))
+    conversation.stream.append(request)
+    return await coordinator.run([request])
+
+
+def test_request_state_is_echoed_byte_for_byte_and_never_invented(tmp_path: Path) -> None:
+    """The state comes back exactly, none when none was sent; sampling is refused, named."""
+    prompter = ScriptedPrompter()
+    for tool in ("stateful", "stateless"):
+        prompter.answer("accept", tool=tool, question="go").answer(True, tool=tool)
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "stateful", {}),
+        ("call_2", "stateless", {}),
+        ("call_3", "sampler", {}),
+        servers=[raw(tmp_path)],
+        prompter=prompter,
+    )
+    assert [r.content for r in result.responses] == [
+        "state echoed verbatim",
+        "no state sent back",
+        (
+            "MCP server 'raw' asked, through tool 'sampler', for input this client cannot give: "
+            "asks to sample the model (sampling/createMessage), which this client does not offer"
+        ),
+    ]
+    assert_invariants(conversation)
+
+
+class SlowPerson(ScriptedPrompter):
+    """A scripted person who takes ``pause`` seconds over the question ``slow``."""
+
+    def __init__(self, slow: str, pause: float) -> None:
+        """Pause over ``slow``."""
+        super().__init__()
+        self.slow = slow
+        self.pause = pause
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Answer from the script, slowly for the slow question."""
+        if prompt.question.id == self.slow:
+            await asyncio.sleep(self.pause)
+        return await super().ask_question(prompt)
+
+
+def test_an_expired_request_state_starts_the_call_over_with_the_answers_given(
+    tmp_path: Path,
+) -> None:
+    """A state past its TTL is refused: round one again, answered from the call's answers."""
+    prompter = SlowPerson(f"{ENV}.env", pause=1.5)
+    prompter.answer("accept").answer(True).answer("accept").answer("dev")
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        servers=[ops(tmp_path, "ops", "--ttl", "1")],
+        prompter=prompter,
+    )
+    assert result.responses[0].content == "ops: deployed api to dev"
+    assert len(asked(conversation)) == 4  # nothing asked twice
+    assert_invariants(conversation)
+
+
+def test_a_call_continued_with_recorded_answers_resumes_without_asking_them_again(
+    tmp_path: Path,
+) -> None:
+    """A call this process never saw, run with answers: re-run from round one, answers reused."""
+    carried: dict[str, JsonValue | SecretValue] = {CONFIRM: "accept", f"{CONFIRM}.ok": True}
+
+    async def resume() -> list[str]:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            executor = toolbox.executor("ops", "deploy")
+            call = ToolCallRequest(id="call_1", name="deploy", arguments={"service": "api"})
+            first = await executor.execute(call, carried)
+            assert isinstance(first, NeedsInput)
+            second = await executor.execute(call, {**carried, ENV: "accept"})
+            assert isinstance(second, NeedsInput)
+            done = await executor.execute(call, {**carried, ENV: "accept", f"{ENV}.env": "dev"})
+            return [first.question.id, second.question.id, getattr(done, "content", "")]
+
+    assert asyncio.run(resume()) == [ENV, f"{ENV}.env", "ops: deployed api to dev"]
+
+
+def test_a_new_call_under_a_used_id_starts_afresh(tmp_path: Path) -> None:
+    """A run with no answers is a new call, whatever call held its id before (abandoned)."""
+
+    async def twice() -> tuple[str, str]:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            executor = toolbox.executor("ops", "deploy")
+            call = ToolCallRequest(id="call_1", name="deploy", arguments={"service": "api"})
+            first = await executor.execute(call, {})
+            again = await executor.execute(call, {})
+            assert isinstance(first, NeedsInput)
+            assert isinstance(again, NeedsInput)
+            return first.question.id, again.question.id
+
+    assert asyncio.run(twice()) == (CONFIRM, CONFIRM)
+    # The first call, when the second took its id; the second, when the toolbox closed.
+    assert received(tmp_path) == [{"tool": "deploy", "confirm": "cancel", "env": "not asked"}] * 2
+
+
+def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> None:
+    """A program that is not there: the call fails, telling the model which server and why."""
+    missing = McpServer(name="gone", command=(str(tmp_path / "no-such-server"),), timeout=10)
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {}),
+        servers=[missing],
+    )
+    (response,) = result.responses
+    assert response.is_error
+    assert "MCP server 'gone' could not be started: its program was not found" in response.content
+    assert_invariants(conversation)
+
+
+def test_a_server_that_does_not_answer_in_time_fails_the_call(tmp_path: Path) -> None:
+    """A request past the server's timeout fails the call, saying how long it waited."""
+    server = attrs.evolve(ops(tmp_path), timeout=1, start_timeout=60)
+    conversation, result = run_calls(tmp_path, ("call_1", "slow", {}), servers=[server])
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content == "MCP server 'ops' did not run tool 'slow' within 1 s"
+    assert_invariants(conversation)
+
+
+def test_a_stderr_file_that_cannot_be_opened_fails_the_call_naming_it(tmp_path: Path) -> None:
+    """A server's stderr file in a folder that is not there: the call fails, naming the file."""
+    log = tmp_path / "missing" / "ops.log"
+    server = attrs.evolve(ops(tmp_path), stderr=log)
+    conversation, result = run_calls(tmp_path, ("call_1", "deploy", {}), servers=[server])
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content == (
+        f"MCP server 'ops' could not be started: its stderr file {log} cannot be opened: "
+        "No such file or directory"
+    )
+    assert_invariants(conversation)
+
+
+def test_a_tool_the_server_does_not_offer_fails_naming_what_it_offers(tmp_path: Path) -> None:
+    """A tool name the server does not list: the call fails, listing the server's tools."""
+    conversation, result = run_calls(tmp_path, ("call_1", "nope", {}))
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content.startswith("MCP server 'ops' offers no tool 'nope' (it offers: ")
+    assert "deploy" in response.content
+    assert_invariants(conversation)
+
+
+def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
+    """executors() starts each server and gives every tool it lists, under its own name."""
+
+    async def listed() -> list[str]:
+        async with McpToolbox([ops(tmp_path)]) as toolbox:
+            return sorted(await toolbox.executors())
+
+    assert asyncio.run(listed()) == [
+        "crash",
+        "deploy",
+        "legacy_deploy",
+        "legacy_login",
+        "login",
+        "pid",
+        "signup",
+        "slow",
+    ]
+
+
+def test_a_server_reached_over_streamable_http_asks_as_one_over_stdio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """url: the same MRTR round trips over streamable HTTP (the server in this process)."""
+    import uvicorn  # noqa: PLC0415 - the MCP SDK's own dependency, for this test alone
+    from mcp_servers import ops as ops_server  # noqa: PLC0415
+
+    monkeypatch.chdir(tmp_path)  # where the in-process server notes what it received
+    conversation = conversation_on_disk(tmp_path / "conversation")
+    prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("dev")
+
+    async def over_http() -> Play:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        app = ops_server("web", None).streamable_http_app()
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
+        serving = asyncio.create_task(server.serve())
+        for _ in range(3000):  # uvicorn says it has started only by a flag
+            if server.started:
+                break
+            await asyncio.sleep(0.01)
+        try:
+            url = McpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", timeout=30)
+            return await play(
+                conversation,
+                [url],
+                [("call_1", "deploy", {"service": "api"})],
+                tools={"deploy": ("web", "deploy")},
+                prompter=prompter,
+            )
+        finally:
+            server.should_exit = True
+            await serving
+
+    result = asyncio.run(over_http())
+    assert result.responses[0].content == "web: deployed api to dev"
+    assert len(asked(conversation)) == 4
+    assert_invariants(conversation)

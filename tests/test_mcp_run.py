@@ -1,0 +1,260 @@
+"""`inquiry run` with MCP servers: the scenario keys, their errors, and the example."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from coordinator_harness import assert_invariants
+from run_helpers import PROJECT, cli, every_byte, outcomes, payloads, responses, write
+
+from coordinator import ConfigError, load_conversation
+from coordinator.cli._scenario import load_scenario
+from machines import Answered, CancellationReason, Cancelled, InquiryRequest, Redacted
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+EXAMPLE = PROJECT / "examples" / "mcp"
+SERVERS = PROJECT / "tests" / "mcp_servers.py"
+
+#: A scenario whose one tool is the test server's deploy.
+DEPLOY = f"""
+[mcp_servers.ops]
+command = "{{{{python}}}}"
+args = ["{SERVERS}", "ops", "ops"]
+
+[defaults]
+run = "unattended"
+
+[tools.deploy]
+mcp = "ops"
+
+[[turns]]
+message = "deploy"
+[[turns.cycles]]
+calls = [{{ tool = "deploy", arguments = {{ service = "api" }} }}]
+"""
+
+
+def test_the_example_runs_every_question_recorded_as_a_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/mcp: three tools, three ways of asking; all recorded, the link's query nowhere."""
+    directory = tmp_path / "conversation"
+    status, out, err = cli(
+        "run",
+        EXAMPLE / "scenario.toml",
+        "--answers",
+        EXAMPLE / "answers.toml",
+        "--conversation",
+        directory,
+        capsys=capsys,
+    )
+    assert (status, err) == (0, "")
+    assert (
+        "questions: 9 (8 answered, 1 redacted; answered or redacted: 8 person, 1 configuration)"
+        in out
+    )
+    conversation = load_conversation(directory)
+    assert sorted(r.content for r in responses(conversation).values()) == [
+        "Announced 2.4.0 on email, chat to 250 people: 2.4.0 is out",
+        "CI connected.",
+        "Deployed api to staging.",
+    ]
+    requests = payloads(conversation, InquiryRequest)
+    assert {(r.source.kind.value, r.source.name) for r in requests} == {
+        ("tool", "deploy"),
+        ("tool", "announce"),
+        ("tool", "connect_ci"),
+    }
+    link = next(r for r in requests if r.question.id == "authorize")
+    assert link.question.answer_type.is_secret
+    assert "https://ci.example.invalid/oauth/authorize (query string not shown)" in str(
+        link.question.context
+    )
+    assert isinstance(outcomes(conversation)[link.id], Redacted)
+    assert b"s3cr3t-state" not in every_byte(directory)
+    assert_invariants(conversation, secrets=["s3cr3t-state"])
+
+
+def test_without_a_person_the_link_is_cancelled_and_the_forms_go_to_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-tty: the URL request is cancelled no_prompt_backend; form questions go to the model."""
+    directory = tmp_path / "conversation"
+    status, out, _ = cli(
+        "run",
+        EXAMPLE / "scenario.toml",
+        "--no-tty",
+        "--conversation",
+        directory,
+        capsys=capsys,
+    )
+    assert status == 0
+    assert "x connect_ci · authorize: cancelled (no_prompt_backend)" in out
+    conversation = load_conversation(directory)
+    cancelled = {r.reason for r in payloads(conversation, Cancelled) if isinstance(r, Cancelled)}
+    # No model is configured: the forms' questions are cancelled as backend_error.
+    assert cancelled == {CancellationReason.NO_PROMPT_BACKEND, CancellationReason.BACKEND_ERROR}
+    assert_invariants(conversation, secrets=["s3cr3t-state"])
+
+
+def test_a_scenario_runs_a_tool_under_another_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mcp_tool names the server's tool; the scenario (and the record) use the table's name."""
+    text = DEPLOY.replace('{ tool = "deploy"', '{ tool = "ship"').replace(
+        "[tools.deploy]\nmcp", '[tools.ship]\nmcp_tool = "deploy"\nmcp'
+    )
+    answers = write(
+        tmp_path / "answers.toml",
+        """
+        [[answers]]
+        value = "decline"
+        """,
+    )
+    scenario = write(tmp_path / "scenario.toml", text)
+    directory = tmp_path / "conversation"
+    status, out, _ = cli(
+        "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
+    )
+    assert status == 0
+    assert "<- ship succeeded: ops: not deployed (confirmation decline)" in out
+    conversation = load_conversation(directory)
+    (request,) = payloads(conversation, InquiryRequest)
+    assert request.source.name == "ship"
+    assert payloads(conversation, Answered) == [Answered(id=request.id, answer="decline")]
+
+
+#: (text replacing DEPLOY's server table or tool table, key, problem).
+MCP_SCENARIO_ERRORS = [
+    pytest.param(
+        DEPLOY.replace('mcp = "ops"', 'mcp = "nope"'),
+        "tools.deploy.mcp",
+        "no MCP server 'nope' in this scenario (its servers: ops)",
+        id="unknown-server",
+    ),
+    pytest.param(
+        DEPLOY.replace('mcp = "ops"', 'mcp = "ops"\nbuiltin = "ask_user"'),
+        "tools.deploy",
+        "not both `builtin` and `mcp`: keep one",
+        id="mcp-and-builtin",
+    ),
+    pytest.param(
+        DEPLOY.replace('mcp = "ops"', 'mcp = "ops"\ntimeout = 3'),
+        "tools.deploy.timeout",
+        "only a local tool (a `command`) takes this key",
+        id="local-key-on-mcp-tool",
+    ),
+    pytest.param(
+        DEPLOY.replace('[tools.deploy]\nmcp = "ops"', '[tools.deploy]\nmcp_tool = "x"'),
+        "tools.deploy.mcp_tool",
+        "only an MCP tool (with `mcp`) takes this key",
+        id="mcp-tool-without-mcp",
+    ),
+    pytest.param(
+        DEPLOY.replace('command = "{{python}}"', 'command = ["python3"]'),
+        "mcp_servers.ops.command",
+        "expected a string, got an array",
+        id="command-array",
+    ),
+    pytest.param(
+        DEPLOY.replace('command = "{{python}}"', 'command = "no-such-program-here"'),
+        "mcp_servers.ops.command",
+        "program 'no-such-program-here' is not on PATH",
+        id="command-missing",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'url = "http://127.0.0.1:9/mcp"\nargs = ['),
+        "mcp_servers.ops",
+        "needs a `command` (started over stdio) or a `url`, not both",
+        id="command-and-url",
+    ),
+    pytest.param(
+        DEPLOY.replace('command = "{{python}}"', 'url = "ftp://x/mcp"').replace(
+            f'args = ["{SERVERS}", "ops", "ops"]', ""
+        ),
+        "mcp_servers.ops.url",
+        "the url must be http or https",
+        id="url-not-http",
+    ),
+    pytest.param(
+        DEPLOY.replace('command = "{{python}}"', 'url = "http://127.0.0.1:9/mcp"'),
+        "mcp_servers.ops.args",
+        "only a server started by `command` takes this key",
+        id="args-with-url",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", "env = { TOKEN = 3 }\nargs = ["),
+        "mcp_servers.ops.env.TOKEN",
+        "expected a string, got an integer",
+        id="env-not-string",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", "timeout = 0\nargs = ["),
+        "mcp_servers.ops.timeout",
+        "expected a number of seconds greater than 0",
+        id="timeout",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", "cwd = '.'\nargs = ["),
+        "mcp_servers.ops.cwd",
+        "unknown key (expected one of: args, command, env, start_timeout, stderr, timeout, url)",
+        id="unknown-key",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", "stderr = 'no-such-folder/ops.log'\nargs = ["),
+        "mcp_servers.ops.stderr",
+        "no-such-folder is not a directory",
+        id="stderr-folder-missing",
+    ),
+    pytest.param(
+        DEPLOY.replace(f'args = ["{SERVERS}", "ops", "ops"]', "args = 3"),
+        "mcp_servers.ops.args",
+        "expected an array of strings, got an integer",
+        id="args-not-array",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "problem"), MCP_SCENARIO_ERRORS)
+def test_mcp_scenario_errors_name_the_key(
+    tmp_path: Path, text: str, key: str, problem: str
+) -> None:
+    """Each mistake in an MCP server's or tool's table is refused, naming the key."""
+    scenario = write(tmp_path / "scenario.toml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(scenario)
+    assert str(caught.value).startswith(f"{scenario}: {key}: ")
+    assert problem in str(caught.value)
+
+
+def test_python_means_the_interpreter_running_inquiry(tmp_path: Path) -> None:
+    """A command of {{python}} is this Python; a path beside the scenario becomes absolute."""
+    scenario = load_scenario(write(tmp_path / "scenario.toml", DEPLOY))
+    server = scenario.mcp_servers["ops"]
+    assert server.command == (sys.executable, str(SERVERS), "ops", "ops")
+    assert scenario.tools["deploy"].mcp_server == "ops"
+    assert scenario.tools["deploy"].mcp_tool == "deploy"
+
+
+def test_mcp_servers_without_the_sdk_are_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the mcp extra, a scenario with MCP servers says what to install."""
+    real = importlib.util.find_spec
+
+    def without_mcp(name: str, *args: Any) -> Any:
+        return None if name == "mcp" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_mcp)
+    scenario = write(tmp_path / "scenario.toml", DEPLOY)
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(scenario)
+    assert str(caught.value) == (
+        f"{scenario}: mcp_servers: MCP servers need the MCP SDK, which is not installed: "
+        "pip install 'inquiry-coordinator[mcp]'"
+    )
