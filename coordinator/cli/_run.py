@@ -885,7 +885,7 @@ async def run_scenario(
             backend=_WatchedBackend(backend, progress) if backend is not None else None,
             terminal=prompter is not None,
             system_parts=scenario.system,
-            on_record=progress.record,
+            on_step=lambda step: [*map(progress.record, (each.entry for each in step.entries))],
         )
         progress.turn_state = lambda: coordinator.turn_state
         result = await _play(scenario, conversation, coordinator, progress, person.output)

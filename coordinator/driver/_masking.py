@@ -1,0 +1,418 @@
+r"""Secret masking: what a tool echoes of a secret answer is recorded as ``<secret>``.
+
+A secret answer is revealed only inside the executor (DESIGN.md rule 2), but
+the tool may print it back: in its output, an error, a traceback, or the
+next question it asks. Everything the driver records from a tool goes
+through :meth:`SecretMasks.mask` first.
+
+Theory of operation: rather than enumerate how each encoder of each language
+might spell a secret, the *candidate text* is decoded, and the secret looked
+for in what it decodes to. One decoding pass turns every escape it knows
+into the character it stands for, wherever it is:
+
+- percent escapes, ``%2B`` or ``%2b``, runs of them read as UTF-8 (else
+  Latin-1, as JavaScript's ``escape()`` writes é as ``%E9``), and ``%uXXXX``;
+- backslash escapes: ``\uXXXX`` (surrogate pairs joined), ``\u{X...}``,
+  ``\UXXXXXXXX``, ``\xXX`` and octal ``\NNN`` (runs of them read as UTF-8
+  bytes when they are, as in a ``bytes`` repr), ``\n``, ``\t`` and the like,
+  and ``\X`` for any other ``X`` (``\"``, ``\\``, ``\/``, ``\'``);
+- HTML character references: ``&amp;``, ``&#43;``, ``&#x2B;`` and every
+  named one of HTML5 (written with its ``;``);
+- and, in a second reading of the same text, ``+`` as a space (an HTML
+  form's encoding, ``urlencode``), tried only when a secret holds a space.
+
+Hex digits are read in either case. The pass is applied again to what it
+produced, up to :data:`DEPTH` times, so a secret escaped twice (a traceback
+quoting ``repr(token)``, wrapped as JSON by the local tools' protocol) or
+URL-encoded inside JSON is found as well. Each decoded character keeps the
+span of the original text it came from; a secret found in a decoded text is
+masked by replacing that span of the *original*, so what is not a secret is
+recorded as the tool wrote it, escapes and all. Spans found in different
+readings that overlap are masked as one: a secret holding another (a PIN
+inside a token) is masked whole.
+
+Masks last for the life of the process, and are shared by every coordinator
+over the same conversation (:func:`masks_for`): a secret typed in one turn
+and printed again by a tool in a later one, even by another coordinator
+over the conversation loaded again, is masked. They are not shared between
+conversations: another user's conversation in the same process must not
+see where this one's secret appears.
+
+Limits: an encoding not listed above is not decoded (base64, hex dumps,
+shell quoting, a secret split across lines or spelled with Unicode
+normalised otherwise); a secret that is a common word masks that word
+wherever a tool prints it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import os
+import re
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from machines import MachineError, Question, RunTool, SecretValue
+
+if TYPE_CHECKING:
+    from coordinator.store._store import Conversation
+
+__all__ = [
+    "DEPTH",
+    "MASK",
+    "MaskedQuestion",
+    "SecretMasks",
+    "UnmaskableQuestionError",
+    "masks_for",
+    "unmasked_answers",
+]
+
+#: What a secret is replaced by.
+MASK: Final = "<secret>"
+#: How many times the decoding pass is applied to its own output.
+DEPTH: Final = 3
+
+# One alternative per kind of escape; the first that matches at a position wins.
+_ESCAPES: Final = (
+    r"(?P<pct>(?:%[0-9A-Fa-f]{2})+)"
+    r"|%u(?P<pctu>[0-9A-Fa-f]{4})"
+    r"|\\u\{(?P<brace>[0-9A-Fa-f]{1,6})\}"
+    r"|(?P<utf16>(?:\\u[0-9A-Fa-f]{4})+)"
+    r"|\\U(?P<wide>[0-9A-Fa-f]{8})"
+    r"|(?P<hex>(?:\\x[0-9A-Fa-f]{2})+)"
+    r"|(?P<octal>(?:\\[0-7]{1,3})+)"
+    r"|\\(?P<char>[^\n])"
+    r"|(?P<entity>&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
+)
+_DECODER: Final = re.compile(_ESCAPES)
+_FORM_DECODER: Final = re.compile(_ESCAPES + r"|(?P<plus>\+)")
+_NAMED: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a"}
+#: A text holding none of these has no escape the pass would decode.
+_INTRODUCERS: Final = ("%", "\\", "&")
+
+
+def _bytes_text(data: bytes) -> str:
+    """Escaped bytes as text: UTF-8 when they are, else one Latin-1 character per byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _code_point(digits: str) -> str | None:
+    value = int(digits, 16)
+    return chr(value) if value <= sys.maxunicode else None
+
+
+def _utf16(text: str) -> str:
+    # Surrogate pairs join into one character; a lone surrogate stays one.
+    return bytes.fromhex(text.replace("\\u", "")).decode("utf-16-be", errors="surrogatepass")
+
+
+def _octal(text: str) -> str | None:
+    values = [int(digits, 8) for digits in text.split("\\")[1:]]
+    return None if max(values) > _BYTE else _bytes_text(bytes(values))
+
+
+def _entity(text: str) -> str | None:
+    unescaped = html.unescape(text)
+    return unescaped if unescaped != text else None  # a name HTML does not know
+
+
+_BYTE: Final = 0xFF
+#: What each kind of escape stands for, from its whole text or its named group;
+#: ``None`` when it stands for nothing (it stays as written).
+_READ: Final[Mapping[str, Callable[[re.Match[str]], str | None]]] = {
+    "pct": lambda found: _bytes_text(bytes.fromhex(found[0].replace("%", ""))),
+    "pctu": lambda found: _code_point(found["pctu"]),
+    "brace": lambda found: _code_point(found["brace"]),
+    "wide": lambda found: _code_point(found["wide"]),
+    "utf16": lambda found: _utf16(found[0]),
+    "hex": lambda found: _bytes_text(bytes.fromhex(found[0].replace("\\x", ""))),
+    "octal": lambda found: _octal(found[0]),
+    "char": lambda found: _NAMED.get(found["char"], found["char"]),
+    "entity": lambda found: _entity(found[0]),
+    "plus": lambda _: " ",  # a space, in a form's encoding
+}
+
+
+class _Reading:
+    """A text decoded once, and where each of its characters came from in the text below.
+
+    The decoded text is cut into segments, each either a run copied as it
+    was (one character per character) or what one escape stood for (every
+    character of it from the whole escape). ``below`` is the reading this one
+    decoded (``None`` for the original text).
+    """
+
+    __slots__ = ("below", "ends", "literal", "source", "starts", "text")
+
+    def __init__(self, text: str, below: _Reading | None = None) -> None:
+        self.text = text
+        self.below = below
+        self.starts: list[int] = []  # where each segment begins in ``text``
+        self.source: list[int] = []  # where it begins in the text below
+        self.ends: list[int] = []  # where it ends there
+        self.literal: list[bool] = []
+
+    @classmethod
+    def of(cls, below: _Reading, decoder: re.Pattern[str]) -> _Reading | None:
+        """``below`` decoded once by ``decoder``; ``None`` when there is nothing to decode."""
+        text = below.text
+        pieces: list[str] = []
+        reading = cls("", below)
+        written = copied = 0
+        for found in decoder.finditer(text):
+            value = _READ[found.lastgroup or ""](found)
+            if value is None:
+                continue
+            start, end = found.span()
+            if start > copied:
+                reading._segment(written, copied, start, literal=True)
+                pieces.append(text[copied:start])
+                written += start - copied
+            reading._segment(written, start, end, literal=False)
+            pieces.append(value)
+            written += len(value)
+            copied = end
+        if not reading.starts:
+            return None
+        if copied < len(text):
+            reading._segment(written, copied, len(text), literal=True)
+            pieces.append(text[copied:])
+        reading.text = "".join(pieces)
+        return reading
+
+    def _segment(self, start: int, source: int, end: int, *, literal: bool) -> None:
+        self.starts.append(start)
+        self.source.append(source)
+        self.ends.append(end)
+        self.literal.append(literal)
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text the characters ``start:end`` of this reading came from."""
+        reading: _Reading = self
+        while reading.below is not None:
+            first = bisect.bisect_right(reading.starts, start) - 1
+            last = bisect.bisect_right(reading.starts, end - 1) - 1
+            start = (
+                reading.source[first] + start - reading.starts[first]
+                if reading.literal[first]
+                else reading.source[first]
+            )
+            end = (
+                reading.source[last] + end - reading.starts[last]
+                if reading.literal[last]
+                else reading.ends[last]
+            )
+            reading = reading.below
+        return start, end
+
+
+def _readings(text: str, *, form: bool) -> list[_Reading]:
+    """``text`` as written, and every reading of it up to :data:`DEPTH` decodings deep."""
+    original = _Reading(text)
+    found = [original]
+    layer = [original]
+    for _ in range(DEPTH):
+        deeper: list[_Reading] = []
+        for reading in layer:
+            plus = form and "+" in reading.text
+            if not plus and not any(mark in reading.text for mark in _INTRODUCERS):
+                continue
+            for decoder in (_DECODER, _FORM_DECODER) if plus else (_DECODER,):
+                decoded = _Reading.of(reading, decoder)
+                if decoded is not None:
+                    deeper.append(decoded)
+        found += deeper
+        layer = deeper
+    return found
+
+
+class UnmaskableQuestionError(Exception):
+    """A question cannot be asked without showing a secret; the message says why (masked)."""
+
+
+@attrs.frozen
+class MaskedQuestion:
+    """A question with every secret masked, and the originals of what had to be."""
+
+    question: Question
+    #: Each option or default as masked, and what the tool offered (its own value).
+    originals: Mapping[str, SecretValue]
+
+
+class SecretMasks:
+    """The secret answers revealed in one conversation, and the masking of text by them.
+
+    Never shows a secret: its ``repr`` counts them. Safe to share between
+    threads: :meth:`add` replaces the tuple a :meth:`mask` reads.
+    """
+
+    __slots__ = ("__weakref__", "_form", "_lock", "_secrets")
+
+    def __init__(self) -> None:
+        """No secret yet."""
+        self._secrets: tuple[SecretValue, ...] = ()
+        self._form = False  # some secret holds a space, so "+" may stand for one
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        """How many secrets, never which."""
+        return f"SecretMasks(<{len(self._secrets)} secrets>)"
+
+    def __bool__(self) -> bool:
+        """Whether there is any secret to mask."""
+        return bool(self._secrets)
+
+    def add(self, secrets: Iterable[SecretValue]) -> None:
+        """Mask ``secrets`` too, from now on (the empty secret masks nothing)."""
+        with self._lock:
+            known = {secret.reveal() for secret in self._secrets}
+            added = [s for s in secrets if s.reveal() and s.reveal() not in known]
+            if not added:
+                return
+            every = {*known, *(secret.reveal() for secret in added)}
+            ordered = sorted(every, key=len, reverse=True)
+            self._secrets = tuple(SecretValue(secret) for secret in ordered)
+            self._form = any(" " in secret for secret in every)
+
+    def merge(self, other: SecretMasks) -> None:
+        """Mask what ``other`` masks too."""
+        self.add(other._secrets)
+
+    def mask(self, text: str) -> str:
+        """``text`` with each spelling of each secret replaced by :data:`MASK`."""
+        secrets = self._secrets
+        if not secrets:
+            return text
+        spans: list[tuple[int, int]] = []
+        for reading in _readings(text, form=self._form):
+            decoded = reading.text
+            for secret in secrets:
+                value = secret.reveal()
+                at = decoded.find(value)
+                while at >= 0:
+                    spans.append(reading.original(at, at + len(value)))
+                    at = decoded.find(value, at + 1)
+        if not spans:
+            return text
+        pieces: list[str] = []
+        copied = 0
+        for start, end in _merged(spans):
+            pieces += (text[copied:start], MASK)
+            copied = end
+        pieces.append(text[copied:])
+        return "".join(pieces)
+
+    def mask_question(self, question: Question) -> MaskedQuestion:
+        """``question`` with every secret masked, or :class:`UnmaskableQuestionError`.
+
+        Text, context, options (values and descriptions) and default are
+        masked. An option or default that had to be is what the record, the
+        person and the model see; :attr:`MaskedQuestion.originals` maps it
+        back to what the tool offered. A question whose id holds a secret
+        cannot be asked (the tool matches answers by the id), nor one whose
+        options become alike once masked.
+        """
+        if not self._secrets:
+            return MaskedQuestion(question, {})
+        if (masked_id := self.mask(question.id)) != question.id:
+            raise UnmaskableQuestionError(
+                f"its question's id echoes a secret answer ({masked_id!r})"
+            )
+        answer_type = question.answer_type
+        originals: dict[str, SecretValue] = {}
+        options = []
+        for option in answer_type.options:
+            masked = self.mask(option.value)
+            if masked != option.value:
+                originals[masked] = SecretValue(option.value)
+            description = option.description and self.mask(option.description)
+            options.append(attrs.evolve(option, value=masked, description=description))
+        default = question.default
+        if isinstance(default, str) and (masked_default := self.mask(default)) != default:
+            originals[masked_default] = SecretValue(default)
+            default = masked_default
+        try:
+            masked_question = attrs.evolve(
+                question,
+                text=self.mask(question.text),
+                context=self.mask(question.context) if question.context is not None else None,
+                # Options and default are masked alike, so a default stays among the options.
+                default=default,
+                answer_type=answer_type
+                if tuple(options) == answer_type.options
+                else attrs.evolve(answer_type, options=tuple(options)),
+            )
+        except (ValueError, MachineError) as error:  # say, two options alike once masked
+            raise UnmaskableQuestionError(
+                f"its question {question.id!r} cannot be asked without a secret: {error}"
+            ) from None
+        return MaskedQuestion(masked_question, originals)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` sorted, those that overlap joined into one."""
+    spans.sort()
+    merged = [spans[0]]
+    for start, end in spans[1:]:
+        last_start, last_end = merged[-1]
+        if start < last_end:
+            merged[-1] = (last_start, max(last_end, end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def unmasked_answers(
+    effect: RunTool, originals: Mapping[tuple[str, str], Mapping[str, SecretValue]]
+) -> RunTool:
+    """``effect`` with each masked option or default chosen turned back into the tool's own.
+
+    ``originals`` maps (tool call id, question id) to what
+    :meth:`SecretMasks.mask_question` had to mask for that question.
+    """
+    answers = dict(effect.answers)
+    for question_id, answer in effect.answers.items():
+        offered = originals.get((effect.tool_call_id, question_id))
+        if offered and isinstance(answer, str) and answer in offered:
+            answers[question_id] = offered[answer].reveal()
+    return attrs.evolve(effect, answers=answers) if answers != effect.answers else effect
+
+
+# The masks of each conversation in this process: by the conversation object,
+# and by the directory it lives in once it has one (so that the conversation
+# loaded again from there shares them). Never emptied: a secret revealed once
+# stays masked for the process's life.
+_BY_CONVERSATION: weakref.WeakKeyDictionary[Conversation, SecretMasks] = (
+    weakref.WeakKeyDictionary()
+)
+_BY_DIRECTORY: dict[str, SecretMasks] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def masks_for(conversation: Conversation) -> SecretMasks:
+    """The masks of ``conversation``, shared with every coordinator over it in this process.
+
+    Called again once the conversation has a directory, it joins the masks
+    of that directory (a coordinator over the conversation loaded from there).
+    """
+    directory = os.path.realpath(conversation.path) if conversation.path is not None else None
+    with _REGISTRY_LOCK:
+        masks = _BY_CONVERSATION.get(conversation)
+        if directory is not None:
+            shared = _BY_DIRECTORY.setdefault(directory, masks or SecretMasks())
+            if masks is not None and masks is not shared:
+                shared.merge(masks)
+            masks = shared
+        if masks is None:
+            masks = SecretMasks()
+        _BY_CONVERSATION[conversation] = masks
+        return masks
