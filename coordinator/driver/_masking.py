@@ -18,11 +18,15 @@ into the character it stands for, wherever it is:
   and ``\X`` for any other ``X`` (``\"``, ``\\``, ``\/``, ``\'``);
 - HTML character references: ``&amp;``, ``&#43;``, ``&#x2B;`` and every
   named one of HTML5 (written with its ``;``);
-- and, in a second reading of the same text, ``+`` as a space (an HTML
+- and, in another reading of the same text, ``+`` as a space (an HTML
   form's encoding, ``urlencode``), tried only when a secret holds a space.
 
-Hex digits are read in either case. The pass is applied again to what it
-produced, up to :data:`DEPTH` times, so a secret escaped twice (a traceback
+Hex digits are read in either case. Besides the pass decoding every family
+of escape the text holds, a pass decodes each family alone, since one
+encoding keeps what another would take for an escape (``html.escape`` keeps
+a backslash; JSON keeps ``%41`` and ``&amp;``). The passes are applied again
+to what they produced, up to :data:`DEPTH` times (and at most
+:data:`MOST_READINGS` readings in all), so a secret escaped twice (a traceback
 quoting ``repr(token)``, wrapped as JSON by the local tools' protocol) or
 URL-encoded inside JSON is found as well. Each decoded character keeps the
 span of the original text it came from; a secret found in a decoded text is
@@ -47,6 +51,8 @@ wherever a tool prints it.
 from __future__ import annotations
 
 import bisect
+import enum
+import functools
 import html
 import os
 import re
@@ -54,7 +60,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
@@ -75,70 +81,148 @@ __all__ = [
 
 #: What a secret is replaced by.
 MASK: Final = "<secret>"
-#: How many times the decoding pass is applied to its own output.
+#: How many times the decoding passes are applied to their own output.
 DEPTH: Final = 3
+#: How many decoded readings of one text are looked through at most, shallowest first.
+MOST_READINGS: Final = 16
 
-# One alternative per kind of escape; the first that matches at a position wins.
-_ESCAPES: Final = (
-    r"(?P<pct>(?:%[0-9A-Fa-f]{2})+)"
-    r"|%u(?P<pctu>[0-9A-Fa-f]{4})"
-    r"|\\u\{(?P<brace>[0-9A-Fa-f]{1,6})\}"
+# The escapes of each family, one alternative per kind; the first that
+# matches at a position wins.
+_PERCENT: Final = r"(?P<pct>(?:%[0-9A-Fa-f]{2})+)|(?P<pctu>(?:%u[0-9A-Fa-f]{4})+)"
+_BACKSLASH: Final = (
+    r"\\u\{(?P<brace>[0-9A-Fa-f]{1,6})\}"
     r"|(?P<utf16>(?:\\u[0-9A-Fa-f]{4})+)"
     r"|\\U(?P<wide>[0-9A-Fa-f]{8})"
     r"|(?P<hex>(?:\\x[0-9A-Fa-f]{2})+)"
     r"|(?P<octal>(?:\\[0-7]{1,3})+)"
     r"|\\(?P<char>[^\n])"
-    r"|(?P<entity>&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
 )
-_DECODER: Final = re.compile(_ESCAPES)
-_FORM_DECODER: Final = re.compile(_ESCAPES + r"|(?P<plus>\+)")
+_ENTITY: Final = r"(?P<entity>&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
+_PLUS: Final = r"(?P<plus>\+)"
+
+
+class _Family(enum.Enum):
+    """A family of escapes, and the character that opens each of its escapes."""
+
+    PERCENT = "%"
+    BACKSLASH = "\\"
+    ENTITY = "&"
+
+
+_PATTERNS: Final = {
+    _Family.PERCENT: _PERCENT,
+    _Family.BACKSLASH: _BACKSLASH,
+    _Family.ENTITY: _ENTITY,
+}
+
+
+@functools.cache
+def _decoder(families: frozenset[_Family], *, plus: bool) -> re.Pattern[str]:
+    """One pass decoding ``families`` at once (and ``+`` as a space when ``plus``)."""
+    alternatives = [_PATTERNS[family] for family in _Family if family in families]
+    return re.compile("|".join(alternatives + [_PLUS] * plus))
+
+
+def _decoders(text: str, *, form: bool) -> list[re.Pattern[str]]:
+    """The passes worth making over ``text``: its families at once, then each alone.
+
+    Each alone as well, since one encoding leaves what another would read as
+    an escape: ``html.escape`` keeps a backslash, JSON a ``%41`` or ``&amp;``
+    that was in the secret; the pass that decodes them all would misread it.
+    """
+    present = frozenset(family for family in _Family if family.value in text)
+    plus = form and "+" in text
+    passes = [present] if present else []
+    if len(present) > 1:
+        passes += [frozenset({family}) for family in _Family if family in present]
+    decoders = [_decoder(families, plus=False) for families in passes]
+    if plus:  # "+" is a space only in a form's percent-encoding
+        decoders += [
+            _decoder(present, plus=True),
+            _decoder(frozenset({_Family.PERCENT}), plus=True),
+        ]
+    return list(dict.fromkeys(decoders))
+
+
 _NAMED: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a"}
-#: A text holding none of these has no escape the pass would decode.
-_INTRODUCERS: Final = ("%", "\\", "&")
 
 
-def _bytes_text(data: bytes) -> str:
-    """Escaped bytes as text: UTF-8 when they are, else one Latin-1 character per byte."""
+#: What one escape stands for: pieces of decoded text, each with the length
+#: of the escape text it came from (a run of ``%XX`` is one piece per
+#: character, so a secret that begins inside the run is masked from there).
+_Pieces: TypeAlias = list[tuple[str, int]]
+
+
+def _bytes(values: list[int], lengths: list[int]) -> _Pieces:
+    """Escaped bytes: UTF-8 when they are, else one Latin-1 character per byte."""
     try:
-        return data.decode("utf-8")
+        text = bytes(values).decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1")
+        return [(chr(value), length) for value, length in zip(values, lengths, strict=True)]
+    pieces: _Pieces = []
+    at = 0
+    for char in text:
+        size = len(char.encode("utf-8"))
+        pieces.append((char, sum(lengths[at : at + size])))
+        at += size
+    return pieces
 
 
-def _code_point(digits: str) -> str | None:
+def _units(units: list[int], length: int) -> _Pieces:
+    """UTF-16 code units, each ``length`` long: a surrogate pair is one character."""
+    pieces: _Pieces = []
+    at = 0
+    while at < len(units):
+        unit = units[at]
+        if 0xD800 <= unit < 0xDC00 and at + 1 < len(units) and 0xDC00 <= units[at + 1] < 0xE000:  # noqa: PLR2004 - the surrogate ranges
+            low = units[at + 1]
+            pieces.append((chr(0x10000 + ((unit - 0xD800) << 10) + low - 0xDC00), 2 * length))
+            at += 2
+        else:
+            pieces.append((chr(unit), length))  # a lone surrogate stays one
+            at += 1
+    return pieces
+
+
+def _code_point(text: str, digits: str) -> _Pieces | None:
     value = int(digits, 16)
-    return chr(value) if value <= sys.maxunicode else None
+    return [(chr(value), len(text))] if value <= sys.maxunicode else None
 
 
-def _utf16(text: str) -> str:
-    # Surrogate pairs join into one character; a lone surrogate stays one.
-    return bytes.fromhex(text.replace("\\u", "")).decode("utf-16-be", errors="surrogatepass")
+def _octal(text: str) -> _Pieces | None:
+    parts = text.split("\\")[1:]
+    values = [int(digits, 8) for digits in parts]
+    if max(values) > _BYTE:
+        return None
+    return _bytes(values, [len(digits) + 1 for digits in parts])
 
 
-def _octal(text: str) -> str | None:
-    values = [int(digits, 8) for digits in text.split("\\")[1:]]
-    return None if max(values) > _BYTE else _bytes_text(bytes(values))
-
-
-def _entity(text: str) -> str | None:
+def _entity(text: str) -> _Pieces | None:
     unescaped = html.unescape(text)
-    return unescaped if unescaped != text else None  # a name HTML does not know
+    return [(unescaped, len(text))] if unescaped != text else None  # a name HTML does not know
+
+
+def _run(text: str, introducer: str) -> list[int]:
+    """The values of a run of ``introducer`` and hex digits (``%2B%C3``, ``%u00E4%u00F6``)."""
+    width = len(introducer)
+    step = width + (4 if introducer.endswith("u") else 2)
+    return [int(text[at + width : at + step], 16) for at in range(0, len(text), step)]
 
 
 _BYTE: Final = 0xFF
 #: What each kind of escape stands for, from its whole text or its named group;
 #: ``None`` when it stands for nothing (it stays as written).
-_READ: Final[Mapping[str, Callable[[re.Match[str]], str | None]]] = {
-    "pct": lambda found: _bytes_text(bytes.fromhex(found[0].replace("%", ""))),
-    "pctu": lambda found: _code_point(found["pctu"]),
-    "brace": lambda found: _code_point(found["brace"]),
-    "wide": lambda found: _code_point(found["wide"]),
-    "utf16": lambda found: _utf16(found[0]),
-    "hex": lambda found: _bytes_text(bytes.fromhex(found[0].replace("\\x", ""))),
+_READ: Final[Mapping[str, Callable[[re.Match[str]], _Pieces | None]]] = {
+    "pct": lambda found: _bytes(_run(found[0], "%"), [3] * (len(found[0]) // 3)),
+    "pctu": lambda found: _units(_run(found[0], "%u"), 6),
+    "brace": lambda found: _code_point(found[0], found["brace"]),
+    "wide": lambda found: _code_point(found[0], found["wide"]),
+    "utf16": lambda found: _units(_run(found[0], "\\u"), 6),
+    "hex": lambda found: _bytes(_run(found[0], "\\x"), [4] * (len(found[0]) // 4)),
     "octal": lambda found: _octal(found[0]),
-    "char": lambda found: _NAMED.get(found["char"], found["char"]),
+    "char": lambda found: [(_NAMED.get(found["char"], found["char"]), 2)],
     "entity": lambda found: _entity(found[0]),
-    "plus": lambda _: " ",  # a space, in a form's encoding
+    "plus": lambda _: [(" ", 1)],  # a space, in a form's encoding
 }
 
 
@@ -147,7 +231,8 @@ class _Reading:
 
     The decoded text is cut into segments, each either a run copied as it
     was (one character per character) or what one escape stood for (every
-    character of it from the whole escape). ``below`` is the reading this one
+    character of it from the whole escape: one character, but for an HTML
+    entity that stands for two). ``below`` is the reading this one
     decoded (``None`` for the original text).
     """
 
@@ -169,18 +254,20 @@ class _Reading:
         reading = cls("", below)
         written = copied = 0
         for found in decoder.finditer(text):
-            value = _READ[found.lastgroup or ""](found)
-            if value is None:
+            decoded = _READ[found.lastgroup or ""](found)
+            if decoded is None:
                 continue
-            start, end = found.span()
+            start = found.start()
             if start > copied:
                 reading._segment(written, copied, start, literal=True)
                 pieces.append(text[copied:start])
                 written += start - copied
-            reading._segment(written, start, end, literal=False)
-            pieces.append(value)
-            written += len(value)
-            copied = end
+            for value, length in decoded:
+                reading._segment(written, start, start + length, literal=False)
+                pieces.append(value)
+                written += len(value)
+                start += length
+            copied = start
         if not reading.starts:
             return None
         if copied < len(text):
@@ -216,19 +303,23 @@ class _Reading:
 
 
 def _readings(text: str, *, form: bool) -> list[_Reading]:
-    """``text`` as written, and every reading of it up to :data:`DEPTH` decodings deep."""
+    """``text`` as written, and its readings up to :data:`DEPTH` decodings deep.
+
+    Shallowest first, each decoded text once, at most :data:`MOST_READINGS`.
+    """
     original = _Reading(text)
     found = [original]
+    seen = {text}
     layer = [original]
     for _ in range(DEPTH):
         deeper: list[_Reading] = []
         for reading in layer:
-            plus = form and "+" in reading.text
-            if not plus and not any(mark in reading.text for mark in _INTRODUCERS):
-                continue
-            for decoder in (_DECODER, _FORM_DECODER) if plus else (_DECODER,):
+            for decoder in _decoders(reading.text, form=form):
+                if len(found) + len(deeper) > MOST_READINGS:
+                    return found + deeper
                 decoded = _Reading.of(reading, decoder)
-                if decoded is not None:
+                if decoded is not None and decoded.text not in seen:
+                    seen.add(decoded.text)
                     deeper.append(decoded)
         found += deeper
         layer = deeper
@@ -333,6 +424,12 @@ class SecretMasks:
         for option in answer_type.options:
             masked = self.mask(option.value)
             if masked != option.value:
+                if masked in originals or masked in answer_type.option_values:
+                    # The person could not tell them apart, nor the tool which was chosen.
+                    raise UnmaskableQuestionError(
+                        f"its question {question.id!r} cannot be asked without a secret: "
+                        f"two of its options read {masked!r} once masked"
+                    )
                 originals[masked] = SecretValue(option.value)
             description = option.description and self.mask(option.description)
             options.append(attrs.evolve(option, value=masked, description=description))
