@@ -248,16 +248,29 @@ NOTHING_TOLD = Told()
 # ----------------------------------------------------------------- the rows
 
 _MACHINES = {machine.name: machine for machine in (TOOL_CALL_MACHINE, INQUIRY_MACHINE)}
-_ROWS: dict[tuple[str, str], FiredRow] = {}
 
 
-def fired_row(fired: Fired) -> FiredRow:
-    """The typed view of a row that fired, looked up in its machine's table by the row's id."""
+@attrs.frozen
+class _Known:
+    """A row as typed facts, and what it means, worked out once per row of a table."""
+
+    row: FiredRow
+    outcome: CallOutcome | None
+    resolution: Resolution | None
+    #: The decision the row makes, ``None`` if it makes none; a person's is
+    #: completed from what the driver was told (:func:`permission`).
+    permission: Permission | None
+
+
+_ROWS: dict[tuple[str, str], _Known] = {}
+
+
+def _known(fired: Fired) -> _Known:
     key = (fired.machine, fired.row)
-    found = _ROWS.get(key)
-    if found is None:
+    known = _ROWS.get(key)
+    if known is None:
         row = next(row for row in _MACHINES[fired.machine].rows if row.id == fired.row)
-        found = FiredRow(
+        typed = FiredRow(
             machine=fired.machine,
             trigger=row.trigger,
             source=row.source,
@@ -265,8 +278,14 @@ def fired_row(fired: Fired) -> FiredRow:
             guard=row.guard.name if row.guard is not None else None,
             row=row,
         )
-        _ROWS[key] = found
-    return found
+        known = _Known(typed, call_outcome(typed), resolution(typed), permission(typed))
+        _ROWS[key] = known
+    return known
+
+
+def fired_row(fired: Fired) -> FiredRow:
+    """The typed view of a row that fired, looked up in its machine's table by the row's id."""
+    return _known(fired).row
 
 
 def call_outcome(row: FiredRow) -> CallOutcome | None:
@@ -357,24 +376,30 @@ def step_facts(
     """The facts of ``step``, which ``call`` took and whose records became ``entries``."""
     fired: list[FiredRow] = []
     recorded: list[RecordedEntry] = []
-    appended = iter(entries)
     outcome: CallOutcome | None = None
     decided: Permission | None = None
     closed: Resolution | None = None
-    remembered = False
+    remembered = asked = False
     for each in step.fired:
-        row = fired_row(each)
+        known = _known(each)
+        row = known.row
         fired.append(row)
-        recorded += (RecordedEntry(entry=next(appended), row=row) for _ in each.records)
-        outcome = call_outcome(row) or outcome
-        decided = permission(row, told) or decided
-        if (resolved := resolution(row)) is not None:
-            closed = resolved
+        if each.records:
+            taken = entries[len(recorded) : len(recorded) + len(each.records)]
+            recorded.extend(RecordedEntry(entry=entry, row=row) for entry in taken)
+        if known.outcome is not None:
+            outcome = known.outcome
+        if known.permission is not None:
+            by_person = known.permission.by is PermissionBy.PERSON
+            decided = permission(row, told) if by_person else known.permission
+        if known.resolution is not None:
+            closed = known.resolution
             # The one row that keeps an answer for the turn: the person's, not a secret.
             remembered = told.remember and row.dest is InquiryState.ANSWERED
+        asked = asked or row.machine == INQUIRY_MACHINE.name
     inquiry = call.inquiries[-1] if call.inquiries else None
     question = None
-    if inquiry is not None and any(row.machine == INQUIRY_MACHINE.name for row in fired):
+    if inquiry is not None and asked:
         question_id = inquiry.question.id
         question = QuestionFacts(
             inquiry_id=inquiry.id,
