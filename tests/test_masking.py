@@ -19,6 +19,7 @@ import pytest
 
 from coordinator.driver._masking import (
     MASK,
+    WHOLE_TEXT,
     SecretMasks,
     UnmaskableQuestionError,
     masks_for,
@@ -297,6 +298,31 @@ def test_a_secret_as_a_real_encoder_spells_it_is_masked_and_nothing_else(
     before, after = "GET /deploy?x=1&token=", '&y=%41 "done" \\n'
     spelled = encoder(secret)
     assert masks.mask(before + spelled + after) == before + MASK + after
+
+
+#: More than WHOLE_TEXT of a tool's JSON log around the secret: decoded by windows.
+_LONG = json.dumps([{"path": "C:\\x\\%41", "msg": "a &amp; b", "n": n} for n in range(300)])
+
+
+@pytest.mark.parametrize("secret", SECRETS.values(), ids=SECRETS.keys())
+@pytest.mark.parametrize("encoder", ENCODERS.values(), ids=ENCODERS.keys())
+def test_a_secret_spelled_in_a_long_text_is_masked_and_nothing_else(
+    encoder: Callable[[str], str], secret: str
+) -> None:
+    """The same in the middle of a long log: only the windows around it are decoded."""
+    assert len(_LONG) > 2 * WHOLE_TEXT
+    masks = SecretMasks()
+    masks.add([SecretValue(secret)])
+    assert masks.mask(_LONG + encoder(secret) + _LONG) == _LONG + MASK + _LONG
+
+
+def test_a_short_text_escaping_even_letters_is_decoded_whole() -> None:
+    """Every byte percent-encoded, or every character an entity: found in a short text."""
+    masks = SecretMasks()
+    masks.add([SecretValue("Zq8v-token")])
+    every_byte = "".join(f"%{byte:02x}" for byte in b"Zq8v-token")
+    every_char = "".join(f"&#{ord(char)};" for char in "Zq8v-token")
+    assert masks.mask(f"a={every_byte}&b={every_char}") == f"a={MASK}&b={MASK}"
 
 
 @pytest.mark.parametrize("encoder", ENCODERS.values(), ids=ENCODERS.keys())

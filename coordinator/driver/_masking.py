@@ -24,16 +24,23 @@ into the character it stands for, wherever it is:
 Hex digits are read in either case. Besides the pass decoding every family
 of escape the text holds, a pass decodes each family alone, since one
 encoding keeps what another would take for an escape (``html.escape`` keeps
-a backslash; JSON keeps ``%41`` and ``&amp;``). The passes are applied again
-to what they produced, up to :data:`DEPTH` times (and at most
+a backslash; JSON keeps ``%41`` and ``&amp;``). Each pass is applied again
+to what it produced, up to :data:`DEPTH` times (and at most
 :data:`MOST_READINGS` readings in all), so a secret escaped twice (a traceback
 quoting ``repr(token)``, wrapped as JSON by the local tools' protocol) or
-URL-encoded inside JSON is found as well. Each decoded character keeps the
-span of the original text it came from; a secret found in a decoded text is
-masked by replacing that span of the *original*, so what is not a secret is
+JSON inside a URL is found as well. Each decoded character keeps the span of
+the original text it came from; a secret found in a decoded text is masked
+by replacing that span of the *original*, so what is not a secret is
 recorded as the tool wrote it, escapes and all. Spans found in different
 readings that overlap are masked as one: a secret holding another (a PIN
 inside a token) is masked whole.
+
+Every spelling above keeps a secret's longest run of ASCII letters and
+digits (its *anchor*) as it is. A text up to :data:`WHOLE_TEXT` characters
+is decoded whole; in a longer one, only the windows around its anchors'
+occurrences are, each reaching as far as the secret escaped three times
+could: a long output that does not hold a secret costs a substring search,
+not a decoding.
 
 Masks last for the life of the process, and are shared by every coordinator
 over the same conversation (:func:`masks_for`): a secret typed in one turn
@@ -44,8 +51,11 @@ see where this one's secret appears.
 
 Limits: an encoding not listed above is not decoded (base64, hex dumps,
 shell quoting, a secret split across lines or spelled with Unicode
-normalised otherwise); a secret that is a common word masks that word
-wherever a tool prints it.
+normalised otherwise); in a text longer than :data:`WHOLE_TEXT`, nor one
+that escapes letters and digits too (``%41`` for ``A``); a secret that is a
+common word masks that word wherever a tool prints it. Decoding costs some
+microseconds per character of the text decoded, so a long output that
+repeats a secret all along is slow to record.
 """
 
 from __future__ import annotations
@@ -72,6 +82,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEPTH",
     "MASK",
+    "MOST_READINGS",
+    "WHOLE_TEXT",
     "MaskedQuestion",
     "SecretMasks",
     "UnmaskableQuestionError",
@@ -84,7 +96,9 @@ MASK: Final = "<secret>"
 #: How many times the decoding passes are applied to their own output.
 DEPTH: Final = 3
 #: How many decoded readings of one text are looked through at most, shallowest first.
-MOST_READINGS: Final = 16
+MOST_READINGS: Final = 12
+#: A text up to this long is decoded whole; a longer one around its secrets' anchors.
+WHOLE_TEXT: Final = 4096
 
 # The escapes of each family, one alternative per kind; the first that
 # matches at a position wins.
@@ -123,25 +137,34 @@ def _decoder(families: frozenset[_Family], *, plus: bool) -> re.Pattern[str]:
     return re.compile("|".join(alternatives + [_PLUS] * plus))
 
 
-def _decoders(text: str, *, form: bool) -> list[re.Pattern[str]]:
-    """The passes worth making over ``text``: its families at once, then each alone.
+#: Which families a chain of passes decodes: every one the text holds (``None``), or one.
+_Kind: TypeAlias = tuple[_Family | None, bool]
 
-    Each alone as well, since one encoding leaves what another would read as
+
+def _kinds(text: str, *, form: bool) -> list[_Kind]:
+    """The chains of passes worth starting on ``text``: its families at once, then each alone.
+
+    Each alone as well, since one encoding keeps what another would read as
     an escape: ``html.escape`` keeps a backslash, JSON a ``%41`` or ``&amp;``
     that was in the secret; the pass that decodes them all would misread it.
+    ``+`` is read as a space (the bool) only with percent escapes, as a
+    form's encoding has it, and only when a secret has a space.
     """
-    present = frozenset(family for family in _Family if family.value in text)
-    plus = form and "+" in text
-    passes = [present] if present else []
+    present = [family for family in _Family if family.value in text]
+    kinds: list[_Kind] = [(None, False)] if present else []
     if len(present) > 1:
-        passes += [frozenset({family}) for family in _Family if family in present]
-    decoders = [_decoder(families, plus=False) for families in passes]
-    if plus:  # "+" is a space only in a form's percent-encoding
-        decoders += [
-            _decoder(present, plus=True),
-            _decoder(frozenset({_Family.PERCENT}), plus=True),
-        ]
-    return list(dict.fromkeys(decoders))
+        kinds += [(family, False) for family in present]
+    if form and "+" in text:
+        kinds += [(None, True), (_Family.PERCENT, True)]
+    return kinds
+
+
+def _decoder_of(kind: _Kind, text: str) -> re.Pattern[str] | None:
+    """The pass of chain ``kind`` over ``text``; ``None`` when it has nothing to decode."""
+    family, plus = kind
+    families = frozenset(each for each in _Family if each.value in text and family in (None, each))
+    plus = plus and "+" in text
+    return _decoder(families, plus=plus) if families or plus else None
 
 
 _NAMED: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a"}
@@ -174,9 +197,9 @@ def _units(units: list[int], length: int) -> _Pieces:
     at = 0
     while at < len(units):
         unit = units[at]
-        if 0xD800 <= unit < 0xDC00 and at + 1 < len(units) and 0xDC00 <= units[at + 1] < 0xE000:  # noqa: PLR2004 - the surrogate ranges
-            low = units[at + 1]
-            pieces.append((chr(0x10000 + ((unit - 0xD800) << 10) + low - 0xDC00), 2 * length))
+        low = units[at + 1] if at + 1 < len(units) else 0
+        if _HIGH <= unit < _LOW <= low < _LOW_END:
+            pieces.append((chr(_ASTRAL + ((unit - _HIGH) << 10) + low - _LOW), 2 * length))
             at += 2
         else:
             pieces.append((chr(unit), length))  # a lone surrogate stays one
@@ -210,6 +233,11 @@ def _run(text: str, introducer: str) -> list[int]:
 
 
 _BYTE: Final = 0xFF
+# UTF-16: high surrogates, low surrogates up to the end of them, the first astral code point.
+_HIGH: Final = 0xD800
+_LOW: Final = 0xDC00
+_LOW_END: Final = 0xE000
+_ASTRAL: Final = 0x10000
 #: What each kind of escape stands for, from its whole text or its named group;
 #: ``None`` when it stands for nothing (it stays as written).
 _READ: Final[Mapping[str, Callable[[re.Match[str]], _Pieces | None]]] = {
@@ -220,7 +248,6 @@ _READ: Final[Mapping[str, Callable[[re.Match[str]], _Pieces | None]]] = {
     "utf16": lambda found: _units(_run(found[0], "\\u"), 6),
     "hex": lambda found: _bytes(_run(found[0], "\\x"), [4] * (len(found[0]) // 4)),
     "octal": lambda found: _octal(found[0]),
-    "char": lambda found: [(_NAMED.get(found["char"], found["char"]), 2)],
     "entity": lambda found: _entity(found[0]),
     "plus": lambda _: [(" ", 1)],  # a space, in a form's encoding
 }
@@ -229,22 +256,24 @@ _READ: Final[Mapping[str, Callable[[re.Match[str]], _Pieces | None]]] = {
 class _Reading:
     """A text decoded once, and where each of its characters came from in the text below.
 
-    The decoded text is cut into segments, each either a run copied as it
-    was (one character per character) or what one escape stood for (every
-    character of it from the whole escape: one character, but for an HTML
-    entity that stands for two). ``below`` is the reading this one
-    decoded (``None`` for the original text).
+    The decoded text is cut into segments; within one, every ``width``
+    decoded characters came from ``stride`` characters of the text below,
+    side by side from ``source`` on. Text copied as it was is one segment of
+    width and stride 1; a run of escapes alike (``%41%42%43``) is one segment
+    of stride 3; an HTML entity that stands for two characters has width 2.
+    So a text costs a segment per change of kind, not one per character.
+    ``below`` is the reading this one decoded (``None`` for the original).
     """
 
-    __slots__ = ("below", "ends", "literal", "source", "starts", "text")
+    __slots__ = ("below", "source", "starts", "strides", "text", "widths")
 
     def __init__(self, text: str, below: _Reading | None = None) -> None:
         self.text = text
         self.below = below
         self.starts: list[int] = []  # where each segment begins in ``text``
         self.source: list[int] = []  # where it begins in the text below
-        self.ends: list[int] = []  # where it ends there
-        self.literal: list[bool] = []
+        self.strides: list[int] = []
+        self.widths: list[int] = []
 
     @classmethod
     def of(cls, below: _Reading, decoder: re.Pattern[str]) -> _Reading | None:
@@ -254,16 +283,21 @@ class _Reading:
         reading = cls("", below)
         written = copied = 0
         for found in decoder.finditer(text):
-            decoded = _READ[found.lastgroup or ""](found)
+            kind = found.lastgroup
+            if kind == "char":  # the commonest by far (\", \\, \n): no call
+                char = found[0][1]
+                decoded: _Pieces | None = [(_NAMED.get(char, char), 2)]
+            else:
+                decoded = _READ[kind or ""](found)
             if decoded is None:
                 continue
             start = found.start()
             if start > copied:
-                reading._segment(written, copied, start, literal=True)
+                reading._add(written, copied, stride=1)
                 pieces.append(text[copied:start])
                 written += start - copied
             for value, length in decoded:
-                reading._segment(written, start, start + length, literal=False)
+                reading._add(written, start, stride=length, width=len(value))
                 pieces.append(value)
                 written += len(value)
                 start += length
@@ -271,16 +305,21 @@ class _Reading:
         if not reading.starts:
             return None
         if copied < len(text):
-            reading._segment(written, copied, len(text), literal=True)
+            reading._add(written, copied, stride=1)
             pieces.append(text[copied:])
         reading.text = "".join(pieces)
         return reading
 
-    def _segment(self, start: int, source: int, end: int, *, literal: bool) -> None:
+    def _add(self, start: int, source: int, *, stride: int, width: int = 1) -> None:
+        """Units of ``width`` characters from ``start`` on, each of ``stride`` from ``source``."""
+        if self.starts and self.strides[-1] == stride and self.widths[-1] == width:
+            units = (start - self.starts[-1]) // width
+            if self.source[-1] + units * stride == source:
+                return  # the run goes on
         self.starts.append(start)
         self.source.append(source)
-        self.ends.append(end)
-        self.literal.append(literal)
+        self.strides.append(stride)
+        self.widths.append(width)  # the segment runs to where the next begins
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         """The span of the original text the characters ``start:end`` of this reading came from."""
@@ -288,16 +327,10 @@ class _Reading:
         while reading.below is not None:
             first = bisect.bisect_right(reading.starts, start) - 1
             last = bisect.bisect_right(reading.starts, end - 1) - 1
-            start = (
-                reading.source[first] + start - reading.starts[first]
-                if reading.literal[first]
-                else reading.source[first]
-            )
-            end = (
-                reading.source[last] + end - reading.starts[last]
-                if reading.literal[last]
-                else reading.ends[last]
-            )
+            unit = (start - reading.starts[first]) // reading.widths[first]
+            start = reading.source[first] + unit * reading.strides[first]
+            unit = (end - 1 - reading.starts[last]) // reading.widths[last]
+            end = reading.source[last] + (unit + 1) * reading.strides[last]
             reading = reading.below
         return start, end
 
@@ -305,23 +338,33 @@ class _Reading:
 def _readings(text: str, *, form: bool) -> list[_Reading]:
     """``text`` as written, and its readings up to :data:`DEPTH` decodings deep.
 
-    Shallowest first, each decoded text once, at most :data:`MOST_READINGS`.
+    A chain of passes of one kind (:func:`_kinds`) decodes each reading
+    again, as a secret escaped twice the same way is; what every family
+    decoded also starts chains of each family alone. Shallowest first, each
+    decoded text once, at most :data:`MOST_READINGS`.
     """
     original = _Reading(text)
     found = [original]
     seen = {text}
-    layer = [original]
+    layer = [(original, kind) for kind in _kinds(text, form=form)]
     for _ in range(DEPTH):
-        deeper: list[_Reading] = []
-        for reading in layer:
-            for decoder in _decoders(reading.text, form=form):
-                if len(found) + len(deeper) > MOST_READINGS:
-                    return found + deeper
-                decoded = _Reading.of(reading, decoder)
-                if decoded is not None and decoded.text not in seen:
-                    seen.add(decoded.text)
-                    deeper.append(decoded)
-        found += deeper
+        deeper: list[tuple[_Reading, _Kind]] = []
+        for reading, kind in layer:
+            decoder = _decoder_of(kind, reading.text)
+            if decoder is None or len(found) > MOST_READINGS:
+                continue
+            decoded = _Reading.of(reading, decoder)
+            if decoded is None or decoded.text in seen:
+                continue
+            seen.add(decoded.text)
+            found.append(decoded)
+            deeper.append((decoded, kind))
+            if kind == (None, False):
+                # What every family decoded once may hold one encoding's
+                # escapes beside another's literal text (JSON inside a URL
+                # that kept a %41): its families alone, too.
+                kinds = _kinds(decoded.text, form=False)[1:]
+                deeper += [(decoded, each) for each in kinds]
         layer = deeper
     return found
 
@@ -346,21 +389,19 @@ class SecretMasks:
     threads: :meth:`add` replaces the tuple a :meth:`mask` reads.
     """
 
-    __slots__ = ("__weakref__", "_form", "_lock", "_secrets")
+    __slots__ = ("__weakref__", "_anchors", "_form", "_lock", "_secrets")
 
     def __init__(self) -> None:
         """No secret yet."""
         self._secrets: tuple[SecretValue, ...] = ()
+        # Each secret's anchor and reach (see _regions); None when one has no anchor.
+        self._anchors: tuple[tuple[SecretValue, int], ...] | None = ()
         self._form = False  # some secret holds a space, so "+" may stand for one
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         """How many secrets, never which."""
         return f"SecretMasks(<{len(self._secrets)} secrets>)"
-
-    def __bool__(self) -> bool:
-        """Whether there is any secret to mask."""
-        return bool(self._secrets)
 
     def add(self, secrets: Iterable[SecretValue]) -> None:
         """Mask ``secrets`` too, from now on (the empty secret masks nothing)."""
@@ -372,6 +413,12 @@ class SecretMasks:
             every = {*known, *(secret.reveal() for secret in added)}
             ordered = sorted(every, key=len, reverse=True)
             self._secrets = tuple(SecretValue(secret) for secret in ordered)
+            anchors = [_anchor(secret) for secret in ordered]
+            self._anchors = (
+                tuple((SecretValue(a), _reach(s)) for a, s in zip(anchors, ordered, strict=True))
+                if all(anchors)
+                else None
+            )
             self._form = any(" " in secret for secret in every)
 
     def merge(self, other: SecretMasks) -> None:
@@ -384,14 +431,17 @@ class SecretMasks:
         if not secrets:
             return text
         spans: list[tuple[int, int]] = []
-        for reading in _readings(text, form=self._form):
-            decoded = reading.text
-            for secret in secrets:
-                value = secret.reveal()
-                at = decoded.find(value)
-                while at >= 0:
-                    spans.append(reading.original(at, at + len(value)))
-                    at = decoded.find(value, at + 1)
+        for offset, end in self._regions(text):
+            part = text if (offset, end) == (0, len(text)) else text[offset:end]
+            for reading in _readings(part, form=self._form):
+                decoded = reading.text
+                for secret in secrets:
+                    value = secret.reveal()
+                    at = decoded.find(value)
+                    while at >= 0:
+                        start, stop = reading.original(at, at + len(value))
+                        spans.append((offset + start, offset + stop))
+                        at = decoded.find(value, at + 1)
         if not spans:
             return text
         pieces: list[str] = []
@@ -401,6 +451,26 @@ class SecretMasks:
             copied = end
         pieces.append(text[copied:])
         return "".join(pieces)
+
+    def _regions(self, text: str) -> list[tuple[int, int]]:
+        """The parts of ``text`` a secret may be spelled in: all of a short text, else windows.
+
+        Every spelling this module finds keeps a secret's longest run of
+        ASCII letters and digits (its anchor) as it is, so in a long text only
+        the windows around the anchors' occurrences are decoded, each reaching
+        as far as the secret could be spelled.
+        """
+        anchors = self._anchors
+        if len(text) <= WHOLE_TEXT or anchors is None:
+            return [(0, len(text))]
+        windows: list[tuple[int, int]] = []
+        for anchor, reach in anchors:
+            value = anchor.reveal()
+            at = text.find(value)
+            while at >= 0:
+                windows.append((max(0, at - reach), min(len(text), at + len(value) + reach)))
+                at = text.find(value, at + 1)
+        return _merged(windows) if windows else []
 
     def mask_question(self, question: Question) -> MaskedQuestion:
         """``question`` with every secret masked, or :class:`UnmaskableQuestionError`.
@@ -453,6 +523,19 @@ class SecretMasks:
                 f"its question {question.id!r} cannot be asked without a secret: {error}"
             ) from None
         return MaskedQuestion(masked_question, originals)
+
+
+_ANCHOR: Final = re.compile(r"[A-Za-z0-9]+")
+
+
+def _anchor(secret: str) -> str:
+    """The secret's longest run of ASCII letters and digits ("" when it has none)."""
+    return max(_ANCHOR.findall(secret), key=len, default="")
+
+
+def _reach(secret: str) -> int:
+    """How far from its anchor a spelling of ``secret`` may reach, escaped three times."""
+    return 32 * len(secret) + 64
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from machines import Event, Fired, Step, ToolCall
 
 __all__ = [
+    "NOTHING_TOLD",
     "CallOutcome",
     "FiredRow",
     "Permission",
@@ -61,6 +62,12 @@ __all__ = [
     "Resolution",
     "SecretDefaultNotice",
     "StepFacts",
+    "Told",
+    "call_outcome",
+    "fired_row",
+    "permission",
+    "resolution",
+    "step_facts",
 ]
 
 

@@ -239,7 +239,8 @@ class ToolCoordinator:
     ask (by default, whether a prompter was given). ``backend`` answers
     questions for the model. ``autosave`` (by default, whether the
     conversation was loaded from or saved to a directory) saves the
-    conversation before each question is shown or sent, and after each batch.
+    conversation before any tool, prompt or request to the model starts
+    (when something was appended since the last save), and after each batch.
     ``max_attempts`` bounds how often one call's tool may ask the same
     question, ``max_questions`` how many it may ask in all (a tool may make
     up a new id each run): the question past either is recorded, closed as
