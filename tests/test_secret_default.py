@@ -22,7 +22,9 @@ from coordinator_harness import (
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
+from run_helpers import cli, write
 
+from coordinator import load_conversation
 from coordinator.adapters._local_tools import LocalTool, LocalToolExecutor
 from coordinator.adapters._terminal import TerminalPrompter
 from coordinator.driver._executors import NeedsInput
@@ -163,3 +165,52 @@ def test_the_terminal_never_offers_a_secrets_default() -> None:
     assert answer == QuestionAnswer(value=SecretValue(""), remember=False)
     assert PLACEHOLDER not in screen.getvalue()
     assert "the tool's default is not offered" in screen.getvalue()
+
+
+ASKS_WITH_A_DEFAULT = """
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    if "token" not in request["answers"]:
+        print(json.dumps({"type": "needs_input", "question": {
+            "id": "token", "text": "Token?", "answer_type": {"type": "secret"},
+            "default": "changeme-default"}}))
+    else:
+        print(json.dumps({"type": "success", "content": "deployed"}))
+"""
+
+
+def test_inquiry_run_warns_once_and_records_the_question(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two calls of a tool whose secret question has a default: one warning, both recorded."""
+    tool = write(tmp_path / "deploy.py", ASKS_WITH_A_DEFAULT)
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""
+        [defaults]
+        run = "unattended"
+        [tools.deploy]
+        command = ["{sys.executable}", "{tool}"]
+        [[turns]]
+        message = "Deploy twice."
+        [[turns.cycles]]
+        calls = [{{ tool = "deploy" }}, {{ tool = "deploy" }}]
+        """,
+    )
+    answers = write(
+        tmp_path / "answers.toml",
+        '[[answers]]\nquestion = "token"\nvalue = "s3cr3t-Zq8v"\n'
+        '[[answers]]\nquestion = "token"\nvalue = "s3cr3t-Zq8v"\n',
+    )
+    directory = tmp_path / "conversation"
+    status, _, err = cli(
+        "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
+    )
+    assert status == 0
+    assert err.count("gives its secret question 'token' a default") == 1
+    assert "'deploy'" in err
+    conversation = load_conversation(directory)
+    requests = payloads(conversation, InquiryRequest)
+    assert [r.question.default for r in requests] == [PLACEHOLDER, PLACEHOLDER]
+    assert all(UNOFFERED_DEFAULT_NOTE in (r.question.context or "") for r in requests)
+    assert_invariants(conversation, ["s3cr3t-Zq8v"])
