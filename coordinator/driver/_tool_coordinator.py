@@ -302,7 +302,8 @@ class ToolCoordinator:
         self._originals: dict[tuple[str, str], Mapping[str, SecretValue]] = {}
         # (tool, question id) whose secret default the observer was told of.
         self._noticed: set[tuple[str, str]] = set()
-        self._saved_revision: int | None = None
+        # The stream, and its revision, as last saved by this coordinator.
+        self._saved: tuple[object, int] | None = None
         self._batch: _Batch | None = None
 
     @property
@@ -725,11 +726,14 @@ class ToolCoordinator:
     def _save(self) -> None:
         if self.autosave:
             save_conversation(self.conversation)
-            self._saved_revision = self.conversation.stream.revision
+            stream = self.conversation.stream
+            self._saved = (stream, stream.revision)
 
     def _save_changes(self) -> None:
         """Save, unless nothing was appended since the last save (rule 2)."""
-        if self.conversation.stream.revision != self._saved_revision:
+        stream = self.conversation.stream
+        saved = self._saved
+        if saved is None or saved[0] is not stream or saved[1] != stream.revision:
             self._save()
 
     def _save_quietly(self) -> None:
