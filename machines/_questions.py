@@ -144,13 +144,17 @@ class AnswerType:
         return "a string (secret)"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Question:
     """The question a tool emits when it needs input.
 
     ``id`` is the tool's own question id: answers come back keyed by it.
     ``context`` is the tool's preamble (a diff, say), shown above the question.
     ``default`` is the answer Enter takes at a prompt; ``None`` means none.
+    A secret question may have one too: RFD 082 records it verbatim whatever
+    the answer type (its tool must not put a sensitive value there), and no
+    prompt offers it (a secret is typed, never taken as it stands). Its
+    ``repr`` hides it all the same.
     """
 
     id: str = attrs.field(validator=non_empty_string)
@@ -160,23 +164,18 @@ class Question:
     default: JsonValue = attrs.field(default=None, validator=json_value)
 
     def __attrs_post_init__(self) -> None:
-        """A question must be answerable, and its default must be an answer.
-
-        A secret question has no default: the question is recorded in the
-        conversation as asked, so a default would put the secret on disk.
-        """
+        """A question must be answerable, and its default must be an answer."""
         if self.answer_type.kind is AnswerKind.SELECT and not self.answer_type.options:
             raise RecordError(f"select question {self.id!r} has no options")
-        if self.default is not None and self.answer_type.is_secret:
-            raise RecordError(
-                f"secret question {self.id!r} cannot have a default "
-                "(the question is recorded, and the default with it)"
-            )
         if self.default is not None and not self.answer_type.accepts(self.default):
             raise RecordError(
                 f"the default of question {self.id!r} must be {self.answer_type.expected()}, "
                 f"not {type(self.default).__name__}"
             )
+
+    def __repr__(self) -> str:
+        """The fields, with a secret question's default hidden."""
+        return _repr_hiding_secret_default(self)
 
     @classmethod
     def boolean(
@@ -221,13 +220,23 @@ class Question:
         return cls(id=id, text=text, answer_type=AnswerType.secret(), context=context)
 
 
+def _repr_hiding_secret_default(question: Question | InquiryQuestion) -> str:
+    shown = {
+        field.name: repr(getattr(question, field.name)) for field in attrs.fields(type(question))
+    }
+    if question.answer_type.is_secret and question.default is not None:
+        shown["default"] = "<redacted>"
+    return f"{type(question).__name__}({', '.join(f'{k}={v}' for k, v in shown.items())})"
+
+
 @attrs.frozen(kw_only=True, repr=False)
 class InquiryQuestion:
     """The question as recorded in an ``inquiry_request``.
 
     Lenient where the tool-facing question is strict, because it is read back
-    from files other writers made: a recorded default need not fit, and a
-    secret question may carry one (ours never do), which its ``repr`` hides.
+    from files other writers made: a recorded default need not fit. A secret
+    question may carry one (RFD 082 records it verbatim), which its ``repr``
+    hides.
     """
 
     text: str = attrs.field(validator=string)
@@ -237,11 +246,8 @@ class InquiryQuestion:
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
 
     def __repr__(self) -> str:
-        """The fields, with a secret question's default (if a file recorded one) hidden."""
-        shown = {field.name: repr(getattr(self, field.name)) for field in attrs.fields(type(self))}
-        if self.answer_type.is_secret and self.default is not None:
-            shown["default"] = "<redacted>"
-        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in shown.items())})"
+        """The fields, with a secret question's default hidden."""
+        return _repr_hiding_secret_default(self)
 
     @classmethod
     def from_question(cls, question: Question) -> InquiryQuestion:

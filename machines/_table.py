@@ -45,7 +45,9 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
 
+from machines._effects import Effect
 from machines._errors import IllegalTransitionError, MachineError
+from machines._events import Event
 
 if TYPE_CHECKING:
     from transitions import Machine
@@ -72,8 +74,8 @@ class Fired:
 
     machine: str
     row: str
-    records: tuple[object, ...]
-    effects: tuple[object, ...]
+    records: tuple[Event, ...]
+    effects: tuple[Effect, ...]
 
 
 @attrs.frozen
@@ -81,11 +83,14 @@ class Step:
     """What a machine step recorded, and what the driver must do next.
 
     ``records`` go to the stream in this order; ``effects`` are carried out by
-    the driver; ``fired`` says which rows produced them.
+    the driver; ``fired`` says which rows produced them. Both are typed as the
+    closed unions :data:`~machines.Event` and :data:`~machines.Effect`: a
+    driver dispatching over ``effects`` with ``match`` and ``assert_never``
+    fails type checking when an effect type is added and not handled.
     """
 
-    records: tuple[object, ...]
-    effects: tuple[object, ...]
+    records: tuple[Event, ...]
+    effects: tuple[Effect, ...]
     fired: tuple[Fired, ...]
 
 
@@ -130,14 +135,14 @@ class Out:
 
     def __init__(self) -> None:
         """Start empty."""
-        self.records: list[object] = []
-        self.effects: list[object] = []
+        self.records: list[Event] = []
+        self.effects: list[Effect] = []
 
-    def record(self, record: object) -> None:
+    def record(self, record: Event) -> None:
         """Emit a stream record."""
         self.records.append(record)
 
-    def effect(self, effect: object) -> None:
+    def effect(self, effect: Effect) -> None:
         """Ask the driver to do something."""
         self.effects.append(effect)
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from coordinator import Conversation
     from coordinator.driver._executors import Executor
+    from coordinator.driver._observing import StepFacts
 
 TOKEN = Question.secret("token", "Deploy token?")
 PIN = Question.secret("pin", "PIN?")
@@ -477,8 +478,8 @@ def test_a_secret_holding_another_is_masked_whole(tmp_path: Path) -> None:
 # ------------------------------------------------------ the embedder's callback
 
 
-def test_a_failing_on_record_stops_the_batch_with_the_stream_whole(tmp_path: Path) -> None:
-    """on_record raising: run raises it, every record of the step and every call are on disk."""
+def test_a_failing_on_step_stops_the_batch_with_the_stream_whole(tmp_path: Path) -> None:
+    """on_step raising: run raises it, every record of the step and every call are on disk."""
     conversation = conversation_on_disk(tmp_path)
     config = parse_tools_config(
         {
@@ -486,23 +487,25 @@ def test_a_failing_on_record_stops_the_batch_with_the_stream_whole(tmp_path: Pat
             "tools": {"fs": {"questions": {"apply": {"answer": True}}}},
         }
     )
-    seen: list[object] = []
+    seen: list[StepFacts] = []
 
-    def on_record(entry: EventEntry) -> None:
-        seen.append(entry.payload)
-        if isinstance(entry.payload, InquiryRequest):
+    def on_step(step: StepFacts) -> None:
+        seen.append(step)
+        if any(isinstance(record, InquiryRequest) for record in step.records):
             raise BrokenPipeError("progress pipe closed")
 
     coordinator = ToolCoordinator(
         conversation,
         tools={"fs": executor(AskingTool([APPLY])), "other": executor(AskingTool([]))},
         config=config,
-        on_record=on_record,
+        on_step=on_step,
     )
     requests = assistant_calls(conversation, ("c1", "fs"), ("c2", "other"))
     with pytest.raises(BrokenPipeError, match="progress pipe closed"):
         run(coordinator.run(requests))
-    assert len(seen) == 1  # not called again once it failed
+    # Told of the failing step whole, and of nothing after it (c2's end included).
+    assert [type(record) for record in seen[-1].records] == [InquiryRequest, Answered]
+    assert not any(isinstance(r, ToolCallResponse) for step in seen for r in step.records)
     assert_invariants(conversation)
     kinds = [e["type"] for e in orjson.loads((tmp_path / "events.json").read_bytes())]
     assert kinds.count("tool_call_response") == 2

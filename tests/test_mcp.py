@@ -106,7 +106,7 @@ async def play(
             prompter=toolbox.prompter(prompter) if prompter is not None else None,
             backend=backend,
             max_attempts=max_attempts,
-            on_record=toolbox.observe,
+            on_step=toolbox.observe,
         )
         conversation.stream.append(ChatResponse.message("On it."))
         requests = [ToolCallRequest(id=i, name=n, arguments=dict(a)) for i, n, a in calls]
@@ -556,7 +556,7 @@ def on_ops(
         tools={name: toolbox.executor("ops", name) for name in tools},
         config=UNATTENDED,
         prompter=toolbox.prompter(prompter),
-        on_record=toolbox.observe,
+        on_step=toolbox.observe,
     )
 
 

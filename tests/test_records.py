@@ -157,11 +157,25 @@ def test_a_select_question_needs_options() -> None:
         Question.select("pick", "Which?", [])
 
 
-def test_a_secret_question_has_no_default() -> None:
-    """Its default would be recorded with the question: refused, without echoing it."""
-    with pytest.raises(RecordError, match="secret question 'pw' cannot have a default") as caught:
-        Question(id="pw", text="Passphrase?", answer_type=AnswerType.secret(), default="hunter2")
-    assert "hunter2" not in str(caught.value)
+def test_a_secret_question_may_have_a_default_its_repr_hides() -> None:
+    """RFD 082 propagates a default whatever the answer type: kept, and never in a repr."""
+    asked = Question(id="pw", text="Passphrase?", answer_type=AnswerType.secret(), default="x-9")
+    assert asked.default == "x-9"
+    assert "x-9" not in repr(asked)
+    assert "default=<redacted>" in repr(asked)
+    assert InquiryQuestion.from_question(asked).default == "x-9"
+    plain = Question.boolean("go", "Go?", default=True)
+    assert repr(plain) == (
+        "Question(id='go', text='Go?', answer_type=AnswerType(kind=<AnswerKind.BOOLEAN: "
+        "'boolean'>, options=()), context=None, default=True)"
+    )
+
+
+def test_a_secret_questions_default_must_still_be_a_string() -> None:
+    """A default that is no answer is refused for a secret as for text, its value unsaid."""
+    with pytest.raises(RecordError, match="must be a string \\(secret\\), not int") as caught:
+        Question(id="pw", text="PIN?", answer_type=AnswerType.secret(), default=4711)
+    assert "4711" not in str(caught.value)
 
 
 def test_a_recorded_secret_default_is_hidden_from_repr() -> None:

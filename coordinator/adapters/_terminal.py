@@ -18,7 +18,8 @@ conventions"):
 - text: a line editor showing the default as a placeholder, which Enter on
   the empty line takes (typing replaces it; nothing to delete); never
   remembered;
-- secret: nothing of what is typed appears, and it is never remembered;
+- secret: nothing of what is typed appears, and it is never remembered; a
+  default the tool gave (RFD 082 records it) is never pre-filled nor taken;
 - permission to run a tool: ``y``/``Y`` run (``Y`` remembers), ``n``/``N``
   skip (``N`` remembers), ``p`` prints the arguments as JSON and asks again,
   ``r`` asks for a reason and skips, ``e`` opens the arguments as JSON in a
@@ -429,7 +430,10 @@ class TerminalPrompter:
             if not reply and isinstance(default, str):
                 reply = default  # Enter alone: the default itself, not how it was shown
             return QuestionAnswer(value=reply)
-        self._terminal.show(_hint("a secret: nothing you type is shown, and it is not recorded"))
+        hint = "a secret: nothing you type is shown, and it is not recorded"
+        if default is not None:  # RFD 082 records it, but it is never typed for the person
+            hint += "; the tool's default is not offered"
+        self._terminal.show(_hint(hint))
         secret = await self._terminal.secret([("", "(hidden) > ")])
         return QuestionAnswer(value=secret, remember=False)
 

@@ -151,7 +151,7 @@ async def run_scenario(
             backend=WatchedBackend(backend, progress) if backend is not None else None,
             terminal=prompter is not None,
             system_parts=scenario.system,
-            on_record=observing(progress.record, mcp.observe) if mcp else progress.record,
+            on_step=observing(progress.record, *([mcp.observe] if mcp else [])),
         )
         progress.turn_state = lambda: coordinator.turn_state
         result = await play(

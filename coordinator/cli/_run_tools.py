@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_players import Model
     from coordinator.cli._scenario import Scenario
+    from coordinator.driver import StepFacts
     from coordinator.driver._executors import Executor
     from coordinator.stream._entries import EventEntry
 
@@ -83,12 +84,16 @@ def mcp_toolbox(scenario: Scenario, workspace: Path) -> McpToolbox | None:
     )
 
 
-def observing(*observers: Callable[[EventEntry], None]) -> Callable[[EventEntry], None]:
-    """One ``on_record`` telling each of ``observers``, in order."""
+def observing(
+    record: Callable[[EventEntry], None], *steps: Callable[[StepFacts], None]
+) -> Callable[[StepFacts], None]:
+    """One ``on_step``: each entry a step appended to ``record``, then the step to ``steps``."""
 
-    def observe(entry: EventEntry) -> None:
-        for observer in observers:
-            observer(entry)
+    def observe(step: StepFacts) -> None:
+        for appended in step.entries:
+            record(appended.entry)
+        for observer in steps:
+            observer(step)
 
     return observe
 

@@ -13,12 +13,16 @@ through three protocols, each with a scripted stand-in for tests:
 - :class:`InquiryBackend` asks the model (:class:`ScriptedInquiryBackend`).
 
 Configuration (:class:`ToolsConfig`) says how each tool may run and where
-each question goes; it can never change a recorded source.
+each question goes; it can never change a recorded source. Observers get
+each machine step as typed :class:`StepFacts` (the rows that fired, the
+states after, how a call ended or a question was resolved). What a tool
+echoes of a secret is masked (``_masking``). See ``docs/driver.md``.
 
 Rules:
 
 1. The driver constructs no record: every record comes from a machine step.
-2. A question's request is saved before the question is shown or sent.
+2. Nothing starts outside the driver (a tool, a prompt, a request to the
+   model) before the records so far are saved.
 3. Whatever happens, every open question and tool call is closed before
    :meth:`ToolCoordinator.run` returns or raises.
 4. A secret answer exists only in memory on its way to the tool.
@@ -50,6 +54,17 @@ from coordinator.driver._executors import (
     Success,
     reveal_answers,
 )
+from coordinator.driver._observing import (
+    CallOutcome,
+    FiredRow,
+    Permission,
+    PermissionBy,
+    QuestionFacts,
+    RecordedEntry,
+    Resolution,
+    SecretDefaultNotice,
+    StepFacts,
+)
 from coordinator.driver._prompting import (
     Deny,
     PermissionAnswer,
@@ -69,24 +84,33 @@ __all__ = [
     "BuiltinExecutor",
     "BuiltinOutcome",
     "BuiltinTool",
+    "CallOutcome",
     "Completed",
     "Deny",
     "Executor",
     "ExecutorResult",
     "Failure",
+    "FiredRow",
     "InquiryBackend",
     "InquiryBackendError",
     "InquiryTask",
     "NeedsInput",
+    "Permission",
     "PermissionAnswer",
+    "PermissionBy",
     "Permit",
     "PromptCancelled",
     "Prompter",
     "QuestionAnswer",
     "QuestionConfig",
+    "QuestionFacts",
+    "RecordedEntry",
+    "Resolution",
     "ScriptExhaustedError",
     "ScriptedInquiryBackend",
     "ScriptedPrompter",
+    "SecretDefaultNotice",
+    "StepFacts",
     "Success",
     "ToolConfig",
     "ToolCoordinator",

@@ -16,42 +16,50 @@ Rules:
 
 1. The driver constructs no record: every record it appends came from a
    machine step, in the order the step emitted it.
-2. Before a question is queued for the terminal or sent to the model, the
-   conversation is saved (when it has a store), so its request is on disk
-   first. It is saved again when the batch ends.
+2. Nothing starts outside the driver (a tool, a prompt, a request to the
+   model) before what the stream holds is on disk (when the conversation has
+   a store): a step that starts or queues such work marks the conversation
+   due, and the driver saves it before it next yields to the event loop,
+   which is when that work can begin. So a tool call's request is on disk
+   before its tool runs, and a question's before it is shown or sent; one
+   save covers every step handled in between. It is saved again when the
+   batch ends.
 3. Whatever happens — an explicit :meth:`ToolCoordinator.cancel`, the run's
    task being cancelled (once or again while it stops), an executor or
-   prompter crashing or returning what it must not, the ``on_record``
+   prompter crashing or returning what it must not, the ``on_step``
    callback raising — every open question is closed (``Cancelled(user)``)
    and every tool call gets its response before :meth:`ToolCoordinator.run`
    returns or raises.
 4. A secret answer is revealed only inside the executor. Should a tool echo
    one back (in its output, an error, or a question's text, context,
-   options or default), it is replaced by ``<secret>`` before anything is
-   recorded: as it is, as JSON (orjson's, Python's ASCII, Go's HTML-safe)
-   or ``repr()`` would have escaped it, and escaped twice so (a wrapper
-   encoding a traceback that quoted it), and URL-encoded; the longest first,
-   so a secret holding another is masked whole. An option or default masked
-   so is recorded, shown and sent masked; the tool gets back the one it
-   offered. A question whose id holds a secret cannot be masked (the tool
-   matches answers by it), so its tool call fails instead.
+   options or default), it is masked before anything is recorded
+   (:mod:`coordinator.driver._masking`: every spelling its decodings find,
+   for as long as the process lives, in every turn and by every coordinator
+   over the conversation). An option or default masked so is recorded,
+   shown and sent masked; the tool gets back the one it offered. A question
+   whose id holds a secret cannot be masked (the tool matches answers by
+   it), so its tool call fails instead.
 5. A fresh :class:`~machines.TurnState` begins with each turn of the stream
    (a new ``turn_start``); ids of inquiries the turn already holds, say after
    a restart, are never reused.
+6. At most ``max_parallel_tools`` tools run at once; the rest wait their
+   turn, in the order they were started. A tool waiting for an answer holds
+   no place.
+7. A secret question with a ``default`` is asked and recorded with it, as
+   RFD 082 says (its default is never offered at the prompt); a note saying
+   so is added to its recorded context, and the observer is told once per
+   tool and question (:class:`~coordinator.driver._observing.SecretDefaultNotice`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import urllib.parse
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, assert_never, cast
 
 import attrs
-import orjson
 
 from coordinator.driver._backend import (
     BackendErrorKind,
@@ -61,6 +69,19 @@ from coordinator.driver._backend import (
 )
 from coordinator.driver._config import ToolsConfig
 from coordinator.driver._executors import Completed, ExecutorResult, NeedsInput
+from coordinator.driver._masking import (
+    SecretMasks,
+    UnmaskableQuestionError,
+    masks_for,
+    unmasked_answers,
+)
+from coordinator.driver._observing import (
+    NOTHING_TOLD,
+    SecretDefaultNotice,
+    StepFacts,
+    Told,
+    step_facts,
+)
 from coordinator.driver._prompting import Deny, PermissionAnswer, PromptCancelled, QuestionAnswer
 from coordinator.store._store import save_conversation
 from coordinator.stream._entries import EventEntry
@@ -69,11 +90,11 @@ from machines import (
     DEFAULT_MAX_QUESTIONS,
     AskAssistant,
     CompleteTool,
+    Effect,
     InquiryRequest,
     InquirySource,
     InvalidAnswerError,
     JsonValue,
-    MachineError,
     Question,
     QueuePermissionPrompt,
     QueueQuestion,
@@ -91,17 +112,53 @@ from machines import (
 from machines.validators import is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Iterable, Sequence
+    from collections.abc import Callable, Coroutine, Sequence
 
     from coordinator.driver._backend import InquiryBackend
     from coordinator.driver._executors import Executor
     from coordinator.driver._prompting import Prompter
     from coordinator.store._store import Conversation
 
-__all__ = ["ToolCoordinator"]
+__all__ = [
+    "FDS_PER_TOOL",
+    "MOST_PARALLEL_TOOLS",
+    "UNOFFERED_DEFAULT_NOTE",
+    "ToolCoordinator",
+    "default_parallel_tools",
+]
 
 _LOG = logging.getLogger("coordinator")
-_MASK = "<secret>"
+
+#: File descriptors a running local tool holds in this process (its three
+#: pipes), with one to spare for the moment it is started.
+FDS_PER_TOOL = 4
+#: File descriptors left for everything else: the conversation's files, the
+#: terminal, connections to the model.
+_RESERVED_FDS = 64
+#: The default limit never exceeds this, however many files the process may open.
+MOST_PARALLEL_TOOLS = 256
+#: The note added to a secret question's recorded context when the tool gave it a default.
+UNOFFERED_DEFAULT_NOTE = (
+    "[inquiry: this secret question came with a default, recorded here as the tool gave it "
+    "(RFD 082); it is not offered at the prompt]"
+)
+
+
+def default_parallel_tools() -> int:
+    """How many tools may run at once by default: what the open-file limit leaves room for.
+
+    ``(soft RLIMIT_NOFILE - 64) // 4``, at least 1 and at most
+    :data:`MOST_PARALLEL_TOOLS` (where the limit cannot be read, that).
+    """
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return MOST_PARALLEL_TOOLS
+    if soft < 0:  # RLIM_INFINITY
+        return MOST_PARALLEL_TOOLS
+    return max(1, min(MOST_PARALLEL_TOOLS, (soft - _RESERVED_FDS) // FDS_PER_TOOL))
 
 
 @attrs.frozen
@@ -147,7 +204,7 @@ _Event: TypeAlias = _ToolDone | _PermissionDone | _QuestionDone | _BackendDone |
 class _Batch:
     """The state of one :meth:`ToolCoordinator.run`."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, parallel_tools: int) -> None:
         self.calls: list[ToolCall] = []
         self.responses: list[ToolCallResponse | None] = [None] * size
         self.events: asyncio.Queue[_Event] = asyncio.Queue()
@@ -155,8 +212,12 @@ class _Batch:
         self.waiting: deque[tuple[int, QueuePermissionPrompt | QueueQuestion]] = deque()
         self.terminal_holder: int | None = None
         self.pumping = False
-        #: The first exception ``on_record`` raised; the callback is not called again.
+        #: The first exception ``on_step`` raised; the callback is not called again.
         self.observer_error: Exception | None = None
+        #: Work outside the driver was started or queued since the last save.
+        self.save_due = False
+        #: Places for running tools (made here: a semaphore belongs to one event loop).
+        self.tool_slots = asyncio.Semaphore(parallel_tools)
         self._closed_prefix = 0
 
     @property
@@ -178,12 +239,16 @@ class ToolCoordinator:
     ask (by default, whether a prompter was given). ``backend`` answers
     questions for the model. ``autosave`` (by default, whether the
     conversation was loaded from or saved to a directory) saves the
-    conversation before each question is shown or sent, and after each batch.
+    conversation before any tool, prompt or request to the model starts
+    (when something was appended since the last save), and after each batch.
     ``max_attempts`` bounds how often one call's tool may ask the same
     question, ``max_questions`` how many it may ask in all (a tool may make
     up a new id each run): the question past either is recorded, closed as
     ``attempts_exhausted``, and the call fails telling the model why.
-    ``on_record`` is called with each entry as it is appended (to show
+    ``max_parallel_tools`` bounds how many tools run at once (by default
+    :func:`default_parallel_tools`, from the open-file limit); the rest wait.
+    ``on_step`` is called once per machine step, after its records are
+    appended, with its :class:`~coordinator.driver.StepFacts` (to show
     progress; it never sees a secret, since none is recorded). Should it
     raise, it is not called again in that batch; the batch stops as on
     :meth:`cancel` (every record of the step it was told of is in the
@@ -204,7 +269,8 @@ class ToolCoordinator:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_questions: int = DEFAULT_MAX_QUESTIONS,
         system_parts: Sequence[str] = (),
-        on_record: Callable[[EventEntry], None] | None = None,
+        max_parallel_tools: int | None = None,
+        on_step: Callable[[StepFacts], object] | None = None,
     ) -> None:
         """Prepare to run tool calls for ``conversation``."""
         self.conversation = conversation
@@ -222,13 +288,22 @@ class ToolCoordinator:
             # A str is a sequence of strings too: it would become one part per character.
             raise TypeError("system_parts must be a sequence of strings, not a str: pass (text,)")
         self.system_parts = tuple(system_parts)
-        self.on_record = on_record
+        if max_parallel_tools is not None and max_parallel_tools < 1:
+            raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools}")
+        self.max_parallel_tools = (
+            default_parallel_tools() if max_parallel_tools is None else max_parallel_tools
+        )
+        self.on_step = on_step
         self._turn = TurnState()
         self._turn_key: object = None
-        # Each spelling of each secret answer revealed this turn, longest first.
-        self._masks: tuple[SecretValue, ...] = ()
+        # The secrets revealed in this conversation in this process (shared, never forgotten).
+        self._masks: SecretMasks = masks_for(conversation)
         # Per (tool call, question): masked option or default -> what the tool offered.
-        self._originals: dict[tuple[str, str], dict[str, SecretValue]] = {}
+        self._originals: dict[tuple[str, str], Mapping[str, SecretValue]] = {}
+        # (tool, question id) whose secret default the observer was told of.
+        self._noticed: set[tuple[str, str]] = set()
+        # The stream, and its revision, as last saved by this coordinator.
+        self._saved: tuple[object, int] | None = None
         self._batch: _Batch | None = None
 
     @property
@@ -260,7 +335,10 @@ class ToolCoordinator:
         requests = list(tool_calls)
         self._check_pending(requests)
         self._enter_turn()
-        batch = _Batch(len(requests))
+        # Again at each batch: the conversation may have been saved to a directory
+        # since, whose masks (another coordinator's over it) it then shares.
+        self._masks = masks_for(self.conversation)
+        batch = _Batch(len(requests), self.max_parallel_tools)
         self._batch = batch
         try:
             for index, request in enumerate(requests):
@@ -278,6 +356,10 @@ class ToolCoordinator:
                 self._apply(batch, index, step)
                 _raise_observer_error(batch)
             while not batch.done:
+                if batch.save_due:
+                    # Before the event loop runs what the steps started (rule 2).
+                    batch.save_due = False
+                    self._save_changes()
                 self._handle(batch, await batch.events.get())
                 _raise_observer_error(batch)
         except BaseException:
@@ -327,46 +409,53 @@ class ToolCoordinator:
         ]
         self._turn = TurnState(recorded_ids=recorded)
         self._turn_key = key
-        self._masks = ()
         self._originals = {}
 
     # ----------------------------------------------------------- effects
 
-    def _apply(self, batch: _Batch, index: int, step: Step) -> None:
+    def _apply(self, batch: _Batch, index: int, step: Step, told: Told = NOTHING_TOLD) -> None:
         stream = self.conversation.stream
         # The machine has moved on: every record of the step goes in before
         # anyone is told of one, and a failing callback stops the batch only
         # after the step is carried out whole (see _raise_observer_error).
-        entries = [stream.append(record) for record in step.records]  # type: ignore[arg-type] # steps emit events only
-        if self.on_record is not None and batch.observer_error is None:
-            for entry in entries:
-                try:
-                    self.on_record(entry)
-                except Exception as error:  # noqa: BLE001 - raised by run once the step is whole
-                    batch.observer_error = error
-                    break
-        if any(isinstance(e, QueueQuestion | ShowQuestion | AskAssistant) for e in step.effects):
-            self._save()  # the request is on disk before the question is shown or sent
+        entries = [stream.append(record) for record in step.records]
+        if self.on_step is not None and batch.observer_error is None:
+            try:
+                self.on_step(step_facts(batch.calls[index], step, entries, told))
+            except Exception as error:  # noqa: BLE001 - raised by run once the step is whole
+                batch.observer_error = error
         for effect in step.effects:
             self._perform(batch, index, effect)
 
-    def _perform(self, batch: _Batch, index: int, effect: object) -> None:
-        if isinstance(effect, RunTool):
-            self._add_masks(v for v in effect.answers.values() if isinstance(v, SecretValue))
-            self._spawn(batch, self._execute(batch, index, self._unmasked_answers(effect)))
-        elif isinstance(effect, QueuePermissionPrompt | QueueQuestion):
-            batch.waiting.append((index, effect))
-            self._pump(batch)
-        elif isinstance(effect, ShowPermissionPrompt):
-            batch.terminal_holder = index
-            self._spawn(batch, self._ask_permission(batch, index, effect))
-        elif isinstance(effect, ShowQuestion):
-            batch.terminal_holder = index
-            self._spawn(batch, self._ask_question(batch, index, effect))
-        elif isinstance(effect, AskAssistant):
-            self._spawn(batch, self._ask_backend(batch, index, effect))
-        elif isinstance(effect, CompleteTool):
-            batch.responses[index] = effect.response
+    def _perform(self, batch: _Batch, index: int, effect: Effect) -> None:
+        match effect:
+            case RunTool():
+                batch.save_due = True
+                secrets = [v for v in effect.answers.values() if isinstance(v, SecretValue)]
+                if secrets:
+                    self._masks = masks_for(self.conversation)
+                    self._masks.add(secrets)
+                work = self._execute(batch, index, unmasked_answers(effect, self._originals))
+                self._spawn(batch, work)
+            case QueuePermissionPrompt() | QueueQuestion():
+                batch.save_due = True
+                batch.waiting.append((index, effect))
+                self._pump(batch)
+            case ShowPermissionPrompt():
+                batch.save_due = True
+                batch.terminal_holder = index
+                self._spawn(batch, self._ask_permission(batch, index, effect))
+            case ShowQuestion():
+                batch.save_due = True
+                batch.terminal_holder = index
+                self._spawn(batch, self._ask_question(batch, index, effect))
+            case AskAssistant():
+                batch.save_due = True
+                self._spawn(batch, self._ask_backend(batch, index, effect))
+            case CompleteTool():
+                batch.responses[index] = effect.response
+            case _:
+                assert_never(effect)
 
     def _pump(self, batch: _Batch) -> None:
         """Give the terminal to the next queued prompt, if it is free."""
@@ -412,14 +501,15 @@ class ToolCoordinator:
             id=effect.tool_call_id, name=effect.tool_name, arguments=effect.arguments
         )
         result: ExecutorResult | BaseException
-        try:
-            result = await self.tools[effect.tool_name].execute(request, effect.answers)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            result = error  # the tool's own (it awaited something cancelled): it failed
-        except Exception as error:  # noqa: BLE001 - a failing executor fails its tool call
-            result = error
+        async with batch.tool_slots:
+            try:
+                result = await self.tools[effect.tool_name].execute(request, effect.answers)
+            except asyncio.CancelledError as error:
+                if _stopping():
+                    raise
+                result = error  # the tool's own (it awaited something cancelled): it failed
+            except Exception as error:  # noqa: BLE001 - a failing executor fails its tool call
+                result = error
         batch.events.put_nowait(_ToolDone(index, result))
 
     async def _ask_permission(
@@ -495,73 +585,112 @@ class ToolCoordinator:
         if call.closed:
             return  # a late result for a call an interrupt already answered
         if isinstance(event, _ToolDone):
-            self._apply(batch, event.index, self._tool_done(call, event.result))
+            self._apply(batch, event.index, *self._tool_done(call, event.result))
         elif isinstance(event, _PermissionDone):
             batch.terminal_holder = None
             if call.state is ToolCallState.ASKING_PERMISSION:
-                self._apply(batch, event.index, self._permission_done(call, event.answer))
+                self._apply(batch, event.index, *self._permission_done(call, event.answer))
             self._pump(batch)
         elif isinstance(event, _QuestionDone):
             batch.terminal_holder = None
             if call.inquiry is not None and call.inquiry.id == event.inquiry_id:
-                self._apply(batch, event.index, self._question_done(call, event))
+                self._apply(batch, event.index, *self._question_done(call, event))
             self._pump(batch)
         elif call.inquiry is not None and call.inquiry.id == event.inquiry_id:
             self._apply(batch, event.index, self._backend_done(call, event))
 
-    def _tool_done(self, call: ToolCall, result: object) -> Step:
+    def _tool_done(self, call: ToolCall, result: object) -> tuple[Step, Told]:
         # ``object``: an executor is the embedder's code, and may return anything.
         if isinstance(result, BaseException):
             _LOG.warning("tool %s (%s) raised %s", call.name, call.id, type(result).__name__)
-            return self._tool_failed(call, f"{type(result).__name__}: {result}")
+            return self._tool_failed(call, f"{type(result).__name__}: {result}"), NOTHING_TOLD
         if isinstance(result, Completed):
             if type(result.content) is not str or type(result.is_error) is not bool:
-                return self._tool_failed(call, "its executor returned a malformed Completed")
-            return call.completed(self._scrub(result.content), is_error=result.is_error)
+                return self._tool_failed(call, "its executor returned a malformed Completed"), (
+                    NOTHING_TOLD
+                )
+            content = self._masks.mask(result.content)
+            return call.completed(content, is_error=result.is_error), NOTHING_TOLD
         problem = _not_needs_input(result)
         if problem is not None:
             # The executor broke its protocol: only its own call fails.
-            return self._tool_failed(call, f"its executor returned {problem}")
+            return self._tool_failed(call, f"its executor returned {problem}"), NOTHING_TOLD
         result = cast("NeedsInput", result)
-        question = self._scrub_question(call.id, result.question)
-        if isinstance(question, str):
-            return self._tool_failed(call, question)
+        self._originals.pop((call.id, result.question.id), None)
+        try:
+            masked = self._masks.mask_question(result.question)
+        except UnmaskableQuestionError as error:
+            return self._tool_failed(call, str(error)), NOTHING_TOLD
+        if masked.originals:
+            self._originals[call.id, result.question.id] = masked.originals
+        question, told = self._secret_default(call, masked.question)
         facts = self.config.facts(call.name, question, terminal=self.terminal, turn=self._turn)
-        return call.needs_input(
+        step = call.needs_input(
             question,
             source=result.source,
             accumulated_answers=result.accumulated_answers,
             facts=facts,
         )
+        return step, told
+
+    def _secret_default(self, call: ToolCall, question: Question) -> tuple[Question, Told]:
+        """A secret question with a default: asked as it is, with a note in its context.
+
+        RFD 082 records the default verbatim, whatever the answer type (the
+        tool author must not put a sensitive value there); the terminal never
+        offers it. The observer and the log are told once per tool and question.
+        """
+        if not question.answer_type.is_secret or question.default is None:
+            return question, NOTHING_TOLD
+        context = f"{question.context}\n\n{UNOFFERED_DEFAULT_NOTE}" if question.context else None
+        question = attrs.evolve(question, context=context or UNOFFERED_DEFAULT_NOTE)
+        key = (call.name, question.id)
+        if key in self._noticed:
+            return question, NOTHING_TOLD
+        self._noticed.add(key)
+        notice = SecretDefaultNotice(
+            tool_call_id=call.id, tool_name=call.name, question_id=question.id
+        )
+        _LOG.warning("%s", notice.message)
+        return question, Told(notices=(notice,))
 
     def _tool_failed(self, call: ToolCall, problem: str) -> Step:
-        return call.completed(self._scrub(f"Tool '{call.name}' failed: {problem}"), is_error=True)
+        message = self._masks.mask(f"Tool '{call.name}' failed: {problem}")
+        return call.completed(message, is_error=True)
 
-    def _permission_done(self, call: ToolCall, answer: PermissionAnswer | BaseException) -> Step:
+    def _permission_done(
+        self, call: ToolCall, answer: PermissionAnswer | BaseException
+    ) -> tuple[Step, Told]:
         if isinstance(answer, BaseException):
             if not isinstance(answer, PromptCancelled):
                 # The prompter's error may quote anything it saw, a secret included.
                 _LOG.warning(
-                    "permission prompt for %s failed: %s", call.name, self._scrub(str(answer))
+                    "permission prompt for %s failed: %s", call.name, self._masks.mask(str(answer))
                 )
             # Declining to answer is declining to run: skipped, nothing remembered.
-            return call.deny()
+            return call.deny(), Told(prompt_cancelled=True)
+        told = Told(
+            remember=answer.remember,
+            reason=answer.reason if isinstance(answer, Deny) else None,
+            arguments=None if isinstance(answer, Deny) else answer.arguments,
+        )
         if isinstance(answer, Deny):
-            return call.deny(remember=answer.remember, reason=answer.reason)
-        return call.permit(remember=answer.remember, arguments=answer.arguments)
+            return call.deny(remember=answer.remember, reason=answer.reason), told
+        return call.permit(remember=answer.remember, arguments=answer.arguments), told
 
-    def _question_done(self, call: ToolCall, event: _QuestionDone) -> Step:
+    def _question_done(self, call: ToolCall, event: _QuestionDone) -> tuple[Step, Told]:
         answer = event.answer
         if isinstance(answer, BaseException):
             if not isinstance(answer, PromptCancelled):
                 # RFD 082: a prompter failure cannot be told from a cancellation.
-                _LOG.warning("prompt for %s failed: %s", call.name, self._scrub(str(answer)))
-            return call.cancel_input(event.inquiry_id)
+                _LOG.warning("prompt for %s failed: %s", call.name, self._masks.mask(str(answer)))
+            return call.cancel_input(event.inquiry_id), NOTHING_TOLD
         try:
-            return call.answer(event.inquiry_id, answer.value, remember=answer.remember)
+            step = call.answer(event.inquiry_id, answer.value, remember=answer.remember)
         except InvalidAnswerError as error:
             _LOG.warning("the prompter's answer was refused: %s", error)
-            return call.cancel_input(event.inquiry_id)
+            return call.cancel_input(event.inquiry_id), NOTHING_TOLD
+        return step, Told(remember=answer.remember)
 
     def _backend_done(self, call: ToolCall, event: _BackendDone) -> Step:
         value = event.value
@@ -573,8 +702,10 @@ class ToolCoordinator:
         if isinstance(value, InquiryBackendError) and value.kind is BackendErrorKind.CANCELLED:
             return call.cancel_input(event.inquiry_id)
         if isinstance(value, InquiryBackendError):
-            return call.fail_input(event.inquiry_id, self._scrub(str(value)))
-        return call.fail_input(event.inquiry_id, self._scrub(f"{type(value).__name__}: {value}"))
+            return call.fail_input(event.inquiry_id, self._masks.mask(str(value)))
+        return call.fail_input(
+            event.inquiry_id, self._masks.mask(f"{type(value).__name__}: {value}")
+        )
 
     # ------------------------------------------------------------ ending
 
@@ -595,6 +726,15 @@ class ToolCoordinator:
     def _save(self) -> None:
         if self.autosave:
             save_conversation(self.conversation)
+            stream = self.conversation.stream
+            self._saved = (stream, stream.revision)
+
+    def _save_changes(self) -> None:
+        """Save, unless nothing was appended since the last save (rule 2)."""
+        stream = self.conversation.stream
+        saved = self._saved
+        if saved is None or saved[0] is not stream or saved[1] != stream.revision:
+            self._save()
 
     def _save_quietly(self) -> None:
         try:
@@ -602,80 +742,9 @@ class ToolCoordinator:
         except Exception:  # noqa: BLE001 - the original error is what propagates
             _LOG.exception("could not save the conversation while closing the batch")
 
-    # ---------------------------------------------------------- secrets
-
-    def _add_masks(self, secrets: Iterable[SecretValue]) -> None:
-        spellings = {mask.reveal() for mask in self._masks}
-        for secret in secrets:
-            spellings |= _spellings(secret.reveal())
-        spellings.discard("")
-        ordered = sorted(spellings, key=len, reverse=True)
-        self._masks = tuple(SecretValue(spelling) for spelling in ordered)
-
-    def _scrub(self, text: str) -> str:
-        for mask in self._masks:
-            text = text.replace(mask.reveal(), _MASK)
-        return text
-
-    def _scrub_question(self, call_id: str, question: Question) -> Question | str:
-        """``question`` with every secret masked, or why it cannot be asked.
-
-        An option or default that had to be masked is what the record, the
-        person and the model see; the tool offered the original, and gets it
-        back when that is the answer (:meth:`_unmasked_answers`).
-        """
-        self._originals.pop((call_id, question.id), None)
-        if not self._masks:
-            return question
-        if self._scrub(question.id) != question.id:
-            return f"its question's id echoes a secret answer ({self._scrub(question.id)!r})"
-        answer_type = question.answer_type
-        originals: dict[str, SecretValue] = {}
-        options = []
-        for option in answer_type.options:
-            masked = self._scrub(option.value)
-            if masked != option.value:
-                originals[masked] = SecretValue(option.value)
-            options.append(
-                attrs.evolve(
-                    option,
-                    value=masked,
-                    description=option.description and self._scrub(option.description),
-                )
-            )
-        default = question.default
-        if isinstance(default, str) and (masked_default := self._scrub(default)) != default:
-            originals[masked_default] = SecretValue(default)
-            default = masked_default
-        try:
-            scrubbed = attrs.evolve(
-                question,
-                text=self._scrub(question.text),
-                context=self._scrub(question.context) if question.context is not None else None,
-                # Options and default are masked alike, so a default stays among the options.
-                default=default,
-                answer_type=answer_type
-                if tuple(options) == answer_type.options
-                else attrs.evolve(answer_type, options=tuple(options)),
-            )
-        except (ValueError, MachineError) as error:  # say, two options alike once masked
-            return f"its question {question.id!r} cannot be asked without a secret: {error}"
-        if originals:
-            self._originals[call_id, question.id] = originals
-        return scrubbed
-
-    def _unmasked_answers(self, effect: RunTool) -> RunTool:
-        """``effect`` with each masked option or default chosen turned back into the tool's."""
-        answers = dict(effect.answers)
-        for question_id, answer in effect.answers.items():
-            originals = self._originals.get((effect.tool_call_id, question_id))
-            if originals and isinstance(answer, str) and answer in originals:
-                answers[question_id] = originals[answer].reveal()
-        return attrs.evolve(effect, answers=answers) if answers != effect.answers else effect
-
 
 def _raise_observer_error(batch: _Batch) -> None:
-    """Raise what ``on_record`` raised, now that the step it was told of is whole."""
+    """Raise what ``on_step`` raised, now that the step it was told of is whole."""
     if batch.observer_error is not None:
         raise batch.observer_error
 
@@ -690,51 +759,6 @@ def _stopping() -> bool:
     """
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _spellings(secret: str) -> set[str]:
-    """How ``secret`` may appear in what a tool wrote: as it is, or escaped.
-
-    A tool's text may hold the value encoded as JSON (by ``orjson``, by
-    Python's ``json.dumps``, which escapes non-ASCII too, or by Go, which
-    also escapes ``&``, ``<`` and ``>``), quoted with ``repr()``, or put in a
-    URL; and then be escaped once more (the local tools' wrapper encodes a
-    tool's error output as JSON, so a traceback quoting ``repr(token)`` is
-    escaped twice). Each escape works character by character, so the
-    escaped secret is a substring of the escaped text around it.
-    """
-    once = {escape(secret) for escape in _ESCAPES}
-    twice = {escape(spelling) for spelling in once for escape in _ESCAPES}
-    return {secret, urllib.parse.quote(secret, safe=""), *once, *twice}
-
-
-def _orjson(text: str) -> str:
-    return orjson.dumps(text).decode()[1:-1]
-
-
-def _ascii_json(text: str) -> str:
-    return json.dumps(text)[1:-1]
-
-
-def _html_safe_json(text: str) -> str:
-    # Go's encoding/json default.
-    escaped = _orjson(text).replace("&", "\\u0026").replace("<", "\\u003c")
-    return (
-        escaped.replace(">", "\\u003e").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    )
-
-
-def _repr(text: str) -> str:
-    return repr(text)[1:-1]
-
-
-def _repr_single_quoted(text: str) -> str:
-    # repr() chooses double quotes for a value holding a single quote; inside
-    # a larger single-quoted repr the quote is escaped instead.
-    return _repr(text).replace("'", "\\'")
-
-
-_ESCAPES = (_orjson, _ascii_json, _html_safe_json, _repr, _repr_single_quoted)
 
 
 def _not_needs_input(result: object) -> str | None:

@@ -30,7 +30,7 @@ requests over at once.
 A call the driver closes without running it again (the person cancelled a
 question, an interrupt, the model failed to answer) is *abandoned*: its
 open request is answered ``cancel`` (:meth:`McpToolbox.observe`, from the
-driver's ``on_record``; at the latest :meth:`McpToolbox.aclose`), the
+driver's ``on_step``; at the latest :meth:`McpToolbox.aclose`), the
 result discarded. A call this process never saw, run with answers (a turn
 continued after a crash), is made again from its first round, and each
 answer it already has (by question id) answers the question it was given
@@ -70,7 +70,7 @@ from coordinator.adapters.mcp._exchange import (
 )
 from coordinator.adapters.mcp._forms import UrlFill, fill_for, legacy_key
 from coordinator.driver._executors import Completed, NeedsInput
-from machines import InquirySource, ToolCallResponse
+from machines import InquirySource
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterable, Mapping
@@ -78,9 +78,9 @@ if TYPE_CHECKING:
     from coordinator.adapters.mcp._forms import Fill
     from coordinator.adapters.mcp._servers import McpServer
     from coordinator.adapters.mcp._session import Connection
+    from coordinator.driver import StepFacts
     from coordinator.driver._executors import ExecutorResult
     from coordinator.driver._prompting import PermissionAnswer, Prompter, QuestionAnswer
-    from coordinator.stream._entries import EventEntry
     from machines import ShowPermissionPrompt, ShowQuestion, ToolAnswer, ToolCallRequest
 
 __all__ = ["McpToolExecutor", "McpToolbox"]
@@ -493,7 +493,7 @@ class McpToolbox:
     Servers are started (or reached) when a tool of theirs is first called.
     Use it as an async context manager, or call :meth:`aclose`, which
     cancels every call still open and stops every server. Give the driver
-    :meth:`observe` as (or inside) its ``on_record``, so an abandoned call's
+    :meth:`observe` as (or inside) its ``on_step``, so an abandoned call's
     server hears ``cancel`` at once, and wrap the prompter with
     :meth:`prompter`, so the person sees the whole link of a URL request.
     """
@@ -546,11 +546,10 @@ class McpToolbox:
         """``prompter``, showing the person the whole link of a URL request (never recorded)."""
         return _LinkShowingPrompter(prompter, self)
 
-    def observe(self, entry: EventEntry) -> None:
-        """Watch the driver's records: a call closed while its question was open is abandoned."""
-        payload = entry.payload
-        if isinstance(payload, ToolCallResponse):
-            call = self._calls.get(payload.id)
+    def observe(self, step: StepFacts) -> None:
+        """Watch the driver's steps: a call that ended while its question was open is abandoned."""
+        if step.outcome is not None:
+            call = self._calls.get(step.tool_call_id)
             if call is not None and call.awaiting is not None:
                 self._forget(call, abandon=True)
 

@@ -1,0 +1,424 @@
+"""Secret masking on its own: real encoders' spellings of a secret, and nothing else, masked.
+
+Python's encoders are called; JavaScript's, Go's, .NET's and PHP's are
+reproduced byte for byte from their documented rules (each cites the rule),
+so that a tool written in any of them that prints a secret back gets it
+masked in the record.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.parse
+import xml.sax.saxutils
+from typing import TYPE_CHECKING
+
+import orjson
+import pytest
+
+from coordinator.driver._masking import (
+    MASK,
+    WHOLE_TEXT,
+    SecretMasks,
+    UnmaskableQuestionError,
+    masks_for,
+    unmasked_answers,
+)
+from coordinator.store import Conversation, load_conversation, save_conversation
+from machines import Question, RunTool, SecretValue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+# ------------------------------------------------------------------ encoders
+
+
+def _utf8(char: str) -> bytes:
+    return char.encode("utf-8", errors="surrogatepass")
+
+
+def _percent(text: str, keep: str, *, space: str | None = None, hexdigits: str = "%02X") -> str:
+    """Percent-encode UTF-8 bytes of every character not ASCII-alphanumeric or in ``keep``."""
+    out = []
+    for char in text:
+        if char.isascii() and (char.isalnum() or char in keep):
+            out.append(char)
+        elif char == " " and space is not None:
+            out.append(space)
+        else:
+            out.extend("%" + hexdigits % byte for byte in _utf8(char))
+    return "".join(out)
+
+
+def _units(char: str) -> list[int]:
+    """The UTF-16 code units of ``char`` (a surrogate pair beyond the BMP)."""
+    data = char.encode("utf-16-be", errors="surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def js_encode_uri_component(text: str) -> str:
+    """ECMAScript 2024 §19.2.6.5: unescaped A-Z a-z 0-9 - _ . ! ~ * ' ( ); UTF-8 as %XX, upper."""
+    return _percent(text, "-_.!~*'()")
+
+
+def js_escape(text: str) -> str:
+    """ECMAScript Annex B.2.1.1 escape(): kept A-Z a-z 0-9 @*_+-./; unit < 256 %XX, else %uXXXX."""
+    out = []
+    for char in text:
+        if char.isascii() and (char.isalnum() or char in "@*_+-./"):
+            out.append(char)
+            continue
+        out.extend(f"%{unit:02X}" if unit < 256 else f"%u{unit:04X}" for unit in _units(char))
+    return "".join(out)
+
+
+def js_json_stringify(text: str) -> str:
+    r"""ECMAScript §25.5.2.3 QuoteJSONString: \" \\ \b\t\n\f\r; other < 0x20 as \u00xx."""
+    named = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f"}
+    named["\r"] = "\\r"
+    return "".join(
+        named.get(char, f"\\u{ord(char):04x}" if ord(char) < 0x20 else char) for char in text
+    )
+
+
+def go_json_marshal(text: str) -> str:
+    r"""Go encoding/json (encode.go appendString, escapeHTML): \u003c \u003e \u0026, lower hex.
+
+    ``"`` and ``\`` backslashed; \b \f \n \r \t named (Go 1.22); other
+    control characters and U+2028/U+2029 as \u00xx / \u2028, lower-case.
+    """
+    named = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
+    named["\t"] = "\\t"
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or char in "<>&\u2028\u2029":
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def go_query_escape(text: str) -> str:
+    """Go net/url QueryEscape (shouldEscape, encodeQueryComponent): -_.~ kept, space +, %XX."""
+    return _percent(text, "-_.~", space="+")
+
+
+def go_path_escape(text: str) -> str:
+    """Go net/url PathEscape (encodePathSegment): also keeps $&+:=@, escapes / ; , ? and space."""
+    return _percent(text, "-_.~$&+:=@")
+
+
+def _go_quote(text: str, *, ascii_only: bool) -> str:
+    r"""Go strconv.Quote / QuoteToASCII (appendEscapedRune): lower-case \x, \u, \U."""
+    named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    named["\v"] = "\\v"
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char in named:
+            out.append(named[char])
+        elif char.isprintable() and (code < 0x80 or not ascii_only):
+            out.append(char)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def go_quote(text: str) -> str:
+    """Go strconv.Quote: printable runes as they are."""
+    return _go_quote(text, ascii_only=False)
+
+
+def go_quote_to_ascii(text: str) -> str:
+    """Go strconv.QuoteToASCII (fmt's %+q): every non-ASCII rune escaped."""
+    return _go_quote(text, ascii_only=True)
+
+
+def dotnet_json(text: str) -> str:
+    r""".NET System.Text.Json with JavaScriptEncoder.Default: upper-case \uXXXX.
+
+    Only printable Basic Latin passes, less the HTML-sensitive ``"&'+<>`\``;
+    ``\`` is \\, \b \t \n \f \r named, and the rest (non-ASCII
+    included, by UTF-16 unit) \uXXXX in upper case: ``+`` is ``\u002B``.
+    """
+    named = {"\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif 0x20 <= ord(char) < 0x7F and char not in "\"&'+<>`":
+            out.append(char)
+        else:
+            out.extend(f"\\u{unit:04X}" for unit in _units(char))
+    return "".join(out)
+
+
+def dotnet_escape_data_string(text: str) -> str:
+    """.NET Uri.EscapeDataString (RFC 3986): unreserved -._~ kept, %XX upper."""
+    return _percent(text, "-._~")
+
+
+def dotnet_http_utility_url_encode(text: str) -> str:
+    """.NET HttpUtility.UrlEncode (HttpEncoder.UrlEncode): keep -_.!*(), space +, %xx LOWER."""
+    return _percent(text, "-_.!*()", space="+", hexdigits="%02x")
+
+
+def dotnet_html_encode(text: str) -> str:
+    """.NET WebUtility.HtmlEncode: &lt; &gt; &quot; &amp; &#39;; U+00A0-U+00FF, astral: &#N;."""
+    named = {"<": "&lt;", ">": "&gt;", '"': "&quot;", "&": "&amp;", "'": "&#39;"}
+    return "".join(
+        named.get(
+            char, f"&#{ord(char)};" if 0xA0 <= ord(char) <= 0xFF or ord(char) > 0xFFFF else char
+        )
+        for char in text
+    )
+
+
+def php_json_encode(text: str) -> str:
+    r"""PHP json_encode, default flags (ext/json php_json_escape_string): \/ and lower \uXXXX.
+
+    ``/`` is ``\/`` (no JSON_UNESCAPED_SLASHES); non-ASCII by UTF-16 unit
+    and control characters as \uxxxx from "0123456789abcdef".
+    """
+    named = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n"}
+    named |= {"\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) > 0x7E:
+            out.extend(f"\\u{unit:04x}" for unit in _units(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def php_json_encode_hex(text: str) -> str:
+    r"""PHP json_encode with JSON_HEX_TAG|AMP|APOS|QUOT: those as upper-case \u003C, \u0026..."""
+    hexed = {"<": "\\u003C", ">": "\\u003E", "&": "\\u0026", "'": "\\u0027", '"': "\\u0022"}
+    return "".join(hexed.get(char) or php_json_encode(char) for char in text)
+
+
+def php_urlencode(text: str) -> str:
+    """PHP urlencode: alphanumerics and -_. kept, space +, %XX upper."""
+    return _percent(text, "-_.", space="+")
+
+
+def php_rawurlencode(text: str) -> str:
+    """PHP rawurlencode (RFC 3986): alphanumerics and -_.~ kept, %XX upper."""
+    return _percent(text, "-_.~")
+
+
+def php_htmlspecialchars(text: str) -> str:
+    """PHP htmlspecialchars (ENT_QUOTES, the 8.1 default): &amp; &quot; &#039; &lt; &gt;."""
+    named = {"&": "&amp;", '"': "&quot;", "'": "&#039;", "<": "&lt;", ">": "&gt;"}
+    return "".join(named.get(char, char) for char in text)
+
+
+def php_addslashes(text: str) -> str:
+    r"""PHP addslashes: a backslash before ' " \ and NUL (as \0)."""
+    return "".join("\\0" if c == "\0" else "\\" + c if c in "'\"\\" else c for c in text)
+
+
+ENCODERS: dict[str, Callable[[str], str]] = {
+    "as it is": lambda text: text,
+    # Python's own.
+    "python json.dumps": lambda text: json.dumps(text)[1:-1],
+    "python json.dumps ensure_ascii=False": lambda text: json.dumps(text, ensure_ascii=False)[
+        1:-1
+    ],
+    "python orjson.dumps": lambda text: orjson.dumps(text).decode()[1:-1],
+    "python repr": lambda text: repr(text)[1:-1],
+    "python ascii": lambda text: ascii(text)[1:-1],
+    "python bytes repr": lambda text: repr(text.encode())[2:-1],
+    "python unicode_escape": lambda text: text.encode("unicode_escape").decode(),
+    "python urllib quote": urllib.parse.quote,
+    "python urllib quote safe=''": lambda text: urllib.parse.quote(text, safe=""),
+    "python urllib quote_plus": urllib.parse.quote_plus,
+    "python urlencode": lambda text: urllib.parse.urlencode({"t": text})[2:],
+    "python html.escape": html.escape,
+    "python xml escape": xml.sax.saxutils.escape,
+    # Escaped twice: what a tool printed, inside a wrapper's own encoding.
+    "python json in json": lambda text: json.dumps(json.dumps(text)[1:-1])[1:-1],
+    "python repr in json": lambda text: json.dumps(repr(text)[1:-1])[1:-1],
+    "python json in a url": lambda text: urllib.parse.quote(json.dumps(text)[1:-1], safe=""),
+    "python url in json": lambda text: json.dumps(urllib.parse.quote(text, safe=""))[1:-1],
+    "python quoted twice": lambda text: urllib.parse.quote(urllib.parse.quote(text, safe="")),
+    # JavaScript.
+    "js encodeURIComponent": js_encode_uri_component,
+    "js escape": js_escape,
+    "js JSON.stringify": js_json_stringify,
+    # Go.
+    "go json.Marshal": go_json_marshal,
+    "go url.QueryEscape": go_query_escape,
+    "go url.PathEscape": go_path_escape,
+    "go strconv.Quote": go_quote,
+    "go strconv.QuoteToASCII": go_quote_to_ascii,
+    # .NET.
+    "dotnet System.Text.Json": dotnet_json,
+    "dotnet Uri.EscapeDataString": dotnet_escape_data_string,
+    "dotnet HttpUtility.UrlEncode": dotnet_http_utility_url_encode,
+    "dotnet WebUtility.HtmlEncode": dotnet_html_encode,
+    # PHP.
+    "php json_encode": php_json_encode,
+    "php json_encode JSON_HEX_*": php_json_encode_hex,
+    "php urlencode": php_urlencode,
+    "php rawurlencode": php_rawurlencode,
+    "php htmlspecialchars": php_htmlspecialchars,
+    "php addslashes": php_addslashes,
+}
+
+SECRETS = {
+    "url-reserved": "pa+ss=w/rd&k=v?#",
+    "non-ascii": "Ä-ö ü\u2603 \U0001f600",
+    "quotes": "q\"u'o\\te<tag>",
+    "controls": "tab\there\nnl\x01",
+    "escape-like": "100%41 &amp; \\u0041",
+}
+
+
+@pytest.mark.parametrize("secret", SECRETS.values(), ids=SECRETS.keys())
+@pytest.mark.parametrize("encoder", ENCODERS.values(), ids=ENCODERS.keys())
+def test_a_secret_as_a_real_encoder_spells_it_is_masked_and_nothing_else(
+    encoder: Callable[[str], str], secret: str
+) -> None:
+    """Each encoder's spelling of each secret becomes <secret>; the text around it is kept."""
+    masks = SecretMasks()
+    masks.add([SecretValue(secret)])
+    before, after = "GET /deploy?x=1&token=", '&y=%41 "done" \\n'
+    spelled = encoder(secret)
+    assert masks.mask(before + spelled + after) == before + MASK + after
+
+
+#: More than WHOLE_TEXT of a tool's JSON log around the secret: decoded by windows.
+_LONG = json.dumps([{"path": "C:\\x\\%41", "msg": "a &amp; b", "n": n} for n in range(300)])
+
+
+@pytest.mark.parametrize("secret", SECRETS.values(), ids=SECRETS.keys())
+@pytest.mark.parametrize("encoder", ENCODERS.values(), ids=ENCODERS.keys())
+def test_a_secret_spelled_in_a_long_text_is_masked_and_nothing_else(
+    encoder: Callable[[str], str], secret: str
+) -> None:
+    """The same in the middle of a long log: only the windows around it are decoded."""
+    assert len(_LONG) > 2 * WHOLE_TEXT
+    masks = SecretMasks()
+    masks.add([SecretValue(secret)])
+    assert masks.mask(_LONG + encoder(secret) + _LONG) == _LONG + MASK + _LONG
+
+
+def test_a_short_text_escaping_even_letters_is_decoded_whole() -> None:
+    """Every byte percent-encoded, or every character an entity: found in a short text."""
+    masks = SecretMasks()
+    masks.add([SecretValue("Zq8v-token")])
+    every_byte = "".join(f"%{byte:02x}" for byte in b"Zq8v-token")
+    every_char = "".join(f"&#{ord(char)};" for char in "Zq8v-token")
+    assert masks.mask(f"a={every_byte}&b={every_char}") == f"a={MASK}&b={MASK}"
+
+
+@pytest.mark.parametrize("encoder", ENCODERS.values(), ids=ENCODERS.keys())
+def test_text_with_no_secret_in_any_spelling_is_kept_byte_for_byte(
+    encoder: Callable[[str], str],
+) -> None:
+    """Escapes galore but no secret: the text comes back exactly as it was."""
+    masks = SecretMasks()
+    masks.add([SecretValue("hunter2-Zq8v")])
+    text = encoder('{"path": "C:\\\\x", "q": "a+b=c&d", "e": "\u00e9 %2B &amp; \\u0041"}')
+    assert masks.mask(text) == text
+
+
+def test_nothing_is_masked_without_a_secret() -> None:
+    """No secret revealed: every text is returned as it is (the same object)."""
+    text = "%2B \\u0041 &amp;"
+    assert SecretMasks().mask(text) is text
+
+
+def test_a_secret_holding_another_and_secrets_that_overlap_are_masked_whole() -> None:
+    """A PIN inside a token, two secrets sharing letters: one mask over their union."""
+    masks = SecretMasks()
+    masks.add([SecretValue("4711"), SecretValue("ghp_4711_Zq8v"), SecretValue("Zq8vXY")])
+    assert masks.mask("a ghp_4711_Zq8vXY b 4711") == f"a {MASK} b {MASK}"
+    assert masks.mask(json.dumps("ghp_4711_Zq8v")) == f'"{MASK}"'
+
+
+def test_a_secret_repeated_and_self_overlapping_is_masked_everywhere() -> None:
+    """Every occurrence is masked, encoded or not, including ones that overlap themselves."""
+    masks = SecretMasks()
+    masks.add([SecretValue("aa")])
+    assert masks.mask("aaa %61a b") == f"{MASK} {MASK} b"
+
+
+def test_a_space_as_plus_is_read_only_where_a_secret_has_a_space() -> None:
+    """'+' is a space in a form's encoding; a plus in the text is kept when it is not one."""
+    masks = SecretMasks()
+    masks.add([SecretValue("open sesame")])
+    assert masks.mask("q=open+sesame&r=a+b") == f"q={MASK}&r=a+b"
+
+
+def test_the_masks_never_show_a_secret() -> None:
+    """Their repr counts the secrets, never shows one; the empty secret masks nothing."""
+    masks = SecretMasks()
+    masks.add([SecretValue("hunter2"), SecretValue("")])
+    assert "hunter2" not in repr(masks)
+    assert repr(masks) == "SecretMasks(<1 secrets>)"
+    assert masks.mask("x") == "x"
+
+
+def test_a_question_is_masked_in_text_context_options_and_default() -> None:
+    """Each field that quotes a secret is masked; the masked option maps back to the original."""
+    masks = SecretMasks()
+    masks.add([SecretValue("2024")])
+    question = Question.select(
+        "version",
+        "Deploy 2024.1.0?",
+        ["2024.1.0", "2024.2.0"],
+        default="2024.1.0",
+        context="PIN 2024",
+    )
+    masked = masks.mask_question(question)
+    assert masked.question.text == f"Deploy {MASK}.1.0?"
+    assert masked.question.context == f"PIN {MASK}"
+    assert masked.question.answer_type.option_values == (f"{MASK}.1.0", f"{MASK}.2.0")
+    assert masked.question.default == f"{MASK}.1.0"
+    effect = RunTool(
+        tool_call_id="c1", tool_name="t", arguments={}, answers={"version": f"{MASK}.2.0"}
+    )
+    back = unmasked_answers(effect, {("c1", "version"): masked.originals})
+    assert back.answers == {"version": "2024.2.0"}
+
+
+def test_a_question_that_cannot_be_asked_without_a_secret_is_refused_masked() -> None:
+    """An id holding a secret, or options alike once masked: refused, the message masked."""
+    masks = SecretMasks()
+    masks.add([SecretValue("s3cr3t")])
+    with pytest.raises(UnmaskableQuestionError, match="'use-<secret>'") as by_id:
+        masks.mask_question(Question.boolean("use-s3cr3t", "Go?"))
+    alike = Question.select("pick", "Which?", ["s3cr3t", "%73%33cr3t"])
+    with pytest.raises(
+        UnmaskableQuestionError, match="cannot be asked without a secret"
+    ) as by_options:
+        masks.mask_question(alike)
+    assert "s3cr3t" not in str(by_id.value) + str(by_options.value)
+
+
+def test_masks_are_shared_by_a_conversation_and_its_copy_loaded_from_its_directory(
+    tmp_path: Path,
+) -> None:
+    """The same object, or one loaded from the same directory: one set of masks; others apart."""
+    first = Conversation.new(metadata={"title": "t"})
+    masks_for(first).add([SecretValue("shared-Zq8v")])
+    save_conversation(first, tmp_path / "conv")
+    assert masks_for(first).mask("shared-Zq8v") == MASK
+    again = load_conversation(tmp_path / "conv")
+    assert masks_for(again).mask("shared-Zq8v") == MASK
+    other = Conversation.new(metadata={"title": "other"})
+    assert masks_for(other).mask("shared-Zq8v") == "shared-Zq8v"
