@@ -26,6 +26,7 @@ import pytest
 from crash_programs import PAUSES, save_next, version_bytes
 
 from coordinator import load_conversation, pair_events, sanitize, save_conversation
+from coordinator.store._lock import LOCK_FILE
 from machines import Answered, InquiryRequest
 
 if TYPE_CHECKING:
@@ -95,7 +96,10 @@ def _send(process: subprocess.Popen[bytes], line: str) -> None:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    return sorted(path.name for path in directory.iterdir() if path.name != "events.json")
+    """What the directory holds beside events.json and the writer's lock file."""
+    return sorted(
+        path.name for path in directory.iterdir() if path.name not in ("events.json", LOCK_FILE)
+    )
 
 
 def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
