@@ -653,7 +653,7 @@ def _carry_out(
     for planned in plans:
         plan = planned
         if plan.append is not None and lock is not None:
-            status = _append(lock, plan, written)
+            status = _append(conversation, lock, plan, written)
             if status is not None:
                 written.append(plan.target)
                 appended.append(plan.target)
@@ -729,7 +729,11 @@ def _hold_lock(conversation: Conversation, directory: Path, *, create: bool) -> 
     identity = _identity(directory)
     if conversation._lock is not None and conversation._lock_directory == identity:
         return conversation._lock
-    lock = acquire(directory, create=create)
+    try:
+        lock = acquire(directory, create=create)
+    except OSError as error:
+        problem = f"cannot be written: {os_reason(error)}; nothing was saved"
+        raise StreamFormatError(directory / LOCK_FILE, problem) from error
     if lock is None:
         return None
     try:
@@ -908,7 +912,9 @@ def _not_written(error: OSError, written: list[Path]) -> str:
     return f"cannot be written: {os_reason(error)}; {saved}"
 
 
-def _append(lock: WriterLock, plan: _Plan, written: list[Path]) -> os.stat_result | None:
+def _append(
+    conversation: Conversation, lock: WriterLock, plan: _Plan, written: list[Path]
+) -> os.stat_result | None:
     """Append ``plan``'s entries to its file; its new status, or ``None`` if it changed."""
     seen, data = plan.seen, plan.append
     if seen is None or data is None:
@@ -916,6 +922,11 @@ def _append(lock: WriterLock, plan: _Plan, written: list[Path]) -> os.stat_resul
     try:
         return append(lock, plan.target, (seen.size, seen.mtime_ns, seen.inode), data)
     except OSError as error:
+        # Put back as it was (or append() would have said otherwise): the same
+        # bytes, under a new mtime, which must not pass for another's change.
+        state = _state(plan.target)
+        if state is not None:
+            conversation._files[plan.target] = state
         raise StreamFormatError(plan.target, _not_written(error, written)) from error
 
 
