@@ -336,3 +336,22 @@ def test_appends_in_an_unlistable_directory_are_saved(unlistable: Path) -> None:
     conversation.stream.append(ChatResponse.message("and again"))
     assert save_conversation(conversation).appended == (unlistable / "events.json",)
     assert len(orjson.loads((unlistable / "events.json").read_bytes())) == 6
+
+
+def test_inquiry_run_completes_a_conversation_whose_first_save_was_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock file and metadata.json, no events.json: run goes on, the title kept, one warning."""
+    directory = tmp_path / "conv"
+    directory.mkdir()
+    (directory / ".inquiry.lock").write_bytes(b"999999999\n")
+    (directory / "metadata.json").write_bytes(dump_json({"title": "cut short"}))
+    run = ("run", TOUR_SCENARIO, "--answers", TOUR_ANSWERS, "--no-tty", "-c", directory)
+    status, out, err = cli(*run, capsys=capsys)
+    assert status == 0, err
+    assert "(0 turns)" in out
+    assert err.count("the first save of this conversation did not finish") == 1
+    conversation = load_conversation(directory)
+    assert conversation.metadata == {"title": "cut short"}
+    assert len(conversation.stream.turns()) >= 1
+    assert (directory / "base_config.json").read_bytes() == b"{}\n"
