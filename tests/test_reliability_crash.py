@@ -138,14 +138,34 @@ def _leftovers(directory: Path) -> list[str]:
     )
 
 
+def _kill(
+    process: subprocess.Popen[bytes], lines: Lines, pid: int, pause: str, *, wait: float
+) -> list[str]:
+    """Kill writer ``pid`` at ``pause`` (when random, after ``wait`` seconds); what it saved."""
+    if pause == "random":
+        time.sleep(wait)
+    else:
+        lines.expect(f"at {pause}")
+    os.kill(pid, signal.SIGKILL)
+    _send(process, f"reap {pid}")
+    lines.expect("reaped")
+    return lines.take("saved")
+
+
+def _at_version_zero(tmp_path: Path) -> Path:
+    """A conversation directory holding version 0 (as JP would have written it)."""
+    directory = tmp_path / "conversation"
+    directory.mkdir()
+    (directory / "events.json").write_bytes(version_bytes(0))
+    return directory
+
+
 def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
     tmp_path: Path, zygote: tuple[subprocess.Popen[bytes], Lines]
 ) -> None:
     """SIGKILL mid-save, many times: events.json is the old or new version; no temp survives."""
     process, lines = zygote
-    directory = tmp_path / "conversation"
-    directory.mkdir()
-    (directory / "events.json").write_bytes(version_bytes(0))
+    directory = _at_version_zero(tmp_path)
     rng = random.Random(82)  # noqa: S311 - a reproducible schedule, not a secret
     schedule = [*PAUSES, *PAUSES, *["random"] * 50]
     rng.shuffle(schedule)
@@ -156,14 +176,10 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
         )
         pid = int(lines.expect("pid"))
         assert int(lines.expect("ready")) == on_disk
-        if pause == "random":
-            time.sleep(rng.uniform(0, 0.15))
-        else:
-            lines.expect(f"at {pause}")
-        os.kill(pid, signal.SIGKILL)
-        _send(process, f"reap {pid}")
-        lines.expect("reaped")
-        saved = [int(version) for version in lines.take("saved")]
+        saved = [
+            int(version)
+            for version in _kill(process, lines, pid, pause, wait=rng.uniform(0, 0.15))
+        ]
         old = max(saved, default=on_disk)
         candidates = {"random": (old, old + 1), "dirsync": (old + 1,)}.get(pause, (old,))
         data = (directory / "events.json").read_bytes()
@@ -194,9 +210,7 @@ def test_an_appender_killed_at_any_moment_leaves_the_old_or_the_new_version(
 ) -> None:
     """SIGKILL mid-append, many times: loads give the old or new version; a save restores it."""
     process, lines = zygote
-    directory = tmp_path / "conversation"
-    directory.mkdir()
-    (directory / "events.json").write_bytes(version_bytes(0))
+    directory = _at_version_zero(tmp_path)
     rng = random.Random(25)  # noqa: S311 - a reproducible schedule, not a secret
     schedule = [*APPEND_PAUSES, *APPEND_PAUSES, *["random"] * 40]
     rng.shuffle(schedule)
@@ -207,14 +221,9 @@ def test_an_appender_killed_at_any_moment_leaves_the_old_or_the_new_version(
         _send(process, f"append {directory} {command} {rng.randint(1, 3)}")
         pid = int(lines.expect("pid"))
         assert int(lines.expect("ready")) == on_disk
-        if pause == "random":
-            time.sleep(rng.uniform(0, 0.25))
-        else:
-            lines.expect(f"at {pause}")
-        os.kill(pid, signal.SIGKILL)
-        _send(process, f"reap {pid}")
-        lines.expect("reaped")
-        saved = [line.split() for line in lines.take("saved")]
+        saved = [
+            line.split() for line in _kill(process, lines, pid, pause, wait=rng.uniform(0, 0.25))
+        ]
         appended += sum(how == "appended" for _, how in saved)
         old = max((int(version) for version, _ in saved), default=on_disk)
         # Written whole (synced or not), an append is the new version: its bytes are there.

@@ -157,6 +157,11 @@ class Conversation:
     ``metadata`` is ``metadata.json`` (``None`` when there is none), kept as
     read. ``base_config`` is ``base_config.json`` in the current layout, and
     the first ``config_delta`` of the stream in the legacy one.
+
+    Once a save of it has written to its directory, the conversation holds
+    that directory's writer lock (another process's saves there are refused)
+    until :meth:`close`, the end of ``with conversation:``, its collection, or
+    the end of the process. ``with conversation:`` takes the lock at once.
     """
 
     stream: ConversationStream
@@ -608,7 +613,17 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     was last read or written is left alone, and does not stop the save even if
     another program has changed it since.
 
-    Raises :class:`ConversationChangedError` if a file this save must write
+    When the only change to the stream since this conversation last wrote
+    ``events.json`` is entries appended at its end, and the file is as it
+    left it, those entries are appended in place: the same bytes, with the
+    same crash guarantee (see :mod:`coordinator.store._append`). A new
+    conversation's directory appears whole or not at all. A save that
+    writes takes the directory's writer lock and keeps it (see
+    :class:`Conversation`).
+
+    Raises :class:`~coordinator.store.ConversationLockedError` when another
+    process holds the directory's writer lock (nothing is written),
+    :class:`ConversationChangedError` if a file this save must write
     changed on disk since it was loaded, and :class:`StreamFormatError` rather
     than overwrite a file this conversation did not load or write (one it
     cannot read included), for a value JSON cannot hold (a NaN,
