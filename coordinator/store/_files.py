@@ -161,19 +161,20 @@ class FileReader(io.RawIOBase):
         with memoryview(buffer) as view, view.cast("B") as target:
             wanted = len(target)
             if self._position < self._limit:
-                data = os.pread(
-                    self._fd, min(wanted, self._limit - self._position), self._position
-                )
-                if not data:
+                # Straight into the caller's buffer: no copy of the file's bytes.
+                room = target[: min(wanted, self._limit - self._position)]
+                count = os.preadv(self._fd, [room], self._position)
+                if not count:
                     # Cut short since it was opened: it ends here, without the suffix,
                     # so that what is read fails to parse and is read again.
                     self._limit, self._suffix = self._position, b""
             else:
                 start = self._position - self._limit
                 data = self._suffix[start : start + wanted]
-            target[: len(data)] = data
-            self._position += len(data)
-            return len(data)
+                count = len(data)
+                target[:count] = data
+            self._position += count
+            return count
 
     def readall(self) -> bytes:
         """Everything from the current position to the end, in one read of the file."""
