@@ -11,6 +11,13 @@ commands on stdin, one per line, answering on stdout:
   written, not yet synced; ``replace``: synced, not yet renamed; ``dirsync``:
   renamed, directory not yet synced), printing ``at <pause> <version>``, and
   waits to be killed. Answers ``pid <pid>``.
+- ``append <directory> <pause> <saves>``: as ``go``, but the writer loads
+  once and keeps its conversation, so that every save after its first
+  appends (``saved <version> appended``); ``<pause>`` is one of
+  ``APPEND_PAUSES``, in the append after ``<saves>`` saves.
+- ``create <directory> <step>``: fork a writer that saves a new conversation
+  into ``<directory>``, stopping before its ``<step>``-th call that changes
+  the disk (``at <step>``), or ``done``.
 - ``reap <pid>``: wait for that writer to be gone; answers ``reaped <pid>``.
 
 Forking from a process that has already imported everything makes a kill
@@ -21,6 +28,11 @@ what each must look like.
 ``python crash_programs.py blocked <directory> <prompter|backend>`` runs a
 coordinator whose question never gets an answer, printing ``waiting <id>``
 once it waits.
+
+``python crash_programs.py hold <directory>`` saves the conversation there
+and keeps it (its writer lock held), printing ``holding <pid>``, until it is
+killed; ``python crash_programs.py save <directory>`` tries one save,
+printing ``saved`` or ``refused <error>``.
 """
 
 from __future__ import annotations
@@ -35,8 +47,17 @@ from typing import TYPE_CHECKING, Any, Self
 
 from coordinator import load_conversation, save_conversation
 from coordinator.driver._prompting import PermissionAnswer, QuestionAnswer
+from coordinator.store._lock import LOCK_FILE
 from coordinator.store._store import dump_json
-from machines import ChatResponse, JsonValue, Question, ShowPermissionPrompt, ShowQuestion
+from machines import (
+    ChatRequest,
+    ChatResponse,
+    JsonValue,
+    Question,
+    ShowPermissionPrompt,
+    ShowQuestion,
+    TurnStart,
+)
 
 if TYPE_CHECKING:
     from coordinator.driver._backend import InquiryTask
@@ -124,15 +145,25 @@ def _stop(point: str) -> None:
     os._exit(3)  # never killed: the test has failed already
 
 
+def _fd_path(fd: int) -> str:
+    return os.readlink(f"/proc/self/fd/{fd}")  # noqa: PTH115 - an fd, not a path
+
+
 def _fsync(fd: int) -> None:
-    is_directory = os.path.isdir(f"/proc/self/fd/{fd}")  # noqa: PTH112 - an fd, not a path
-    _stop("dirsync" if is_directory else "fsync")
+    # The writer's lock file is synced too (when it is taken): not the step paused at.
+    if not _fd_path(fd).endswith(LOCK_FILE):
+        is_directory = os.path.isdir(f"/proc/self/fd/{fd}")  # noqa: PTH112 - an fd, not a path
+        if not is_directory:
+            _stop("fsync")
+        elif _PAUSE.get("replaced"):
+            _stop("dirsync")
     _REAL_FSYNC(fd)
 
 
 def _replace(source: Any, target: Any) -> None:
     _stop("replace")
     _REAL_REPLACE(source, target)
+    _PAUSE["replaced"] = True
 
 
 class _HalfWriter:
@@ -182,16 +213,134 @@ def _writer(directory: Path, pause: str, saves: int) -> None:
         _say(f"saved {version}")
 
 
+# ------------------------------------------------------------------ appends
+
+#: Where an append is stopped: the undo record written, not synced; synced, no
+#: byte of the file written; half the bytes written; all written, not synced;
+#: synced, the record not yet cleared.
+APPEND_PAUSES = ("record", "recorded", "half", "written", "synced")
+_REAL_PWRITE, _REAL_FTRUNCATE = os.pwrite, os.ftruncate
+
+
+def _append_fsync(fd: int) -> None:
+    path = _fd_path(fd)
+    if path.endswith(LOCK_FILE):
+        _stop("record")
+    elif path.endswith("events.json"):
+        _stop("written")
+    _REAL_FSYNC(fd)
+
+
+def _append_pwrite(fd: int, data: Any, offset: int) -> int:
+    if _fd_path(fd).endswith("events.json"):
+        _stop("recorded")
+        if _PAUSE["point"] == "half":
+            _REAL_PWRITE(fd, bytes(data[: len(data) // 2]), offset)
+            _stop("half")
+    return _REAL_PWRITE(fd, data, offset)
+
+
+def _append_ftruncate(fd: int, length: int) -> None:
+    if _fd_path(fd).endswith(LOCK_FILE):
+        # The first truncation ends the record's writing; the second clears it.
+        _PAUSE["truncations"] = _PAUSE.get("truncations", 0) + 1
+        if _PAUSE["truncations"] == 2:
+            _stop("synced")
+    _REAL_FTRUNCATE(fd, length)
+
+
+def _appender(directory: Path, pause: str, saves: int) -> None:
+    """Load once, then add a version and save, again and again: every save after the first appends.
+
+    With a ``pause`` (one of APPEND_PAUSES), stop there in save number
+    ``saves + 1`` (``saves`` is at least 1, so that the save stopped is an append).
+    """
+    version = 0
+
+    def next_id() -> str:
+        return f"v{version:05d}"
+
+    conversation = load_conversation(directory, clock=lambda: MOMENT, new_id=next_id)
+    version = len(conversation.stream) - len(base_entries())
+    _say(f"ready {version}")
+    while True:
+        if pause != "none" and saves == 0:
+            _PAUSE.update(point=pause, version=version + 1)
+            os.fsync, os.pwrite, os.ftruncate = _append_fsync, _append_pwrite, _append_ftruncate  # type: ignore[assignment]
+        version += 1
+        conversation.stream.append(ChatResponse.message(version_message(version)))
+        result = save_conversation(conversation)
+        if pause != "none" and saves == 0:
+            raise AssertionError("the pause point was never reached")
+        saves -= 1
+        _say(f"saved {version} {'appended' if result.appended else 'rewritten'}")
+
+
+# ---------------------------------------------------------------- creation
+
+
+def created_entries() -> list[dict[str, Any]]:
+    """The entries a new conversation is created with."""
+    return [
+        {"event_id": "n0", "timestamp": STAMP, "type": "turn_start"},
+        {"event_id": "n1", "timestamp": STAMP, "type": "chat_request", "content": "new"},
+    ]
+
+
+def _creator(directory: Path, step: int) -> None:
+    """Save a new conversation into ``directory``, stopping before the ``step``-th OS call.
+
+    The calls counted are those that change the disk or make it durable:
+    ``open`` creating a file, ``mkdir``, ``rename``, ``replace``, ``fsync``.
+    Prints ``at <step>`` there, or ``done`` if the save needed fewer.
+    """
+    from coordinator import Conversation  # noqa: PLC0415 - this program's own
+
+    count = 0
+
+    def counted(real: Any, creates: bool = False) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            nonlocal count
+            if not creates or args[1] & os.O_CREAT:
+                count += 1
+                if count == step:
+                    _say(f"at {step}")
+                    time.sleep(60)
+                    os._exit(3)
+            return real(*args, **kwargs)
+
+        return call
+
+    reals = (os.open, os.mkdir, os.rename, os.replace, os.fsync)
+    ids = iter(f"n{number}" for number in range(1_000))
+    conversation = Conversation.new(
+        metadata={"title": "created"},
+        base_config={},
+        clock=lambda: MOMENT,
+        new_id=lambda: next(ids),
+    )
+    conversation.stream.append(TurnStart())
+    conversation.stream.append(ChatRequest(content="new"))
+    os.open = counted(reals[0], creates=True)
+    os.mkdir, os.rename, os.replace, os.fsync = (counted(real) for real in reals[1:])
+    save_conversation(conversation, directory)
+    os.open, os.mkdir, os.rename, os.replace, os.fsync = reals
+    _say(f"done {step}")
+
+
 def zygote() -> None:
-    """Serve ``go`` and ``reap`` commands until stdin closes."""
+    """Serve ``go``, ``append``, ``create`` and ``reap`` commands until stdin closes."""
     for line in sys.stdin:
         command, *rest = line.split()
-        if command == "go":
-            directory, pause, saves = rest
+        if command in ("go", "append", "create"):
             pid = os.fork()
             if pid == 0:
                 try:
-                    _writer(Path(directory), pause, int(saves))
+                    if command == "create":
+                        _creator(Path(rest[0]), int(rest[1]))
+                    else:
+                        work = _writer if command == "go" else _appender
+                        work(Path(rest[0]), rest[1], int(rest[2]))
                 except BaseException as error:  # noqa: BLE001 - reported, then the child ends
                     _say(f"error {type(error).__name__}: {error}")
                 os._exit(1)
@@ -259,8 +408,42 @@ def blocked(directory: Path, who: str) -> None:
     asyncio.run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
 
 
+# ------------------------------------------------------------- two writers
+
+
+def hold(directory: Path) -> None:
+    """Load the conversation, add a message, save (taking its lock), then hold it until killed."""
+    conversation = load_conversation(directory)
+    conversation.stream.append(ChatResponse.message("held"))
+    save_conversation(conversation)
+    _say(f"holding {os.getpid()}")
+    time.sleep(PATIENCE)
+    os._exit(3)  # never killed: the test has failed already
+
+
+def save_once(directory: Path) -> None:
+    """Load the conversation, add a message and save: ``saved``, or ``refused <error>``."""
+    from coordinator.store import ConversationLockedError  # noqa: PLC0415 - this program's own
+
+    conversation = load_conversation(directory)
+    conversation.stream.append(ChatResponse.message(f"from {os.getpid()}"))
+    try:
+        save_conversation(conversation)
+    except ConversationLockedError as error:
+        _say(f"refused {error}")
+    else:
+        _say("saved")
+
+
+#: How long a holding program waits to be killed before giving up.
+PATIENCE = 60
+
+
 if __name__ == "__main__":
+    programs = {"hold": hold, "save": save_once}
     if sys.argv[1] == "zygote":
         zygote()
+    elif sys.argv[1] in programs:
+        programs[sys.argv[1]](Path(sys.argv[2]))
     else:
         blocked(Path(sys.argv[2]), sys.argv[3])

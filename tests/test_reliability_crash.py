@@ -5,9 +5,19 @@ random moments and at each step of the atomic replace (half the temp file
 written; written but not synced; synced but not renamed; renamed but the
 directory not synced). After every kill ``events.json`` is exactly the old or
 the new version, byte for byte, and loads; the next successful save (even one
-with nothing to write) leaves no temp file behind. A process killed while a
-question waits for its answer leaves the request on disk, so the turn is seen
-as blocked on it.
+with nothing to write) leaves no temp file behind.
+
+A writer that keeps its conversation and appends to it is killed likewise, at
+random moments and at each step of an append (undo record written, synced;
+half the bytes written; all written, synced). After every kill the next load
+reads the old or the new version, and the next save puts it on disk byte for
+byte and clears the undo record.
+
+A writer creating a conversation is killed before each of its calls that
+changes the disk: the directory is then absent, empty, whole, or a first save
+cut short that the next run completes; never stuck, never in the legacy
+layout. A process killed while a question waits for its answer leaves the
+request on disk, so the turn is seen as blocked on it.
 """
 
 from __future__ import annotations
@@ -23,10 +33,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from crash_programs import PAUSES, save_next, version_bytes
+from crash_programs import (
+    APPEND_PAUSES,
+    PAUSES,
+    created_entries,
+    save_next,
+    version_bytes,
+    version_entries,
+)
 
-from coordinator import load_conversation, pair_events, sanitize, save_conversation
-from machines import Answered, InquiryRequest
+from coordinator import (
+    Conversation,
+    load_conversation,
+    pair_events,
+    sanitize,
+    save_conversation,
+)
+from coordinator.store import Layout
+from coordinator.store._lock import LOCK_FILE
+from coordinator.wire import encode_stream
+from machines import Answered, ChatResponse, InquiryRequest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -66,6 +92,17 @@ class Lines:
                     return line.removeprefix(f"{prefix} ")
             self._fill()
 
+    def either(self, *prefixes: str) -> tuple[str, str]:
+        """The first unread line starting with one of ``prefixes``: which, and its remainder."""
+        while True:
+            for line in self.lines:
+                assert not line.startswith("error"), line
+                for prefix in prefixes:
+                    if line.startswith(f"{prefix} "):
+                        self.lines.remove(line)
+                        return prefix, line.removeprefix(f"{prefix} ")
+            self._fill()
+
     def take(self, prefix: str) -> list[str]:
         """Every unread line starting with ``prefix`` (remainders), now taken."""
         taken = [line for line in self.lines if line.startswith(f"{prefix} ")]
@@ -95,7 +132,32 @@ def _send(process: subprocess.Popen[bytes], line: str) -> None:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    return sorted(path.name for path in directory.iterdir() if path.name != "events.json")
+    """What the directory holds beside events.json and the writer's lock file."""
+    return sorted(
+        path.name for path in directory.iterdir() if path.name not in ("events.json", LOCK_FILE)
+    )
+
+
+def _kill(
+    process: subprocess.Popen[bytes], lines: Lines, pid: int, pause: str, *, wait: float
+) -> list[str]:
+    """Kill writer ``pid`` at ``pause`` (when random, after ``wait`` seconds); what it saved."""
+    if pause == "random":
+        time.sleep(wait)
+    else:
+        lines.expect(f"at {pause}")
+    os.kill(pid, signal.SIGKILL)
+    _send(process, f"reap {pid}")
+    lines.expect("reaped")
+    return lines.take("saved")
+
+
+def _at_version_zero(tmp_path: Path) -> Path:
+    """A conversation directory holding version 0 (as JP would have written it)."""
+    directory = tmp_path / "conversation"
+    directory.mkdir()
+    (directory / "events.json").write_bytes(version_bytes(0))
+    return directory
 
 
 def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
@@ -103,9 +165,7 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
 ) -> None:
     """SIGKILL mid-save, many times: events.json is the old or new version; no temp survives."""
     process, lines = zygote
-    directory = tmp_path / "conversation"
-    directory.mkdir()
-    (directory / "events.json").write_bytes(version_bytes(0))
+    directory = _at_version_zero(tmp_path)
     rng = random.Random(82)  # noqa: S311 - a reproducible schedule, not a secret
     schedule = [*PAUSES, *PAUSES, *["random"] * 50]
     rng.shuffle(schedule)
@@ -116,14 +176,10 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
         )
         pid = int(lines.expect("pid"))
         assert int(lines.expect("ready")) == on_disk
-        if pause == "random":
-            time.sleep(rng.uniform(0, 0.15))
-        else:
-            lines.expect(f"at {pause}")
-        os.kill(pid, signal.SIGKILL)
-        _send(process, f"reap {pid}")
-        lines.expect("reaped")
-        saved = [int(version) for version in lines.take("saved")]
+        saved = [
+            int(version)
+            for version in _kill(process, lines, pid, pause, wait=rng.uniform(0, 0.15))
+        ]
         old = max(saved, default=on_disk)
         candidates = {"random": (old, old + 1), "dirsync": (old + 1,)}.get(pause, (old,))
         data = (directory / "events.json").read_bytes()
@@ -142,6 +198,115 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_version(
             on_disk = save_next(directory)
             assert (directory / "events.json").read_bytes() == version_bytes(on_disk)
         assert _leftovers(directory) == []
+
+
+def _record(directory: Path) -> bytes:
+    """The lock file's undo record (its lines after the pid), or nothing."""
+    return (directory / LOCK_FILE).read_bytes().partition(b"\n")[2]
+
+
+def test_an_appender_killed_at_any_moment_leaves_the_old_or_the_new_version(
+    tmp_path: Path, zygote: tuple[subprocess.Popen[bytes], Lines]
+) -> None:
+    """SIGKILL mid-append, many times: loads give the old or new version; a save restores it."""
+    process, lines = zygote
+    directory = _at_version_zero(tmp_path)
+    rng = random.Random(25)  # noqa: S311 - a reproducible schedule, not a secret
+    schedule = [*APPEND_PAUSES, *APPEND_PAUSES, *["random"] * 40]
+    rng.shuffle(schedule)
+    on_disk = 0
+    appended = 0
+    for number, pause in enumerate(schedule):
+        command = "none" if pause == "random" else pause
+        _send(process, f"append {directory} {command} {rng.randint(1, 3)}")
+        pid = int(lines.expect("pid"))
+        assert int(lines.expect("ready")) == on_disk
+        saved = [
+            line.split() for line in _kill(process, lines, pid, pause, wait=rng.uniform(0, 0.25))
+        ]
+        appended += sum(how == "appended" for _, how in saved)
+        old = max((int(version) for version, _ in saved), default=on_disk)
+        # Written whole (synced or not), an append is the new version: its bytes are there.
+        candidates = {"random": (old, old + 1), "written": (old + 1,), "synced": (old + 1,)}
+        expected = candidates.get(pause, (old,))
+        loaded = encode_stream(load_conversation(directory).stream)
+        matches = [version for version in expected if loaded == version_entries(version)]
+        assert matches, f"kill {number} ({pause}) loads as neither version {expected}"
+        on_disk = matches[0]
+        if number % 3 == 0:
+            # A save with nothing to write takes the lock, and so undoes a torn append.
+            assert save_conversation(load_conversation(directory)).written == ()
+            assert (directory / "events.json").read_bytes() == version_bytes(on_disk)
+            assert _record(directory) == b""
+            assert _leftovers(directory) == []
+    assert appended > len(schedule), "the writers hardly appended: the test tests little"
+    save_conversation(load_conversation(directory))
+    assert (directory / "events.json").read_bytes() == version_bytes(on_disk)
+    assert _record(directory) == b""
+
+
+def _reopen(directory: Path) -> Conversation:
+    """What `inquiry run` does with its --conversation: a new one if absent or empty, else load."""
+    if not directory.exists() or not any(directory.iterdir()):
+        conversation = Conversation.new(metadata={"title": "again"}, base_config={})
+        save_conversation(conversation, directory)
+        return conversation
+    return load_conversation(directory)
+
+
+@pytest.mark.parametrize("where", ["new", "empty"])
+def test_a_first_save_killed_at_each_step_is_never_stuck_nor_legacy(
+    tmp_path: Path, zygote: tuple[subprocess.Popen[bytes], Lines], where: str
+) -> None:
+    """Killed at each step of a creation: the next run goes on, the title kept once written.
+
+    ``new``: the directory did not exist (it appears whole or not at all);
+    ``empty``: it existed, empty (it is written in place, events.json last).
+    """
+    process, lines = zygote
+    whole = False
+    step = 0
+    while not whole:
+        step += 1
+        directory = tmp_path / f"step{step}" / "conversation"
+        directory.parent.mkdir()
+        if where == "empty":
+            directory.mkdir()
+        _send(process, f"create {directory} {step}")
+        pid = int(lines.expect("pid"))
+        stopped, _ = lines.either("at", "done")
+        whole = stopped == "done"
+        os.kill(pid, signal.SIGKILL)
+        _send(process, f"reap {pid}")
+        lines.expect("reaped")
+        if where == "new":
+            # Nothing at the target until the whole directory is renamed into place.
+            assert not directory.exists() or (
+                encode_stream(load_conversation(directory).stream) == created_entries()
+            ), f"killed at step {step}: a partial directory is in place"
+        fresh = not directory.exists() or not any(directory.iterdir())
+        had_metadata = (directory / "metadata.json").exists()
+        conversation = _reopen(directory)
+        assert conversation.layout is Layout.CURRENT, f"killed at step {step}: legacy layout"
+        entries = encode_stream(conversation.stream)
+        assert entries in ([], created_entries()), f"killed at step {step}"
+        title = (conversation.metadata or {}).get("title")
+        if fresh:
+            assert title == "again"
+        elif entries or had_metadata:
+            assert title == "created", f"killed at step {step}: the title was lost"
+        else:  # cut before metadata.json was in place (in place only): nothing to keep
+            assert (where, title) == ("empty", None), f"killed at step {step}"
+        conversation.stream.append(ChatResponse.message("the next run"))
+        save_conversation(conversation)
+        again = load_conversation(directory)
+        assert again.layout is Layout.CURRENT
+        assert (again.metadata or {}).get("title") == title
+        assert encode_stream(again.stream)[:-1] == entries
+        assert "base_config.json" in _leftovers(directory)
+        assert set(_leftovers(directory)) <= {"base_config.json", "metadata.json"}
+        assert sorted(path.name for path in directory.parent.iterdir()) == ["conversation"]
+    assert step > 5  # every step of a real creation was tried
 
 
 def orjson_entries(data: bytes) -> list[object]:

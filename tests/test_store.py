@@ -27,6 +27,7 @@ from coordinator import (
     save_conversation,
 )
 from coordinator.store import Layout, SaveResult
+from coordinator.store._lock import LOCK_FILE
 from coordinator.stream import ConfigDelta, UnknownEntry
 from coordinator.wire import encode_stream
 from machines import (
@@ -93,10 +94,11 @@ def _legacy(directory: Path, *, flattened: bool = False) -> Path:
 
 
 def _snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
+    """The conversation's files (not the writer's lock file, which a save may create)."""
     return {
         path.name: (path.read_bytes(), path.stat().st_mtime_ns)
         for path in directory.iterdir()
-        if path.is_file()
+        if path.is_file() and path.name != LOCK_FILE
     }
 
 
@@ -310,9 +312,9 @@ def test_a_conversation_loads_from_its_directory_or_its_events_file(tmp_path: Pa
 
 
 def test_loading_a_missing_conversation_names_the_file(tmp_path: Path) -> None:
-    """A directory without events.json is a StreamFormatError naming the file."""
-    with pytest.raises(StreamFormatError, match=r"events\.json: does not exist"):
-        load_conversation(tmp_path)
+    """A path that does not exist is a StreamFormatError naming it."""
+    with pytest.raises(StreamFormatError, match=r"nowhere: does not exist"):
+        load_conversation(tmp_path / "nowhere")
 
 
 def test_saving_a_conversation_never_loaded_needs_a_path() -> None:
@@ -440,8 +442,10 @@ def test_a_save_writes_a_temp_file_fsyncs_it_renames_it_and_fsyncs_the_directory
     """Atomic replace: temp in the same directory, fsync, os.replace, fsync of the directory."""
     directory = _current(tmp_path / "conv")
     conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
-    conversation.stream.append(ChatResponse.message("hello"))
-    save_conversation(conversation)
+    with conversation:  # the writer lock, taken first: its own syncs are not this test's
+        io_log.clear()
+        conversation.stream.append(ChatResponse.message("hello"))
+        save_conversation(conversation)
     assert [entry[0] for entry in io_log] == ["fsync", "replace", "fsync"]
     assert io_log[0] == ("fsync", "file")
     assert io_log[2] == ("fsync", "dir")
@@ -450,6 +454,7 @@ def test_a_save_writes_a_temp_file_fsyncs_it_renames_it_and_fsyncs_the_directory
     assert os.path.dirname(source) == str(directory)  # noqa: PTH120 - comparing plain strings
     assert os.path.basename(source).startswith(".events.json.")  # noqa: PTH119
     assert sorted(path.name for path in directory.iterdir()) == [
+        LOCK_FILE,
         "base_config.json",
         "events.json",
         "metadata.json",

@@ -38,7 +38,9 @@ sanitize`` learns what it can of its output before it saves (that it takes
 the first line, and can encode the report); with ``--json`` the report comes
 after the save, since it lists the files written, and an error then says
 what was saved. ``inquiry export --output``
-never writes over the files of the conversation it exports.
+never writes over the files of the conversation it exports; a FILE that is a
+device, a FIFO or a pipe (``/dev/stdout``) is written to, a regular one
+replaced atomically.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ import orjson
 from coordinator._errors import CoordinatorError, os_reason
 from coordinator._text import shown_path, shown_text
 from coordinator.cli._check import summarize, to_null_device
-from coordinator.store._atomic import atomic_write
+from coordinator.store._atomic import write_output
 from coordinator.store._store import load_conversation, save_conversation
 from coordinator.stream._sanitize import (
     INTERRUPTED_TOOL_CALL,
@@ -222,7 +224,8 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
         )
         return EXIT_UNREADABLE
     try:
-        atomic_write(target, markdown.encode())
+        # A device, a FIFO or a pipe (``-o /dev/stdout``) is written to, never replaced.
+        write_output(target, markdown.encode())
     except OSError as error:
         _error(f"{shown_path(target)}: cannot be written: {os_reason(error)}")
         return EXIT_UNREADABLE

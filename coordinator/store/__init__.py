@@ -7,14 +7,26 @@ The fourth layer, on the wire. :func:`load_conversation` reads a directory
 Rules:
 
 1. Each file is replaced atomically (temporary file, fsync, rename,
-   directory fsync): a crash leaves the old or the new version.
+   directory fsync): a crash leaves the old or the new version. A save that
+   only appended entries to the stream appends them in place, the same bytes
+   a rewrite would give, with an undo record: a crash leaves the old or the
+   new version there too.
 2. A file that could not be read, that changed on disk since it was read,
    or that the conversation did not load or write is never overwritten; the
    error names the file and what is wrong. Every file is checked before the
    first is written.
-3. A conversation is saved in the layout it was loaded in.
+3. A conversation is saved in the layout it was loaded in; a new one appears
+   whole or not at all.
+4. One process writes a conversation at a time: a save that writes takes the
+   directory's lock, and another process's is refused with
+   :class:`ConversationLockedError`, naming it. Readers take no lock.
+5. A file that is not a regular file, or is larger than the limit, is
+   refused before it is read.
+
+The whole story, with every error, is in ``docs/storage.md``.
 """
 
+from coordinator.store._lock import ConversationLockedError
 from coordinator.store._store import (
     Conversation,
     Layout,
@@ -23,4 +35,11 @@ from coordinator.store._store import (
     save_conversation,
 )
 
-__all__ = ["Conversation", "Layout", "SaveResult", "load_conversation", "save_conversation"]
+__all__ = [
+    "Conversation",
+    "ConversationLockedError",
+    "Layout",
+    "SaveResult",
+    "load_conversation",
+    "save_conversation",
+]

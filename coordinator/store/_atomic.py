@@ -13,21 +13,53 @@ A target that is a symbolic link is written through: the file the link leads
 to (through every link in turn) is the one replaced, its temporary file beside
 it, and the link itself stays as it was. Replacing the link would turn it into
 a regular file and leave the file it named without the change.
+
+A directory that may be written but not read (``-wx``) cannot be opened to be
+synced: a file replaced in it is in place all the same, so that is logged as a
+warning (the rename may not survive a power loss), not raised as a failure to
+write. Any other failure to sync the directory, once the file is renamed, is
+an :class:`UnsyncedError`, so that the caller never says the file was not
+written when it was.
+
+:func:`write_output` writes an output file the user named (``inquiry export
+-o``): a regular file (or a new one) is replaced as above, but a device, a FIFO
+or a pipe (``/dev/stdout``) is written to, never replaced by a regular file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import logging
 import os
 import re
 import secrets
+import stat
 from typing import TYPE_CHECKING
+
+from coordinator._errors import os_reason
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["atomic_write", "remove_stale_temps"]
+__all__ = [
+    "UnsyncedError",
+    "alive",
+    "atomic_write",
+    "remove_stale_temps",
+    "sync_directory",
+    "write_output",
+]
+
+_LOG = logging.getLogger("coordinator")
+#: What opening a directory to sync it may meet when it may be written but not read.
+_UNREADABLE = frozenset({errno.EACCES, errno.EPERM})
+
+
+class UnsyncedError(OSError):
+    """A file was renamed into place, but its directory could not be synced after."""
+
 
 _TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{16}\.tmp$")
 
@@ -67,7 +99,10 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
-    _fsync_directory(directory)
+    try:
+        sync_directory(directory)
+    except OSError as error:
+        raise UnsyncedError(error.errno, error.strerror, str(directory)) from error
     remove_stale_temps(directory)
 
 
@@ -78,10 +113,52 @@ def _through_links(path: Path) -> Path:
     return type(path)(os.path.realpath(path))
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+def sync_directory(directory: Path) -> None:
+    """Sync ``directory`` (``fsync``), so that a rename or a new name in it survives a crash.
+
+    A directory that cannot be opened for reading is warned about, not raised
+    (see the module's docstring).
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as error:
+        if error.errno not in _UNREADABLE:
+            raise
+        _LOG.warning(
+            "%s: cannot be synced (%s): what was just written there may not survive a power loss",
+            directory,
+            os_reason(error),
+        )
+        return
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``: a regular file is replaced atomically, anything else written to.
+
+    A FIFO nobody reads is not waited for: ``OSError`` (``ENXIO``). A
+    directory is ``IsADirectoryError``.
+    """
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        status = None
+    if status is None or stat.S_ISREG(status.st_mode):
+        atomic_write(path, data)
+        return
+    if stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        # Opened without waiting for a reader; written to as any output is, waiting for it.
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        with memoryview(data) as view:
+            done = 0
+            while done < len(view):
+                done += os.write(fd, view[done:])
     finally:
         os.close(fd)
 
@@ -101,13 +178,14 @@ def remove_stale_temps(directory: Path) -> None:
         if match is None:
             continue
         pid = int(match["pid"])
-        if pid == os.getpid() or _alive(pid):
+        if pid == os.getpid() or alive(pid):
             continue  # possibly being written right now
         with contextlib.suppress(OSError):
             candidate.unlink()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (ours or another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

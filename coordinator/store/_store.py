@@ -17,24 +17,57 @@ refused writes nothing. A file whose value in memory is still what was last
 read from it or written to it is left alone, even if another program has
 changed it since (it holds nothing of ours to lose). A file that is a
 symbolic link is written through (:mod:`coordinator.store._atomic`).
+
+How a file is written. ``metadata.json`` and ``base_config.json``, and
+``events.json`` when anything but an append changed the stream, are replaced
+whole and atomically. When the only change to the stream since this
+conversation last wrote ``events.json`` is entries appended at its end, and
+the file is as that write left it, just those entries are appended in place
+(:mod:`coordinator.store._append`: the same bytes a rewrite would give, with
+an undo record so that a crash leaves the old or the new version). A new
+conversation appears whole or not at all (:mod:`coordinator.store._create`);
+written in place into a directory that exists, ``events.json`` comes last,
+and a directory holding the lock file but no ``events.json`` is read as a
+conversation whose first save did not finish: empty, with what of it was
+written, completed by the next save.
+
+Who writes. A save that writes takes the directory's writer lock
+(:mod:`coordinator.store._lock`) and keeps it until the conversation is
+closed (:meth:`Conversation.close`, or the end of ``with conversation:``),
+garbage-collected, or its process ends; another process's save is refused
+meanwhile, naming the holder. Loading takes no lock.
+
+What is read. Every file is opened without blocking and must be a regular
+file within the size limit (:mod:`coordinator.store._files`).
 """
 
 from __future__ import annotations
 
 import enum
 import io
+import logging
 import math
 import os
 import stat
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Self
 
 import attrs
 import orjson
 
 from coordinator._errors import ConversationChangedError, StreamFormatError, os_reason
-from coordinator.store._atomic import atomic_write, remove_stale_temps
+from coordinator.store._append import (
+    UndoRecord,
+    append,
+    appended_bytes,
+    repair,
+    version_to_read,
+)
+from coordinator.store._atomic import UnsyncedError, alive, atomic_write, remove_stale_temps
+from coordinator.store._create import create_directory
+from coordinator.store._files import FileReader, open_regular
+from coordinator.store._lock import LOCK_FILE, WriterLock, acquire, read_record, release
 from coordinator.stream._entries import ConfigDelta
 from coordinator.stream._event_ids import new_event_id
 from coordinator.stream._gc import collector_paused
@@ -71,9 +104,13 @@ __all__ = [
     "save_conversation",
 ]
 
+_LOG = logging.getLogger("coordinator")
+
 EVENTS = "events.json"
 METADATA = "metadata.json"
 BASE_CONFIG = "base_config.json"
+#: How many times a file found changing while it was read is read again.
+_READ_ATTEMPTS = 3
 
 
 class Layout(enum.Enum):
@@ -96,6 +133,23 @@ class _FileState:
         return cls(stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
+@attrs.frozen
+class _StreamMark:
+    """Which stream, at which revision and length, an ``events.json`` last held.
+
+    The stream is held weakly, so that a stream replaced is not kept alive
+    until the next save, and compared too, since one put in its place starts
+    its own count. ``laid_out`` is whether the file's bytes are known to be
+    exactly what the store writes for those entries (it wrote them, or found
+    them there): only such a file is appended to.
+    """
+
+    stream: weakref.ref[ConversationStream]
+    revision: int
+    length: int
+    laid_out: bool
+
+
 @attrs.define(eq=False)
 class Conversation:
     """A conversation: its stream, metadata and base configuration.
@@ -103,6 +157,11 @@ class Conversation:
     ``metadata`` is ``metadata.json`` (``None`` when there is none), kept as
     read. ``base_config`` is ``base_config.json`` in the current layout, and
     the first ``config_delta`` of the stream in the legacy one.
+
+    Once a save of it has written to its directory, the conversation holds
+    that directory's writer lock (another process's saves there are refused)
+    until :meth:`close`, the end of ``with conversation:``, its collection, or
+    the end of the process. ``with conversation:`` takes the lock at once.
     """
 
     stream: ConversationStream
@@ -112,12 +171,7 @@ class Conversation:
     path: Path | None = None
     id_repairs: IdRepairs = attrs.field(factory=IdRepairs)
     _files: dict[Path, _FileState] = attrs.field(factory=dict, init=False, repr=False)
-    # Which stream, at which revision, each events.json last held: the stream
-    # itself is compared too, since one put in its place starts its own count.
-    # Held weakly, so that a stream replaced is not kept alive until the next save.
-    _events_revision: dict[Path, tuple[weakref.ref[ConversationStream], int]] = attrs.field(
-        factory=dict, init=False, repr=False
-    )
+    _events_mark: dict[Path, _StreamMark] = attrs.field(factory=dict, init=False, repr=False)
     # What we would write for metadata.json and base_config.json as they were
     # last read or written: while the value still serializes to this, the file
     # is left as it is (its own formatting included).
@@ -125,6 +179,13 @@ class Conversation:
     # The file the stream was read from when it is not its directory's
     # events.json; it is never saved over that events.json.
     _stream_file: Path | None = attrs.field(default=None, init=False, repr=False)
+    # The writer lock this conversation holds, the directory it is for (device
+    # and inode), and what releases it when the conversation is collected.
+    _lock: WriterLock | None = attrs.field(default=None, init=False, repr=False)
+    _lock_directory: tuple[int, int] | None = attrs.field(default=None, init=False, repr=False)
+    _lock_release: weakref.finalize[Any, Any] | None = attrs.field(
+        default=None, init=False, repr=False
+    )
 
     @classmethod
     def new(
@@ -162,6 +223,31 @@ class Conversation:
         first = self.stream[0] if len(self.stream) else None
         return dict(first.delta) if isinstance(first, ConfigDelta) else None
 
+    def close(self) -> None:
+        """Release the writer lock, if this conversation holds it.
+
+        The conversation stays usable: its next save that writes takes the
+        lock again (and is refused if another process has it meanwhile).
+        """
+        if self._lock_release is not None:
+            self._lock_release()
+        self._lock = self._lock_release = self._lock_directory = None
+
+    def __enter__(self) -> Self:
+        """Take the writer lock of the directory this conversation was loaded from or saved to.
+
+        Raises :class:`~coordinator.store.ConversationLockedError` when
+        another process holds it. A conversation never saved has no
+        directory yet: its first save takes the lock.
+        """
+        if self.path is not None:
+            _hold_lock(self, self.path, create=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Release the writer lock."""
+        self.close()
+
 
 def dump_json(value: Any) -> bytes:
     """JP's on-disk JSON: 2-space indent, one trailing newline."""
@@ -173,18 +259,23 @@ def _json_body(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2)
 
 
-def _file_body(target: Path, value: Any) -> bytes:
+def _file_body(target: Path, value: Any, *, first: int = 0) -> bytes:
     """What ``target`` must hold for ``value``; a value JSON cannot hold is refused, named.
 
     Records check their values, but a value built in memory can still be
     nested deeper than ``orjson`` writes (254 levels), and ``metadata`` is the
     caller's dict: rather than a bare ``TypeError``, say which file and entry.
+    ``first`` is the index of ``value``'s first entry in the stream, when
+    ``value`` is the entries to append.
     """
     try:
         return _json_body(value)
     except orjson.JSONEncodeError as error:
         problem = f"cannot be written ({error}); nothing was saved"
-        raise StreamFormatError(target, problem, index=_unwritable_entry(value)) from None
+        index = _unwritable_entry(value)
+        raise StreamFormatError(
+            target, problem, index=None if index is None else first + index
+        ) from None
 
 
 def _unwritable_entry(value: Any) -> int | None:
@@ -224,10 +315,23 @@ def _state(path: Path) -> _FileState | None:
 
 
 def _read_bytes(path: Path) -> bytes:
+    """All of ``path``, opened as every conversation file is (:func:`_open`)."""
+    fd, status = _open(path)
     try:
-        return path.read_bytes()
+        with FileReader(fd, status.st_size) as reader:
+            return reader.readall()
     except OSError as error:
         raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from error
+
+
+def _open(path: Path) -> tuple[int, os.stat_result]:
+    """``path`` open for reading: a regular file within the size limit, or an error naming it."""
+    try:
+        return open_regular(path)
+    except FileNotFoundError:
+        raise StreamFormatError(path, "does not exist") from None
+    except OSError as error:
+        raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from None
 
 
 def _not_json(error: orjson.JSONDecodeError, handle: BinaryIO) -> str:
@@ -239,25 +343,68 @@ def _not_json(error: orjson.JSONDecodeError, handle: BinaryIO) -> str:
     return invalid_utf8(handle) or str(error)
 
 
-def _read_json(path: Path) -> tuple[Any, _FileState]:
-    try:
-        with path.open("rb") as handle:
-            try:
-                # Parsing allocates an object per JSON value and makes no cycles
-                # (see coordinator.stream._gc).
-                with collector_paused():
-                    value, can_write = read_file(handle)
-            except orjson.JSONDecodeError as error:
-                problem = f"is not valid JSON: {_not_json(error, handle)}"
-                raise StreamFormatError(path, problem) from None
-            state = _FileState.of(os.fstat(handle.fileno()))
-    except FileNotFoundError:
-        raise StreamFormatError(path, "does not exist") from None
-    except OSError as error:
-        raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from None
-    if not can_write:
-        _refuse_too_deep(path, value)
-    return value, state
+def _read_json(path: Path, *, directory: Path | None = None) -> tuple[Any, _FileState]:
+    """The JSON value of ``path`` and its state; for ``events.json``, ``directory`` is its own.
+
+    ``events.json`` is read as its directory's undo record says, when it
+    describes it (the version before an append that did not finish). Read
+    without such a record and found not to be JSON, it is read again if it
+    changed meanwhile: another process appended to it as it was read.
+    """
+    for attempt in range(1, _READ_ATTEMPTS + 1):
+        fd, status = _open(path)
+        record = _record_for(directory, status) if directory is not None else None
+        try:
+            limit, suffix = (
+                (status.st_size, b"")
+                if record is None
+                else version_to_read(record, fd, status, path)
+            )
+        except BaseException:
+            os.close(fd)
+            raise
+        if suffix and record is not None and not alive(record.pid):
+            _LOG.warning(
+                "%s: an append by process %d was interrupted; reading the version before it "
+                "(the next save puts that version back on disk)",
+                path,
+                record.pid,
+            )
+        try:
+            with io.BufferedReader(FileReader(fd, limit, suffix)) as handle:
+                try:
+                    # Parsing allocates an object per JSON value and makes no cycles
+                    # (see coordinator.stream._gc).
+                    with collector_paused():
+                        value, can_write = read_file(handle)
+                except orjson.JSONDecodeError as error:
+                    if (
+                        record is None
+                        and attempt < _READ_ATTEMPTS
+                        and directory is not None
+                        and _changing(fd, status, directory)
+                    ):
+                        continue
+                    problem = f"is not valid JSON: {_not_json(error, handle)}"
+                    raise StreamFormatError(path, problem) from None
+        except OSError as error:
+            raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from None
+        if not can_write:
+            _refuse_too_deep(path, value)
+        return value, _FileState.of(status)
+    raise AssertionError  # not reached: the last attempt returns or raises
+
+
+def _changing(fd: int, status: os.stat_result, directory: Path) -> bool:
+    """Whether the file open on ``fd`` was appended to since ``status`` (or is being)."""
+    return os.fstat(fd).st_size != status.st_size or read_record(directory) is not None
+
+
+def _record_for(directory: Path, status: os.stat_result) -> UndoRecord | None:
+    """The undo record in ``directory``'s lock file, when it is about the file of ``status``."""
+    line = read_record(directory)
+    record = UndoRecord.decode(line) if line is not None else None
+    return record if record is not None and record.describes(status) else None
 
 
 def _refuse_too_deep(path: Path, value: Any) -> None:
@@ -328,7 +475,9 @@ def load_conversation(
     another stream (see :func:`save_conversation`).
     """
     directory, events_path = _resolve(path)
-    raw, events_state = _read_json(events_path)
+    if events_path == directory / EVENTS and _stat(events_path) is None:
+        return _without_events(directory, events_path, clock=clock, new_id=new_id)
+    raw, events_state = _read_json(events_path, directory=directory)
     if type(raw) is not list:
         raise StreamFormatError(events_path, f"must hold an array of entries, not {_kind(raw)}")
     try:
@@ -341,19 +490,40 @@ def load_conversation(
     if wide.seen:
         _refuse_integers_beyond_64_bits(events_path, raw)
 
-    states = {events_path: events_state}
-    metadata = _load_object(directory / METADATA, states)
-    base_config = _load_object(directory / BASE_CONFIG, states)
-    conversation = Conversation(
-        stream,
-        metadata=metadata,
-        layout=Layout.LEGACY if base_config is None else Layout.CURRENT,
-        base_config=base_config,
-        path=directory,
-        id_repairs=repairs,
+    conversation = _with_objects(
+        directory, stream, {events_path: events_state}, id_repairs=repairs
     )
     if events_path.name != EVENTS:
         conversation._stream_file = events_path
+    if not repairs.total:
+        # Ids added at load are not on disk yet: the next save must write them.
+        conversation._events_mark[events_path] = _StreamMark(
+            weakref.ref(stream), stream.revision, len(stream), laid_out=False
+        )
+    return conversation
+
+
+def _with_objects(
+    directory: Path,
+    stream: ConversationStream,
+    states: dict[Path, _FileState],
+    *,
+    id_repairs: IdRepairs | None = None,
+    layout: Layout | None = None,
+) -> Conversation:
+    """``stream`` with its directory's ``metadata.json`` and ``base_config.json``, as loaded."""
+    metadata = _load_object(directory / METADATA, states)
+    base_config = _load_object(directory / BASE_CONFIG, states)
+    if layout is None:
+        layout = Layout.LEGACY if base_config is None else Layout.CURRENT
+    conversation = Conversation(
+        stream,
+        metadata=metadata,
+        layout=layout,
+        base_config=base_config,
+        path=directory,
+        id_repairs=id_repairs or IdRepairs(),
+    )
     conversation._files.update(states)
     for loaded_path, value in (
         (directory / METADATA, metadata),
@@ -361,10 +531,38 @@ def load_conversation(
     ):
         if value is not None:
             conversation._loaded_dumps[loaded_path] = _json_body(value)
-    if not repairs.total:
-        # Ids added at load are not on disk yet: the next save must write them.
-        conversation._events_revision[events_path] = (weakref.ref(stream), stream.revision)
     return conversation
+
+
+def _without_events(
+    directory: Path,
+    events_path: Path,
+    *,
+    clock: Callable[[], datetime] | None,
+    new_id: Callable[[], str] | None,
+) -> Conversation:
+    """A directory without ``events.json``: not a conversation, or one whose first save was cut.
+
+    The store writes a new conversation's ``events.json`` last, after taking
+    the lock (whose file stays): a directory with the lock file and no
+    ``events.json`` is such a conversation, read as the empty one it was
+    being saved as, with whichever of its other files were written. It is
+    in the current layout, as every new conversation is.
+    """
+    if os.path.lexists(events_path):
+        raise StreamFormatError(events_path, "is a symbolic link to a file that does not exist")
+    if not _is_directory(directory):
+        raise StreamFormatError(events_path, "does not exist")
+    if _stat(directory / LOCK_FILE) is None:
+        raise StreamFormatError(directory, f"is not a conversation: it has no {EVENTS}")
+    _LOG.warning(
+        "%s: the first save of this conversation did not finish (it has no %s yet); "
+        "read as the empty conversation it was, which the next save completes",
+        directory,
+        EVENTS,
+    )
+    stream = ConversationStream(clock=clock, new_id=new_id)
+    return _with_objects(directory, stream, {}, layout=Layout.CURRENT)
 
 
 def _load_object(path: Path, states: dict[Path, _FileState]) -> dict[str, JsonValue] | None:
@@ -386,10 +584,14 @@ class SaveResult:
     A file is left alone when it already holds what the save would write, or
     when its value in memory has not changed since it was last read or
     written (another program's change to it since is then kept).
+    ``appended`` are the files of ``written`` that had entries appended in
+    place rather than being replaced (``events.json``, when that is all that
+    changed).
     """
 
     written: tuple[Path, ...]
     unchanged: tuple[Path, ...]
+    appended: tuple[Path, ...] = ()
 
 
 def save_conversation(conversation: Conversation, path: Path | str | None = None) -> SaveResult:
@@ -411,7 +613,17 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     was last read or written is left alone, and does not stop the save even if
     another program has changed it since.
 
-    Raises :class:`ConversationChangedError` if a file this save must write
+    When the only change to the stream since this conversation last wrote
+    ``events.json`` is entries appended at its end, and the file is as it
+    left it, those entries are appended in place: the same bytes, with the
+    same crash guarantee (see :mod:`coordinator.store._append`). A new
+    conversation's directory appears whole or not at all. A save that
+    writes takes the directory's writer lock and keeps it (see
+    :class:`Conversation`).
+
+    Raises :class:`~coordinator.store.ConversationLockedError` when another
+    process holds the directory's writer lock (nothing is written),
+    :class:`ConversationChangedError` if a file this save must write
     changed on disk since it was loaded, and :class:`StreamFormatError` rather
     than overwrite a file this conversation did not load or write (one it
     cannot read included), for a value JSON cannot hold (a NaN,
@@ -429,9 +641,63 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     if directory.name == EVENTS and not _is_directory(directory):
         directory = directory.parent  # the events.json path, as load_conversation accepts
     _refuse_another_stream(conversation, directory)
+    if not os.path.lexists(directory):
+        return _create(conversation, directory)
 
     # Everything is decided before anything is written: a refusal leaves every file as it was.
-    plans = [_plan_events(conversation, directory / EVENTS)]
+    plans = _plans(conversation, directory, may_append=True)
+    lock = _lock_for(conversation, directory, plans)
+    if lock is None or not lock.writable or _moved(plans):
+        # Appended to only under a lock that can hold an undo record; and
+        # decided again if a dead writer's append was undone, or a file changed.
+        plans = _plans(conversation, directory, may_append=lock is not None and lock.writable)
+
+    result = _carry_out(conversation, directory, plans, lock)
+    conversation.path = directory
+    conversation._stream_file = None  # the stream is now this directory's events.json
+    return result
+
+
+def _carry_out(
+    conversation: Conversation, directory: Path, plans: list[_Plan], lock: WriterLock | None
+) -> SaveResult:
+    """Write what ``plans`` say, in order, and remember what each file now holds."""
+    written: list[Path] = []
+    appended: list[Path] = []
+    unchanged: list[Path] = []
+    for planned in plans:
+        plan = planned
+        if plan.append is not None and lock is not None:
+            status = _append(conversation, lock, plan, written)
+            if status is not None:
+                written.append(plan.target)
+                appended.append(plan.target)
+                _remember(conversation, plan, status)
+                continue
+            # The file changed since it was planned (no lock keeps other programs out).
+            plan = _plan_events(conversation, plan.target, may_append=False)
+        if plan.write and plan.body is not None:
+            if lock is not None and plan.target.name == EVENTS:
+                lock.settle()  # no cleared undo record may come back to name the new file
+            _write(directory, plan.target, plan.body, written)
+            written.append(plan.target)
+        else:
+            unchanged.append(plan.target)
+        _remember(conversation, plan)
+    if not written:
+        # Each write clears what dead writers left; a save with nothing to write must too.
+        remove_stale_temps(directory)
+    return SaveResult(tuple(written), tuple(unchanged), tuple(appended))
+
+
+def _plans(conversation: Conversation, directory: Path, *, may_append: bool) -> list[_Plan]:
+    """What the save does with each file: ``events.json`` first, or last when it is new.
+
+    A new ``events.json`` comes last: written into a directory that exists,
+    it is what makes the directory a whole conversation.
+    """
+    events = _plan_events(conversation, directory / EVENTS, may_append=may_append)
+    plans: list[_Plan] = []
     if conversation.layout is Layout.CURRENT:
         base_config = conversation.base_config
         plans.append(
@@ -441,22 +707,90 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
         )
     if conversation.metadata is not None:
         plans.append(_plan_object(conversation, directory / METADATA, conversation.metadata))
+    return [*plans, events] if events.seen is None else [events, *plans]
 
-    written: list[Path] = []
-    unchanged: list[Path] = []
+
+def _moved(plans: list[_Plan]) -> bool:
+    """Whether a file changed since ``plans`` were made (before the lock was taken)."""
+    return any(_state(plan.target) != plan.seen for plan in plans)
+
+
+def _lock_for(
+    conversation: Conversation, directory: Path, plans: list[_Plan]
+) -> WriterLock | None:
+    """The writer lock of ``directory``, taken when this save writes or the lock file exists.
+
+    A save that writes nothing in a directory without a lock file creates
+    none: it leaves the directory exactly as it was.
+    """
+    writes = any(plan.write or plan.append is not None for plan in plans)
+    if not writes and _stat(directory / LOCK_FILE) is None:
+        return conversation._lock if conversation._lock_directory == _identity(directory) else None
+    return _hold_lock(conversation, directory, create=writes)
+
+
+def _identity(directory: Path) -> tuple[int, int] | None:
+    status = _stat(directory)
+    return None if status is None else (status.st_dev, status.st_ino)
+
+
+def _hold_lock(conversation: Conversation, directory: Path, *, create: bool) -> WriterLock | None:
+    """Make ``conversation`` hold ``directory``'s writer lock (see :mod:`~._lock`).
+
+    A dead writer's interrupted append found there is undone first; the
+    conversation, if it had read the file as that append left it, now knows
+    the file as it is after.
+    """
+    identity = _identity(directory)
+    if conversation._lock is not None and conversation._lock_directory == identity:
+        return conversation._lock
+    try:
+        lock = acquire(directory, create=create)
+    except OSError as error:
+        problem = f"cannot be written: {os_reason(error)}; nothing was saved"
+        raise StreamFormatError(directory / LOCK_FILE, problem) from error
+    if lock is None:
+        return None
+    try:
+        if lock.found is not None:
+            _repair(conversation, lock, directory / EVENTS)
+    except BaseException:
+        release(lock)
+        raise
+    conversation.close()  # the lock of the directory it was in before, if any
+    conversation._lock, conversation._lock_directory = lock, identity
+    conversation._lock_release = weakref.finalize(conversation, release, lock)
+    return lock
+
+
+def _repair(conversation: Conversation, lock: WriterLock, events_path: Path) -> None:
+    repaired = repair(lock, events_path)
+    if repaired is None:
+        return
+    before, after = repaired
+    if conversation._files.get(events_path) == _FileState.of(before):
+        # This conversation read the file as the append left it, and so read
+        # the version it now holds again (see version_to_read).
+        conversation._files[events_path] = _FileState.of(after)
+
+
+def _create(conversation: Conversation, directory: Path) -> SaveResult:
+    """Save ``conversation`` as a new directory, whole or not at all (see :mod:`~._create`)."""
+    plans = _plans(conversation, directory, may_append=False)
+    files = [(plan.target.name, (plan.body, _NEWLINE)) for plan in plans if plan.body is not None]
+    try:
+        lock = create_directory(directory, files)
+    except OSError as error:
+        problem = f"cannot be created: {os_reason(error)}; nothing was saved"
+        raise StreamFormatError(directory, problem) from error
+    conversation.close()
+    conversation._lock, conversation._lock_directory = lock, _identity(directory)
+    conversation._lock_release = weakref.finalize(conversation, release, lock)
     for plan in plans:
-        if plan.write and plan.body is not None:
-            _write(directory, plan.target, plan.body, written)
-            written.append(plan.target)
-        else:
-            unchanged.append(plan.target)
         _remember(conversation, plan)
-    if not written:
-        # Each write clears what dead writers left; a save with nothing to write must too.
-        remove_stale_temps(directory)
     conversation.path = directory
-    conversation._stream_file = None  # the stream is now this directory's events.json
-    return SaveResult(tuple(written), tuple(unchanged))
+    conversation._stream_file = None
+    return SaveResult(tuple(plan.target for plan in plans), ())
 
 
 def _refuse_another_stream(conversation: Conversation, directory: Path) -> None:
@@ -488,32 +822,42 @@ class _Plan:
     memory is what the file was last read or written as (the file is left
     alone, whatever another program has done to it since). ``write`` is
     whether the file is replaced; ``state`` is the file's, when it is left
-    because it already holds ``body``. ``revision`` is the stream's revision,
-    for ``events.json``.
+    because it already holds ``body``. ``append`` is what to append instead,
+    for ``events.json`` when only entries were added (``body`` is then
+    ``None``). ``seen`` is the file's state when planned; ``mark`` is the
+    stream's, for ``events.json``.
     """
 
     target: Path
     body: bytes | None
+    seen: _FileState | None
     write: bool = False
     state: _FileState | None = None
-    revision: int | None = None
+    append: bytes | None = None
+    mark: _StreamMark | None = None
 
 
-def _plan_events(conversation: Conversation, target: Path) -> _Plan:
+def _plan_events(conversation: Conversation, target: Path, *, may_append: bool) -> _Plan:
     stream = conversation.stream
     state = _state(target)
-    saved = conversation._events_revision.get(target)
-    if (
-        state is not None
-        and target in conversation._files
-        and saved is not None
-        and saved[0]() is stream
-        and saved[1] == stream.revision
-    ):
-        return _Plan(target, None)
+    saved = conversation._events_mark.get(target)
+    known = state is not None and target in conversation._files
+    mark = _StreamMark(weakref.ref(stream), stream.revision, len(stream), laid_out=True)
+    if known and saved is not None and saved.stream() is stream:
+        if saved.revision == stream.revision:
+            return _Plan(target, None, state)
+        if (
+            may_append
+            and saved.laid_out
+            and state == conversation._files[target]
+            and stream.replaced_at <= saved.revision
+            and 0 < saved.length < len(stream)
+        ):
+            added = _file_body(target, encode_entries(stream[saved.length :]), first=saved.length)
+            return _Plan(target, None, state, append=appended_bytes(added), mark=mark)
     body = _file_body(target, encode_entries(stream))  # not encode_stream(), which copies
     plan = _plan_body(conversation, target, body, state, list)
-    plan.revision = stream.revision
+    plan.mark = mark
     return plan
 
 
@@ -526,7 +870,7 @@ def _plan_object(conversation: Conversation, target: Path, value: Any) -> _Plan:
         and target in conversation._files
         and conversation._loaded_dumps.get(target) == body
     ):
-        return _Plan(target, None)  # the value is what was read: keep the file as it is
+        return _Plan(target, None, state)  # the value is what was read: keep the file as it is
     return _plan_body(conversation, target, body, state, dict)
 
 
@@ -539,19 +883,20 @@ def _plan_body(
 ) -> _Plan:
     """Whether ``target`` must be replaced by ``body``, a value that changed in memory."""
     if state is None:
-        return _Plan(target, body, write=True)
+        return _Plan(target, body, state, write=True)
     if state == conversation._files.get(target):
         # The file is exactly what we last read or wrote.
         if len(body) + 1 == state.size and _holds(_read_bytes(target), body):
-            return _Plan(target, body, state=state)
-        return _Plan(target, body, write=True)
+            return _Plan(target, body, state, state=state)
+        return _Plan(target, body, state, write=True)
     current = _read_bytes(target)
     if _holds(current, body):
-        return _Plan(target, body, state=state)  # another writer wrote just our bytes
+        return _Plan(target, body, state, state=state)  # another writer wrote just our bytes
     if target in conversation._files:
         raise ConversationChangedError(target)
     _refuse_foreign(target, current, shape, body)
-    return _Plan(target, body, write=True)  # our very value, laid out otherwise: nothing lost
+    # Our very value, laid out otherwise: nothing lost.
+    return _Plan(target, body, state, write=True)
 
 
 def _write(directory: Path, target: Path, body: bytes, written: list[Path]) -> None:
@@ -562,32 +907,65 @@ def _write(directory: Path, target: Path, body: bytes, written: list[Path]) -> N
     try:
         directory.mkdir(parents=True, exist_ok=True)
         atomic_write(target, body, _NEWLINE)
-    except OSError as error:
-        if written:
-            names = ", ".join(path.name for path in written)
-            saved = f"{names} {'was' if len(written) == 1 else 'were'} saved, the rest was not"
-        else:
-            saved = "nothing was saved"
-        problem = f"cannot be written: {os_reason(error)}; {saved}"
+    except UnsyncedError as error:
+        problem = (
+            f"was written, but its directory could not be synced ({os_reason(error)}): "
+            "the change may not survive a crash; the save stopped there"
+        )
         raise StreamFormatError(target, problem) from error
+    except OSError as error:
+        raise StreamFormatError(target, _not_written(error, written)) from error
 
 
-def _remember(conversation: Conversation, plan: _Plan) -> None:
-    """Record what ``plan.target`` now holds, so that the next save knows it is ours."""
-    if plan.body is None:
+def _not_written(error: OSError, written: list[Path]) -> str:
+    """Why a file cannot be written, and what this save wrote before (``written``)."""
+    if written:
+        names = ", ".join(path.name for path in written)
+        saved = f"{names} {'was' if len(written) == 1 else 'were'} saved, the rest was not"
+    else:
+        saved = "nothing was saved"
+    return f"cannot be written: {os_reason(error)}; {saved}"
+
+
+def _append(
+    conversation: Conversation, lock: WriterLock, plan: _Plan, written: list[Path]
+) -> os.stat_result | None:
+    """Append ``plan``'s entries to its file; its new status, or ``None`` if it changed."""
+    seen, data = plan.seen, plan.append
+    if seen is None or data is None:
+        return None  # not planned as an append
+    try:
+        return append(lock, plan.target, (seen.size, seen.mtime_ns, seen.inode), data)
+    except OSError as error:
+        # Put back as it was (or append() would have said otherwise): the same
+        # bytes, under a new mtime, which must not pass for another's change.
+        state = _state(plan.target)
+        if state is not None:
+            conversation._files[plan.target] = state
+        raise StreamFormatError(plan.target, _not_written(error, written)) from error
+
+
+def _remember(
+    conversation: Conversation, plan: _Plan, status: os.stat_result | None = None
+) -> None:
+    """Record what ``plan.target`` now holds, so that the next save knows it is ours.
+
+    ``status`` is the file's after an append.
+    """
+    if plan.body is None and plan.append is None:
         return  # left as it was: what we knew of it still holds
     target = plan.target
-    state = _state(target) if plan.write else plan.state
+    if status is not None:
+        state: _FileState | None = _FileState.of(status)
+    else:
+        state = _state(target) if plan.write else plan.state
     if state is None:
         conversation._files.pop(target, None)
     else:
         conversation._files[target] = state
-    if plan.revision is not None:
-        conversation._events_revision[target] = (
-            weakref.ref(conversation.stream),
-            plan.revision,
-        )
-    else:
+    if plan.mark is not None:
+        conversation._events_mark[target] = plan.mark
+    elif plan.body is not None:
         conversation._loaded_dumps[target] = plan.body
 
 

@@ -71,7 +71,9 @@ class ConversationStream(Sequence[StreamEntry]):
     ``clock`` and ``new_id`` are injected so tests can fix time and ids; by
     default time is UTC now and ids come from the OS RNG. ``revision`` grows
     with every change, so a store can tell an unchanged stream without
-    serializing it.
+    serializing it; ``replaced_at`` is the revision of the last change that
+    was not an append (:meth:`replace`), so a store can tell a stream that
+    only grew at its end since it last saved it, and append just that.
 
     Entries are values, and so are the dicts and lists inside them: the
     stream keeps what it is given as it is (a payload's ``arguments``, a
@@ -97,6 +99,7 @@ class ConversationStream(Sequence[StreamEntry]):
         self._markers: list[int] = []
         self._leading_events = False
         self.revision = 0
+        self.replaced_at = 0
         self._set(list(entries))
 
     @classmethod
@@ -207,6 +210,7 @@ class ConversationStream(Sequence[StreamEntry]):
         """Replace every entry at once (event ids must stay unique)."""
         self._set(list(entries))
         self.revision += 1
+        self.replaced_at = self.revision
 
     def _set(self, entries: list[StreamEntry]) -> None:
         ids: set[str] = set()

@@ -33,8 +33,9 @@ from bench_support import (
     write_conversation,
 )
 
-from coordinator import load_conversation, save_conversation
+from coordinator import Conversation, load_conversation, save_conversation
 from coordinator.store._atomic import atomic_write
+from machines import AnswerType, InquiryQuestion, InquiryRequest, InquirySource
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -262,6 +263,7 @@ def run(sizes: Sizes) -> list[Metric]:
             metrics.append(_compare_fixture(largest, count, scratch, sizes.repeats * 3))
             metrics.extend(_memory("largest_fixture", largest, count, scratch))
         metrics.extend(_generated(sizes, scratch))
+        metrics.extend(_question_saves(sizes, scratch))
     metrics.append(_freed_pages(sizes))
     return metrics
 
@@ -342,4 +344,97 @@ def _scaling(per_entry: dict[int, dict[str, Cost]]) -> list[Metric]:
         )
         for side, who, prefix in sides
         for measure, measure_prefix, what in measures
+    ]
+
+
+# ------------------------------------------------- the save before each question
+
+#: The streams a question is saved on, by a full run: 1k and 100k entries.
+_QUESTION_STREAMS = (1_000, 100_000)
+#: Questions saved in one timed run, by each side; a full rewrite of a long
+#: stream takes long enough that fewer of them measure it as well.
+_QUESTIONS = {"append": 200, "rewrite": 20}
+
+
+def _question(number: int) -> InquiryRequest:
+    return InquiryRequest(
+        id=f"call_{number}.apply.1",
+        source=InquirySource.tool("fs_modify_file"),
+        question=InquiryQuestion(text="Apply the patch?", answer_type=AnswerType.boolean()),
+    )
+
+
+def _asking(conversation: Conversation, questions: int, *, rewrite: bool) -> Callable[[], None]:
+    """``questions`` times: append a question's request, save (what the driver does).
+
+    With ``rewrite``, each save is the store's full rewrite, as every save was
+    before appends: the store is made to forget that it wrote the file itself,
+    which is what allows an append.
+    """
+    marks = conversation._events_mark  # the old path, for contrast
+
+    def work() -> None:
+        for number in range(questions):
+            conversation.stream.append(_question(number))
+            if rewrite:
+                marks.clear()
+            save_conversation(conversation)
+
+    return work
+
+
+def _question_saves(sizes: Sizes, scratch: Path) -> list[Metric]:
+    """The save before each question, on a short and a long stream: flat, and what it was.
+
+    Each side asks its questions of the same loaded conversation, saved once
+    before the runs (so that the store knows the file as its own). ``append``
+    is the store as it is; ``rewrite`` is every save rewriting the whole file,
+    as it did before. Target: the append's cost at the long stream within
+    1.2x of the short one's.
+    """
+    full = max(sizes.streams) >= max(_QUESTION_STREAMS)
+    counts = _QUESTION_STREAMS if full else (min(sizes.streams), max(sizes.streams))
+    runs: dict[tuple[int, str], Run] = {}
+    conversations: list[Conversation] = []
+    for count in counts:
+        for side, questions in _QUESTIONS.items():
+            source = write_conversation(scratch / f"ask{count}{side}", generated_entries(count))
+            conversation = load_conversation(source)
+            conversation.stream.append(_question(0))
+            save_conversation(conversation)  # the store's own file from here on
+            conversations.append(conversation)
+            runs[count, side] = (_asking(conversation, questions, rewrite=side == "rewrite"), None)
+    costs = best_costs(runs, repeats=_rounds(sizes))
+    for conversation in conversations:
+        conversation.close()
+    per_question = {name: cost.wall / _QUESTIONS[name[1]] * 1e6 for name, cost in costs.items()}
+    small, large = counts
+    metrics = [
+        Metric(
+            metric=f"store.question_save.{_label(count)}",
+            value=per_question[count, "append"],
+            baseline=per_question[count, "rewrite"],
+            unit="us/question",
+            note=f"append a question's request and save, {count} entries: appended vs rewritten",
+        )
+        for count in counts
+    ]
+    growth = f"{_label(large)}_vs_{_label(small)}"
+    return [
+        *metrics,
+        Metric(
+            metric=f"store.question_save.scaling.{growth}",
+            value=per_question[large, "append"],
+            baseline=per_question[small, "append"],
+            unit="us/question",
+            target=1.2,
+            note=f"the append path's cost per question at {large} vs {small} entries",
+        ),
+        Metric(
+            metric=f"store.question_save.scaling.full_rewrite.{growth}",
+            value=per_question[large, "rewrite"],
+            baseline=per_question[small, "rewrite"],
+            unit="us/question",
+            note=f"every save rewriting the file (as before appends), {large} vs {small} entries",
+        ),
     ]

@@ -1,0 +1,196 @@
+"""Opening a conversation file so that what is not a file cannot hang or swamp a reader.
+
+A conversation directory is data from anywhere: ``events.json`` may be a link
+to ``/dev/zero`` (an endless read), a FIFO (a read that waits for a writer
+forever), a directory, or a file larger than any conversation. Every file the
+store reads is opened here, without blocking (``O_NONBLOCK``, so that opening
+a FIFO returns at once), and its status is taken from the open descriptor
+(``fstat``, so that what is checked is what is read, whatever the path is
+changed to meanwhile). Anything but a regular file is refused, and so is a
+regular file larger than :func:`max_file_size`: one line naming the file and
+what it is.
+
+The limit is 1 GiB unless the environment variable ``INQUIRY_MAX_FILE_SIZE``
+says otherwise (a whole number of bytes). A million-entry conversation is
+about half a gigabyte, and the store holds what it reads in memory: the limit
+is there so that a hostile or broken file is refused before it is read, not
+to bound what a real conversation may hold.
+
+A file is read up to the size ``fstat`` gave, through :class:`FileReader`: a
+file that grows while it is read is read as it was when opened.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from typing import TYPE_CHECKING
+
+from coordinator._errors import ConfigError, StreamFormatError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from _typeshed import WriteableBuffer
+
+__all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
+    "MAX_FILE_SIZE_VARIABLE",
+    "FileReader",
+    "file_kind",
+    "max_file_size",
+    "open_regular",
+]
+
+#: The environment variable that sets the largest conversation file read, in bytes.
+MAX_FILE_SIZE_VARIABLE = "INQUIRY_MAX_FILE_SIZE"
+#: The largest conversation file read when the environment does not say: 1 GiB.
+DEFAULT_MAX_FILE_SIZE = 1 << 30
+#: The most of a wrong value an error quotes.
+_QUOTED = 40
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def max_file_size() -> int:
+    """The largest conversation file the store reads, in bytes (see the module's docstring)."""
+    text = os.environ.get(MAX_FILE_SIZE_VARIABLE)
+    if text is None:
+        return DEFAULT_MAX_FILE_SIZE
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        shown = text if text.isprintable() and len(text) <= _QUOTED else ascii(text[:_QUOTED])
+        raise ConfigError(
+            "the environment",
+            MAX_FILE_SIZE_VARIABLE,
+            f"must be a whole number of bytes, not {shown!r}",
+        )
+    return value
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` is, said for a person (``a FIFO``)."""
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading, and its status: only a regular file within the size limit.
+
+    Raises ``OSError`` as opening does (``FileNotFoundError`` included), and
+    :class:`StreamFormatError` naming the file for anything else that is
+    refused. The caller closes the descriptor.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        status = os.fstat(fd)
+        _refuse_unreadable(path, status)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, status
+
+
+def _refuse_unreadable(path: Path, status: os.stat_result) -> None:
+    """Refuse what is not a regular file, or is larger than the limit."""
+    if not stat.S_ISREG(status.st_mode):
+        kind = file_kind(status.st_mode)
+        raise StreamFormatError(path, f"is not a regular file but {kind}; not reading it")
+    limit = max_file_size()
+    if status.st_size > limit:
+        raise StreamFormatError(
+            path,
+            f"is {status.st_size} bytes, more than the {limit} a conversation file may "
+            f"be (set {MAX_FILE_SIZE_VARIABLE} to allow more); not reading it",
+        )
+
+
+class FileReader(io.RawIOBase):
+    """The first ``limit`` bytes of the file open on ``fd``, then ``suffix``.
+
+    Seekable, so that a reader may go back to the start. It owns ``fd``:
+    closing it closes the descriptor. The suffix is how a reader sees the
+    version of ``events.json`` before an interrupted append (see
+    :mod:`coordinator.store._append`) without writing it.
+    """
+
+    def __init__(self, fd: int, limit: int, suffix: bytes = b"") -> None:
+        """Read ``fd`` up to ``limit``, then ``suffix``."""
+        super().__init__()
+        self._fd = fd
+        self._limit = limit
+        self._suffix = suffix
+        self._position = 0
+
+    @property
+    def fd(self) -> int:
+        """The descriptor read."""
+        return self._fd
+
+    def readable(self) -> bool:
+        """It is."""
+        return True
+
+    def seekable(self) -> bool:
+        """It is."""
+        return True
+
+    def tell(self) -> int:
+        """Where the next read starts."""
+        return self._position
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        """Move to ``offset`` from the start, the current position or the end."""
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._position}.get(
+            whence, self._limit + len(self._suffix)
+        )
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        """Fill ``buffer`` from the current position; 0 at the end."""
+        with memoryview(buffer) as view, view.cast("B") as target:
+            wanted = len(target)
+            if self._position < self._limit:
+                # Straight into the caller's buffer: no copy of the file's bytes.
+                room = target[: min(wanted, self._limit - self._position)]
+                count = os.preadv(self._fd, [room], self._position)
+                if not count:
+                    # Cut short since it was opened: it ends here, without the suffix,
+                    # so that what is read fails to parse and is read again.
+                    self._limit, self._suffix = self._position, b""
+            else:
+                start = self._position - self._limit
+                data = self._suffix[start : start + wanted]
+                count = len(data)
+                target[:count] = data
+            self._position += count
+            return count
+
+    def readall(self) -> bytes:
+        """Everything from the current position to the end, in one read of the file."""
+        data = b""
+        if self._position < self._limit:
+            data = os.pread(self._fd, self._limit - self._position, self._position)
+            self._position += len(data)
+            if self._position < self._limit:  # cut short since it was opened (see readinto)
+                self._limit, self._suffix = self._position, b""
+        start = self._position - self._limit
+        rest = self._suffix[start:]
+        self._position += len(rest)
+        return data + rest
+
+    def close(self) -> None:
+        """Close the descriptor (once)."""
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
