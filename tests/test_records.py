@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+import machines._json
 from coordinator import EventEntry
 from coordinator.stream import Compaction, ConfigDelta, Timestamp, UnknownEntry
 from machines import (
@@ -31,7 +32,6 @@ from machines import (
     TurnStart,
     UnknownCancellationReason,
     parse_cancellation_reason,
-    validators,
 )
 from machines.validators import is_json
 
@@ -431,8 +431,8 @@ def _large_then_cycle() -> list[object]:
 
 @pytest.fixture
 def small_walk_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the plain walk hand over to the exact check after a few hundred values."""
-    monkeypatch.setattr(validators, "_VALUES_BEFORE_CYCLE_CHECK", 500)
+    """Make the plain walk start again carefully after a few hundred containers."""
+    monkeypatch.setattr(machines._json, "_CONTAINERS_BEFORE_CARE", 500)
 
 
 @pytest.mark.parametrize("value", [_cyclic_list(), _cyclic_dict(), _wide_cycle()])

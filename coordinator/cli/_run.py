@@ -102,7 +102,7 @@ from coordinator.driver._prompting import (
     ScriptExhaustedError,
 )
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
-from coordinator.driver._toml_fields import join_key, kind_of, name_key
+from coordinator.driver._toml_fields import join_key, name_key
 from coordinator.driver._tool_coordinator import ToolCoordinator
 from coordinator.store._store import Conversation, load_conversation, save_conversation
 from machines import (
@@ -120,6 +120,7 @@ from machines import (
     ToolCallResponse,
     TurnStart,
 )
+from machines._json import json_type
 from machines.wording import (
     INPUT_CANCELLED,
     INTERRUPTED,
@@ -498,7 +499,7 @@ def _misfit(question: Question, value: ToolAnswer) -> str:
     elif answer_type.kind is AnswerKind.SELECT and isinstance(value, str):
         given = repr(_one_line(value))
     else:
-        given = kind_of(value)
+        given = json_type(value, toml=True)
     return f"the answer must be {answer_type.expected()}, not {given}"
 
 
