@@ -233,26 +233,15 @@ def _walk(  # noqa: C901, PLR0911, PLR0912, PLR0915 - one loop (its speed is eve
                 if type(key) is not str:
                     where = _path(above, container)
                     return JsonFault(where, _NOT_A_STRING_KEY.format(type(key).__name__))
-                kind = type(child)
-                if kind in sound:
-                    continue
-                if kind is dict or kind is list:
+                if type(child) not in sound:
                     break
-                problem = checked.get(kind, others)(child)
-                if problem is not None:
-                    return JsonFault(_path(above, container, items, key), problem)
             else:
                 child = _END
         else:
+            # An array's items are not pairs: its own loop, without a key to look at.
             for child in items:
-                kind = type(child)
-                if kind in sound:
-                    continue
-                if kind is dict or kind is list:
+                if type(child) not in sound:
                     break
-                problem = checked.get(kind, others)(child)
-                if problem is not None:
-                    return JsonFault(_path(above, container, items, key), problem)
             else:
                 child = _END
         if child is _END:
@@ -264,6 +253,13 @@ def _walk(  # noqa: C901, PLR0911, PLR0912, PLR0915 - one loop (its speed is eve
                 return None
             items, container, key = above.pop()
             kind = type(container)
+            continue
+        kind = type(child)
+        if kind is not dict and kind is not list:
+            problem = checked.get(kind, others)(child)
+            if problem is not None:
+                return JsonFault(_path(above, container, items, key), problem)
+            kind = type(container)  # and on with its items
             continue
         if on_path is not None:
             ident = id(child)

@@ -453,6 +453,15 @@ def _with_text(entry: dict[str, Any], text: str, *, compact: bool = False) -> by
     return laid_out.replace(orjson.dumps(_NUMBER), text.encode())
 
 
+def _refused(directory: Path, data: bytes) -> StreamFormatError:
+    """The error a load of ``data`` as ``events.json`` raises; the file is left as it was."""
+    (directory / "events.json").write_bytes(data)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(directory)
+    assert (directory / "events.json").read_bytes() == data
+    return caught.value
+
+
 def _question(default: Any) -> dict[str, Any]:
     return {"text": "Note?", "answer_type": {"type": "text"}, "default": default}
 
@@ -517,24 +526,25 @@ _PLACES = [
 ]
 
 
+#: Integers beyond 64 bits: the last one is as long as the float orjson writes for it
+#: (``1.2345678901234568e+21``), so only the text, not its length, gives it away.
+_WIDE = ["123456789012345678901234567890", "-9223372036854775809", "1234567890123456789012"]
+
+
 @pytest.mark.parametrize("compact", [False, True], ids=["as JP writes", "laid out otherwise"])
-@pytest.mark.parametrize("literal", ["123456789012345678901234567890", "-9223372036854775809"])
+@pytest.mark.parametrize("literal", _WIDE)
 @pytest.mark.parametrize(("entry", "key"), _PLACES)
 def test_an_integer_beyond_64_bits_is_refused_naming_the_entry_and_key(
     tmp_path: Path, entry: dict[str, Any], key: str, literal: str, compact: bool
 ) -> None:
     """Read as a float, it would be saved as one: the load is refused and nothing written."""
-    data = _with_text(entry, literal, compact=compact)
-    (tmp_path / "events.json").write_bytes(data)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 1
-    assert str(caught.value) == (
+    error = _refused(tmp_path, _with_text(entry, literal, compact=compact))
+    assert error.index == 1
+    assert str(error) == (
         f"{tmp_path / 'events.json'}: entry 1: {entry['type']}: the value at {key!r} is an "
         "integer beyond 64 bits: it would be written back as a float, not as read"
     )
-    assert literal not in str(caught.value)
-    assert (tmp_path / "events.json").read_bytes() == data
+    assert literal not in str(error)
 
 
 def test_an_integer_beyond_64_bits_in_metadata_json_is_refused_naming_the_key(
@@ -650,17 +660,13 @@ def test_a_repeated_key_is_refused_naming_the_entry_and_key_never_a_value(
     tmp_path: Path, entry: dict[str, Any], text: str, problem: str, compact: bool
 ) -> None:
     """Rather than drop all but a repeated key's last value at the next save, the load refuses."""
-    data = _with_text(entry, text, compact=compact)
-    (tmp_path / "events.json").write_bytes(data)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 1
-    assert str(caught.value) == (
+    error = _refused(tmp_path, _with_text(entry, text, compact=compact))
+    assert error.index == 1
+    assert str(error) == (
         f"{tmp_path / 'events.json'}: entry 1: {entry['type']}: {problem}: "
         "a save would keep only its last value"
     )
-    assert _SECRET not in str(caught.value)
-    assert (tmp_path / "events.json").read_bytes() == data
+    assert _SECRET not in str(error)
 
 
 @pytest.mark.parametrize("name", ["metadata.json", "base_config.json"])
@@ -681,18 +687,24 @@ def test_a_repeated_key_in_the_other_files_is_refused_naming_the_file_and_key(
     assert _SECRET not in str(caught.value)
 
 
-def test_a_repeated_key_in_a_later_piece_is_found_and_named_by_its_entry(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("inserted", "problem"),
+    [
+        (b'"author": "a",\n    "author": "b",\n    ', "the entry repeats the key 'author'"),
+        (b'"n": 1234567890123456789012,\n    ', "the value at 'n' is an integer beyond 64 bits"),
+    ],
+    ids=["repeated key", "wide integer as long as its float"],
+)
+def test_a_problem_in_a_later_piece_is_found_and_named_by_its_entry(
+    tmp_path: Path, inserted: bytes, problem: str
+) -> None:
     """A stream read in pieces checks every piece: the entry's index is the file's."""
     entries = [{"type": "chat_request", "content": f"{n} {'x' * 400}"} for n in range(2000)]
-    data = _laid_out(entries).replace(
-        b'"content": "1500 x', b'"author": "a",\n    "author": "b",\n    "content": "1500 x', 1
-    )
-    assert data.index(b'"author"') > READ_BLOCK  # past the first piece
-    (tmp_path / "events.json").write_bytes(data)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 1500
-    assert "chat_request: the entry repeats the key 'author'" in str(caught.value)
+    data = _laid_out(entries).replace(b'"content": "1500 x', inserted + b'"content": "1500 x', 1)
+    assert data.index(inserted) > READ_BLOCK  # past the first piece
+    error = _refused(tmp_path, data)
+    assert error.index == 1500
+    assert f"entry 1500: chat_request: {problem}" in str(error)
 
 
 def test_the_first_problem_in_the_file_is_the_one_named(tmp_path: Path) -> None:
@@ -701,11 +713,9 @@ def test_the_first_problem_in_the_file_is_the_one_named(tmp_path: Path) -> None:
     data = _laid_out(entries)
     data = data.replace(orjson.dumps(_NUMBER), b'1, "a": 2', 1)
     data = data.replace(orjson.dumps(_NUMBER), b"99999999999999999999", 1)
-    (tmp_path / "events.json").write_bytes(data)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 0
-    assert "repeats the key 'a'" in str(caught.value)
+    error = _refused(tmp_path, data)
+    assert error.index == 0
+    assert "repeats the key 'a'" in str(error)
 
 
 def test_the_same_key_in_different_objects_is_no_repeat(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from cattrs.preconf.orjson import make_converter
@@ -90,15 +91,27 @@ class WireError(ValueError):
     """A value read from the wire does not have the shape of its record."""
 
 
-def _missing(key: str) -> WireError:
-    return WireError(f"{key!r} is missing")
+def _required(
+    data: dict[str, Any], keys: Callable[[dict[str, Any]], Any], within: str = ""
+) -> Any:
+    """``keys(data)``, an ``itemgetter`` of the keys a record cannot do without.
 
-
-def _required(data: dict[str, Any], key: str) -> Any:
+    A key that is missing is said with its place (``within`` is its object's).
+    """
     try:
-        return data[key]
-    except KeyError:
-        raise _missing(key) from None
+        return keys(data)
+    except KeyError as error:
+        raise WireError(f"{within + str(error.args[0])!r} is missing") from None
+
+
+# The keys each shape cannot do without, taken in one call.
+_ID, _SOURCE, _QUESTION, _CONTENT = (
+    itemgetter(key) for key in ("id", "source", "question", "content")
+)
+_QUESTION_TEXT = itemgetter("text", "answer_type")
+_TOOL_QUESTION = itemgetter("id", "text", "answer_type")
+_TOOL_CALL = itemgetter("id", "name", "arguments")
+_TOOL_RESULT = itemgetter("id", "content", "is_error")
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -219,10 +232,7 @@ _SHAREABLE_DEFAULTS: Final = frozenset({str, bool, int, type(None)})
 
 def _structure_recorded_question(value: Any, _: Any = None) -> InquiryQuestion:
     data = _object(value, "question")
-    try:
-        text, answer_type = data["text"], data["answer_type"]
-    except KeyError as error:
-        raise _missing(f"question.{error.args[0]}") from None
+    text, answer_type = _required(data, _QUESTION_TEXT, "question.")
     default, question_id, context = data.get("default"), data.get("id"), data.get("context")
     # {"type": tag} of a kind without options ("select" here is refused, and
     # not cached). Never a secret: a file may have recorded one with a
@@ -272,10 +282,7 @@ def _unstructure_recorded_question(question: InquiryQuestion) -> dict[str, Any]:
 
 def _structure_question(value: Any, _: Any = None) -> Question:
     data = _object(value, "question")
-    try:
-        question_id, text, answer_type = data["id"], data["text"], data["answer_type"]
-    except KeyError as error:
-        raise _missing(error.args[0]) from None
+    question_id, text, answer_type = _required(data, _TOOL_QUESTION)
     # The wire writes absent values as null; a null default means no default.
     return Question(
         id=question_id,
@@ -309,10 +316,7 @@ def _structure_turn_start(_value: Any, _: Any = None) -> TurnStart:
 
 
 def _structure_chat_request(data: dict[str, Any], _: Any = None) -> ChatRequest:
-    try:
-        content = data["content"]
-    except KeyError:
-        raise _missing("content") from None
+    content = _required(data, _CONTENT)
     return ChatRequest(content=content, schema=data.get("schema"), author=data.get("author"))
 
 
@@ -341,10 +345,7 @@ def _unstructure_chat_response(response: ChatResponse) -> dict[str, Any]:
 
 
 def _structure_tool_call_request(data: dict[str, Any], _: Any = None) -> ToolCallRequest:
-    try:
-        call_id, name, arguments = data["id"], data["name"], data["arguments"]
-    except KeyError as error:
-        raise _missing(error.args[0]) from None
+    call_id, name, arguments = _required(data, _TOOL_CALL)
     if type(arguments) is dict:
         arguments = decode_object(arguments)  # its string leaves are stored base64
     return ToolCallRequest(id=call_id, name=name, arguments=arguments)
@@ -355,10 +356,7 @@ def _unstructure_tool_call_request(request: ToolCallRequest) -> dict[str, Any]:
 
 
 def _structure_tool_call_response(data: dict[str, Any], _: Any = None) -> ToolCallResponse:
-    try:
-        call_id, content, is_error = data["id"], data["content"], data["is_error"]
-    except KeyError as error:
-        raise _missing(error.args[0]) from None
+    call_id, content, is_error = _required(data, _TOOL_RESULT)
     if type(content) is str:
         content = decode_field(content)  # stored base64
     return ToolCallResponse(id=call_id, content=content, is_error=is_error)
@@ -371,9 +369,9 @@ def _unstructure_tool_call_response(response: ToolCallResponse) -> dict[str, Any
 
 def _structure_inquiry_request(data: dict[str, Any], _: Any = None) -> InquiryRequest:
     # Read in the order the keys are written, so that the first problem is named.
-    request_id = _required(data, "id")
-    source = _structure_source(_required(data, "source"))
-    question = _structure_recorded_question(_required(data, "question"))
+    request_id = _required(data, _ID)
+    source = _structure_source(_required(data, _SOURCE))
+    question = _structure_recorded_question(_required(data, _QUESTION))
     return InquiryRequest(id=request_id, source=source, question=question)
 
 
