@@ -43,7 +43,7 @@ from coordinator.wire._json_read import (
     invalid_utf8,
     loads_writable,
     read_file,
-    writable,
+    unwritable_entry,
 )
 from coordinator.wire._stream_codec import (
     EntryDecodeError,
@@ -181,14 +181,7 @@ def _file_body(target: Path, value: Any) -> bytes:
         return _json_body(value)
     except orjson.JSONEncodeError as error:
         problem = f"cannot be written ({error}); nothing was saved"
-        raise StreamFormatError(target, problem, index=_unwritable_entry(value)) from None
-
-
-def _unwritable_entry(value: Any) -> int | None:
-    """The index of the first entry ``orjson`` cannot write, when ``value`` is a stream."""
-    if type(value) is not list:
-        return None
-    return next((i for i, entry in enumerate(value) if not writable([entry])), None)
+        raise StreamFormatError(target, problem, index=unwritable_entry(value)) from None
 
 
 _NEWLINE = b"\n"

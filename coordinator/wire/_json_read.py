@@ -50,6 +50,7 @@ __all__ = [
     "loads_writable",
     "read_file",
     "read_text",
+    "unwritable_entry",
     "writable",
 ]
 
@@ -180,12 +181,17 @@ def _as_written(text: bytes | bytearray, end: int, written: bytes) -> bool:
     )
 
 
+def unwritable_entry(value: Any) -> int | None:
+    """The index of the first entry ``orjson`` cannot write, when ``value`` is an array."""
+    if type(value) is not list:
+        return None
+    return next((i for i, entry in enumerate(value) if not writable([entry])), None)
+
+
 def _too_deep(value: Any, first: int | None) -> JsonTextError:
     problem = "is nested too deeply to be written back"
-    if first is None or type(value) is not list:
-        return JsonTextError(None, problem)
-    index = next((i for i, entry in enumerate(value) if not writable([entry])), None)
-    if index is None:  # not reached: orjson writes what it reads, but for depth
+    index = None if first is None else unwritable_entry(value)
+    if first is None or index is None:
         return JsonTextError(None, problem)
     return JsonTextError(first + index, f"entry {problem}")
 
