@@ -109,22 +109,46 @@ class _Repeated(dict[str, Any]):
         self.key = key
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """The standard library's object, or a :class:`_Repeated` naming the first key repeated."""
-    value = dict(pairs)
-    if len(value) == len(pairs):
-        return value
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            return _Repeated(pairs, key)
-        seen.add(key)
-    return value  # not reached: a shorter dict means a key came twice
-
-
 #: The integers ``orjson`` reads exactly: from ``-2**63`` to ``2**64 - 1``.
 _SMALLEST_READ = -(2**63)
 _LARGEST_READ = 2**64 - 1
+
+
+class _ExactRead:
+    """The standard library's parse of a text, noting whether it met a problem at all.
+
+    Its objects are the parser's, but for one that repeats a key, which is a
+    :class:`_Repeated`; its integers are the parser's (whole). Only a text
+    where a problem was met is walked, to say the first and where it is.
+    """
+
+    __slots__ = ("met",)
+
+    def __init__(self) -> None:
+        self.met = False
+
+    def object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(pairs)
+        if len(value) == len(pairs):
+            return value
+        self.met = True
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                return _Repeated(pairs, key)
+            seen.add(key)
+        return value  # not reached: a shorter dict means a key came twice
+
+    def integer(self, digits: str) -> int:
+        value = int(digits)
+        if not _SMALLEST_READ <= value <= _LARGEST_READ:
+            self.met = True
+        return value
+
+    def problem(self, text: bytes | bytearray, first: int | None) -> JsonTextError | None:
+        """The first problem of ``text``, if it has one (see :func:`_first_problem`)."""
+        value = json.loads(text, object_pairs_hook=self.object, parse_int=self.integer)
+        return _first_problem(value, first) if self.met else None
 
 
 def _integer(value: int) -> str | None:
@@ -160,8 +184,7 @@ def _checked(
         return _too_deep(value, first)
     if _as_written(text, end, written):
         return None
-    exact = json.loads(text[:end], object_pairs_hook=_object)
-    return _first_problem(exact, first)
+    return _ExactRead().problem(text[:end], first)
 
 
 def _as_written(text: bytes | bytearray, end: int, written: bytes) -> bool:
