@@ -30,7 +30,7 @@ CASES: list[tuple[str, bytes, int | None, str]] = [
     ("not-json", b'[{"type": "turn_start",', None, "is not valid JSON"),
     ("empty-file", b"", None, "is not valid JSON"),
     ("object", b'{"events": []}', None, "must hold an array of entries, not an object"),
-    ("string", b'"events"', None, "must hold an array of entries, not str"),
+    ("string", b'"events"', None, "must hold an array of entries, not a string"),
     ("entry-not-object", _entries(["turn_start"]), 2, "entry is not an object but an array"),
     ("entry-is-null", _entries(None), 2, "entry is not an object but null"),
     ("missing-type", _entries({"timestamp": STAMP, "content": "x"}), 2, "no string 'type'"),
@@ -48,7 +48,7 @@ CASES: list[tuple[str, bytes, int | None, str]] = [
             }
         ),
         2,
-        "tool_call_response: expected a boolean, got a string @ $.is_error",
+        "tool_call_response: ToolCallResponse.is_error must be bool, not a string",
     ),
     (
         "response-without-outcome-or-answer",

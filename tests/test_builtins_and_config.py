@@ -84,7 +84,7 @@ def test_ask_user_asks_a_boolean_and_reports_the_answer(tmp_path: Path) -> None:
         ),
         (
             {"question": "Which?", "answer_type": "select", "options": ["a", 1]},
-            "option 1 must be a string, not a number",
+            "option 1 must be a string, not an integer",
         ),
         (
             {"question": "Which?", "answer_type": "select", "options": [{"x": 1}]},

@@ -1,4 +1,8 @@
-"""The wire codec: exact shapes written, current and legacy shapes read."""
+"""The wire codec: exact shapes written, current and legacy shapes read, refusals worded.
+
+Payloads are read and written as they are stored: a tool call's arguments and a
+tool response's content in base64 (see tests/test_storage_fields.py).
+"""
 
 from __future__ import annotations
 
@@ -56,12 +60,12 @@ SHAPES: list[tuple[Event, str, dict[str, Any]]] = [
     (
         ToolCallRequest(id="toolu_01", name="fs_read_file", arguments={"path": "a.txt"}),
         "tool_call_request",
-        {"id": "toolu_01", "name": "fs_read_file", "arguments": {"path": "a.txt"}},
+        {"id": "toolu_01", "name": "fs_read_file", "arguments": {"path": "YS50eHQ="}},
     ),
     (
         ToolCallResponse(id="toolu_01", content="done", is_error=False),
         "tool_call_response",
-        {"id": "toolu_01", "content": "done", "is_error": False},
+        {"id": "toolu_01", "content": "ZG9uZQ==", "is_error": False},
     ),
     (
         InquiryRequest(
@@ -329,8 +333,17 @@ def test_a_local_tool_question_reads_without_optional_keys() -> None:
         ({"id": "q", "text": "?", "answer_type": {}}, "answer_type has no 'type'"),
         ({"id": "q", "text": "?", "answer_type": "Boolean", "default": "yes"}, "default"),
         ({"id": "", "text": "?", "answer_type": "Text"}, "Question.id must not be empty"),
-        ({"text": "?", "answer_type": "Text"}, "required field missing"),
-        ({"id": 5, "text": "?", "answer_type": "Text"}, "expected a string, got a number"),
+        ({"text": "?", "answer_type": "Text"}, "^'id' is missing$"),
+        ({"id": "q", "answer_type": "Text"}, "^'text' is missing$"),
+        ({"id": "q", "text": "?"}, "^'answer_type' is missing$"),
+        (
+            {"id": 5, "text": "?", "answer_type": "Text"},
+            "^Question.id must be a non-empty string, not an integer$",
+        ),
+        (
+            {"id": "q", "text": "?", "answer_type": "Text", "pre_amble": []},
+            "^Question.context must be str, not an array$",
+        ),
     ],
 )
 def test_malformed_tool_questions_are_refused(wire: dict[str, Any], problem: str) -> None:
@@ -354,7 +367,12 @@ def test_a_tool_question_must_be_an_object() -> None:
         ("tool_call_response", {"id": "c", "content": "x", "is_error": "yes"}, "is_error"),
         ("tool_call_response", {"id": "c", "content": 5, "is_error": False}, "content"),
         ("tool_call_request", {"id": "c", "name": "n", "arguments": []}, "arguments"),
-        ("tool_call_request", {"id": "c", "name": "n"}, "required field missing"),
+        ("tool_call_request", {"id": "c", "name": "n"}, "^'arguments' is missing$"),
+        ("tool_call_request", {"name": "n", "arguments": {}}, "^'id' is missing$"),
+        ("tool_call_request", {"id": 5, "name": "n", "arguments": {}}, "ToolCallRequest.id"),
+        ("tool_call_response", {"id": "c", "content": "x"}, "^'is_error' is missing$"),
+        ("chat_request", {}, "^'content' is missing$"),
+        ("chat_request", {"content": "x", "schema": [1]}, "ChatRequest.schema must be an object"),
         ("tool_call_request", {"id": "", "name": "n", "arguments": {}}, "must not be empty"),
         ("chat_request", {"content": 5}, "content"),
         ("chat_response", {"message": "a", "reasoning": "b"}, "exactly one of"),
@@ -384,8 +402,26 @@ def test_a_tool_question_must_be_an_object() -> None:
         (
             "inquiry_request",
             {"id": "q", "source": {"source": "user"}, "question": {"answer_type": "Text"}},
-            "required field missing",
+            "^'question.text' is missing$",
         ),
+        ("inquiry_request", {"id": "q", "source": {"source": "user"}}, "^'question' is missing$"),
+        (
+            "inquiry_request",
+            {"id": "q", "source": {"source": "user"}, "question": {"text": "?"}},
+            "^'question.answer_type' is missing$",
+        ),
+        (
+            "inquiry_request",
+            {"id": "q", "source": {"source": "user"}, "question": ["?"]},
+            "^question must be an object, got an array$",
+        ),
+        (
+            "inquiry_response",
+            {"outcome": "cancelled", "id": "q", "reason": 5},
+            "^reason must be a non-empty string, got an integer$",
+        ),
+        ("inquiry_response", {"outcome": "answered", "id": "q"}, "has no 'answer'"),
+        ("inquiry_response", {"outcome": "redacted"}, "^Redacted.id must be a non-empty string"),
         ("inquiry_response", {"id": "q"}, "neither an 'outcome' nor an 'answer'"),
         ("inquiry_response", {"outcome": "deferred", "id": "q"}, "unknown inquiry_response"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
@@ -23,7 +24,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator.stream import UnknownEntry, new_event_id
+from coordinator.stream import UnknownEntry, _event_ids, new_event_id
 from coordinator.wire import IdRepairs, decode_stream
 from machines import ChatRequest, TurnStart
 
@@ -78,16 +79,53 @@ def test_new_ids_are_drawn_from_the_os_rng(
         sizes.append(size)
         return drawn[:size]
 
+    monkeypatch.setattr(_event_ids, "_drawn", collections.deque())
     monkeypatch.setattr(os, "urandom", urandom)
     assert new_event_id() == expected
-    assert sizes == [16]
+    assert sizes == [_event_ids._DRAW]
 
 
 def test_a_draw_with_too_few_usable_bytes_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sixteen bytes almost always leave seven characters; when not, another draw is made."""
-    draws = iter([bytes([255] * 10 + [1] * 6), bytes(16)])
+    """A draw almost always leaves many ids; when not even one, another draw is made."""
+    draws = iter([bytes([255] * 10 + [1] * 6), bytes(7)])
+    monkeypatch.setattr(_event_ids, "_drawn", collections.deque())
     monkeypatch.setattr(os, "urandom", lambda size: next(draws)[:size])
     assert new_event_id() == "0000000"
+
+
+def test_a_system_call_draws_many_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load gives thousands of entries an id: the OS is asked once for a hundred or more."""
+    calls: list[int] = []
+    real = os.urandom
+
+    def urandom(size: int) -> bytes:
+        calls.append(size)
+        return real(size)
+
+    monkeypatch.setattr(_event_ids, "_drawn", collections.deque())
+    monkeypatch.setattr(os, "urandom", urandom)
+    ids = [new_event_id() for _ in range(1000)]
+    assert len(set(ids)) == len(ids)
+    assert len(calls) <= 1000 // 100
+
+
+def test_a_forked_child_never_gives_its_parents_ids() -> None:
+    """Ids drawn before a fork are the parent's alone: the child draws its own."""
+    new_event_id()  # the parent holds ids drawn and not yet given
+    waiting = list(_event_ids._drawn)
+    assert waiting
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.close(read)
+        os.write(write, new_event_id().encode())
+        os._exit(0)
+    os.close(write)
+    given = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(child, 0)
+    assert GENERATED.fullmatch(given)
+    assert given not in waiting
 
 
 def test_every_character_is_equally_likely_in_every_position() -> None:

@@ -1,16 +1,18 @@
-"""Parsing a file and learning whether it can be written back (coordinator.wire._json_read).
+"""Reading a JSON file, refusing what a save would not write back (coordinator.wire._json_read).
 
-The parse proves a file writable by reading it inside extra levels of arrays
-(a text long enough that this costs it less than writing it once), and a
-large file laid out as JP writes it is read a block at a time and parsed
-in pieces of whole entries. These tests hold both to what they replace:
-``orjson.loads`` of the whole file as it is (its value, or its error at the
-file's own offsets), and writing the value once to see whether ``orjson`` can.
+A text reads as ``orjson`` reads it (its value, or its error at the file's own
+offsets), unless it holds what ``orjson`` would not write back as the text
+says: a value nested deeper than it writes, an integer beyond 64 bits, or an
+object that repeats a key. Those are refused at load, naming the file, the
+entry and the key, never a value; the file is left as it was. A large file
+laid out as JP writes it is read a block at a time, in pieces of whole
+entries, each checked as it is parsed.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -22,20 +24,23 @@ from reliability_inputs import own_events
 from strategies import json_values
 
 from coordinator import StreamFormatError, load_conversation, save_conversation
-from coordinator.wire import _json_read, encode_stream
-from coordinator.wire._json_read import READ_BLOCK, invalid_utf8, loads_writable, read_file
+from coordinator.wire import encode_stream
+from coordinator.wire._json_read import (
+    READ_BLOCK,
+    WRITE_DEPTH,
+    JsonTextError,
+    invalid_utf8,
+    loads_writable,
+    read_file,
+    read_text,
+)
 from machines import ChatRequest
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-
-@pytest.fixture(autouse=True, params=["wrapped", "as_it_is"])
-def parse_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test both ways: every text wrapped, and every text (but a long one) as it is."""
-    way: str = request.param
-    monkeypatch.setattr(_json_read, "WRAP_FROM", 0 if way == "wrapped" else 1 << 40)
-    return way
+#: orjson reads a value nested this deep, and no deeper.
+READ_DEPTH = 1024
 
 
 def _nested(depth: int, kind: str) -> bytes:
@@ -49,8 +54,21 @@ def _nested(depth: int, kind: str) -> bytes:
     return text
 
 
-def _as_orjson(data: bytes) -> tuple[Any, bool] | str:
-    """What ``loads_writable`` must give: orjson's value and whether it writes, or its error."""
+def _refusal(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The oracle's object: a repeated key is a refusal."""
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("repeated key")
+    return dict(pairs)
+
+
+def _expected(data: bytes) -> Any:
+    """What a read must give: orjson's error, a refusal (repeated key, too deep), or the value.
+
+    The oracle: ``orjson.loads`` says whether the text is JSON; the standard
+    library, which reports every pair as written, whether a key repeats;
+    writing the value once whether it is too deep.
+    """
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as error:
@@ -58,22 +76,26 @@ def _as_orjson(data: bytes) -> tuple[Any, bool] | str:
     try:
         orjson.dumps(value)
     except orjson.JSONEncodeError:
-        return value, False
-    return value, True
-
-
-def _ours(data: bytes) -> tuple[Any, bool] | str:
+        return "refused"
     try:
-        return loads_writable(data)
+        json.loads(data, object_pairs_hook=_refusal)
+    except ValueError:
+        return "refused"
+    return value
+
+
+def _ours(data: bytes) -> Any:
+    try:
+        return read_text(data)
     except orjson.JSONDecodeError as error:
         return str(error)
+    except JsonTextError:
+        return "refused"
 
 
-def _same(ours: tuple[Any, bool] | str, expected: tuple[Any, bool] | str) -> bool:
+def _same(ours: Any, expected: Any) -> bool:
     """Equality without recursion (``==`` on a value 1024 levels deep exceeds Python's limit)."""
-    if isinstance(ours, str) or isinstance(expected, str):
-        return ours == expected
-    pairs = [(ours[1], expected[1]), (ours[0], expected[0])]
+    pairs = [(ours, expected)]
     while pairs:
         left, right = pairs.pop()
         if type(left) is not type(right):
@@ -91,131 +113,73 @@ def _same(ours: tuple[Any, bool] | str, expected: tuple[Any, bool] | str) -> boo
     return True
 
 
+# ----------------------------------------------------------------- depth
+
+
 @pytest.mark.parametrize("kind", ["array", "object", "mixed"])
 @pytest.mark.parametrize("depth", [0, 1, 253, 254, 255, 256, 1023, 1024, 1025])
-def test_depth_decides_writable_as_writing_does(kind: str, depth: int) -> None:
+def test_a_text_too_deep_to_write_is_refused_and_one_too_deep_to_read_is_not_json(
+    kind: str, depth: int
+) -> None:
     """At and around orjson's limits (writes 254 levels, reads 1024), for every container."""
     data = _nested(depth, kind)
-    assert _same(_ours(data), _as_orjson(data))
+    ours, expected = _ours(data), _expected(data)
+    assert _same(ours, expected)
+    assert (ours == "refused") is (WRITE_DEPTH < depth <= READ_DEPTH)
 
 
 def test_the_limits_are_orjsons() -> None:
-    """The limits assumed are the installed orjson's, so files are parsed once, wrapped."""
-    read, write = _json_read.READ_DEPTH, _json_read.WRITE_DEPTH
+    """The depth the module assumes is the installed orjson's."""
+    assert loads_writable(_nested(WRITE_DEPTH, "mixed"))[1]
+    assert not loads_writable(_nested(WRITE_DEPTH + 1, "mixed"))[1]
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(_nested(READ_DEPTH + 1, "mixed"))
 
-    def writes(depth: int) -> bool:
-        result = _as_orjson(_nested(depth, "mixed"))
-        assert not isinstance(result, str)
-        return result[1]
 
-    assert writes(write)
-    assert not writes(write + 1)
-    assert isinstance(_as_orjson(_nested(read + 1, "mixed")), str)
-    assert _json_read._wrapping() == (b"[" * (read - write), b"]" * (read - write))
+def test_loads_writable_is_orjsons_value_and_whether_it_writes() -> None:
+    """The reader of a file the store will not load, only compare: no refusal of its own."""
+    assert loads_writable(b'{"a": 1, "a": 2}') == ({"a": 2}, True)
+    assert loads_writable(b"[1, 2]") == ([1, 2], True)
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_writable(b"[1,")
+
+
+# ----------------------------------------------------------------- any text
 
 
 @pytest.mark.parametrize(
     "data",
     [b"", b"  \n", b"]", b"][", b"1], [2", b"[1],[2]", b"1 2", b"{}]", b"[]][[]", b'"a"]'],
 )
-def test_text_that_is_json_only_once_wrapped_is_refused_as_orjson_refuses_it(
-    data: bytes,
-) -> None:
+def test_text_that_is_not_json_is_refused_as_orjson_refuses_it(data: bytes) -> None:
     """Same message, with the offsets of the file itself."""
-    expected = _as_orjson(data)
+    expected = _expected(data)
     assert isinstance(expected, str)
     assert _ours(data) == expected
 
 
-@pytest.mark.parametrize("depth", [254, 255, 1024, 1025])
-@pytest.mark.parametrize("shorter", [1, 0])
-def test_texts_either_side_of_the_wrapping_length_read_as_orjson_reads_them(
-    monkeypatch: pytest.MonkeyPatch, depth: int, shorter: int
-) -> None:
-    """Wrapped from ``WRAP_FROM`` bytes, as they are below: the same value, writable or not."""
-    monkeypatch.setattr(_json_read, "WRAP_FROM", 8192)
-    nested = _nested(depth, "mixed")
-    data = nested + b" " * (8192 - shorter - len(nested))
-    wrapped = _json_read.wrap(data)
-    assert (len(wrapped) > len(data)) is (not shorter)
-    assert _same(_ours(data), _as_orjson(data))
-
-
 def test_whitespace_around_the_value_is_allowed_as_orjson_allows_it() -> None:
     """The file's value, whatever whitespace surrounds it."""
-    data = b' \n\t[1, {"a": [true]}]\r\n '
-    assert _ours(data) == ([1, {"a": [True]}], True)
+    assert read_text(b' \n\t[1, {"a": [true]}]\r\n ') == [1, {"a": [True]}]
 
 
 @given(
     value=json_values(max_leaves=12),
-    cuts=st.lists(st.tuples(st.integers(0, 200), st.sampled_from(b'[]{},:" 1')), max_size=3),
+    cuts=st.lists(st.tuples(st.integers(0, 200), st.sampled_from(b'[]{},:" 1a')), max_size=3),
+    indent=st.booleans(),
 )
-def test_any_text_reads_as_orjson_reads_it(value: Any, cuts: list[tuple[int, int]]) -> None:
-    """Valid JSON, and JSON with brackets, commas and quotes put in or taken out."""
-    data = bytearray(orjson.dumps(value))
+def test_any_text_reads_as_orjson_reads_it_or_is_refused_for_a_repeated_key(
+    value: Any, cuts: list[tuple[int, int]], indent: bool
+) -> None:
+    """Valid JSON, and JSON with brackets, commas, quotes and letters put in or taken out."""
+    data = bytearray(orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0))
     for position, byte in cuts:
         at = position % (len(data) + 1)
         if byte == ord(" ") and at < len(data):
             del data[at]
         else:
             data.insert(at, byte)
-    assert _ours(bytes(data)) == _as_orjson(bytes(data))
-
-
-def test_with_other_limits_every_file_is_read_the_plain_way(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """An orjson whose limits differ gets no wrapping, and the results stay right."""
-    monkeypatch.setattr(_json_read, "READ_DEPTH", 2048)
-    assert _json_read._wrapping.__wrapped__() == (b"", b"")
-    monkeypatch.setattr(_json_read, "_wrapping", lambda: (b"", b""))
-    for depth in (3, 254, 255, 1024, 1025):
-        data = _nested(depth, "mixed")
-        assert _same(_ours(data), _as_orjson(data))
-    assert _same(_ours(b"1], [2"), _as_orjson(b"1], [2"))
-
-
-def _with_deep_arguments(tmp_path: Path, depth: int) -> bytes:
-    """Our small conversation whose sixth entry's arguments make the file ``depth`` deep."""
-    events = own_events()
-    events[5]["arguments"]["deep"] = "\x00deep\x00"
-    # The file's array, the entry and its arguments are three levels already.
-    deep = b"[" * (depth - 3) + b"]" * (depth - 3)
-    data = orjson.dumps(events).replace(orjson.dumps("\x00deep\x00"), deep)
-    (tmp_path / "events.json").write_bytes(data)
-    return data
-
-
-def test_a_file_exactly_as_deep_as_orjson_writes_loads_and_saves(tmp_path: Path) -> None:
-    """254 levels, counting the file's array: the deepest value that can be saved."""
-    data = _with_deep_arguments(tmp_path, 254)
-    conversation = load_conversation(tmp_path)
-    save_conversation(conversation, tmp_path / "copy")
-    saved = orjson.loads((tmp_path / "copy" / "events.json").read_bytes())
-    assert saved[5]["arguments"]["deep"] == orjson.loads(data)[5]["arguments"]["deep"]
-
-
-def test_a_file_one_level_deeper_is_refused_naming_the_entry(tmp_path: Path) -> None:
-    """255 levels: refused at load, by entry, and the file left as it was."""
-    data = _with_deep_arguments(tmp_path, 255)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 5
-    assert str(caught.value).endswith("entry is nested too deeply to be written back")
-    assert (tmp_path / "events.json").read_bytes() == data
-
-
-def test_a_broken_file_is_refused_at_its_own_offsets(tmp_path: Path) -> None:
-    """The error a load reports is orjson's for the file, not for the wrapped text."""
-    data = b'[\n  {"type": "turn_start",\n   oops\n]\n'
-    (tmp_path / "events.json").write_bytes(data)
-    expected = _as_orjson(data)
-    assert isinstance(expected, str)
-    assert "line 3" in expected
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert str(caught.value).endswith(f"is not valid JSON: {expected}")
+    assert _same(_ours(bytes(data)), _expected(bytes(data)))
 
 
 # ------------------------------------------------------------- read in pieces
@@ -239,12 +203,14 @@ class _Handle(io.BytesIO):
         return super().seek(offset, whence)
 
 
-def _read(data: bytes, block: int) -> tuple[tuple[Any, bool] | str, _Handle]:
+def _read(data: bytes, block: int) -> tuple[Any, _Handle]:
     handle = _Handle(data)
     try:
         return read_file(handle, block=block), handle
     except orjson.JSONDecodeError as error:
         return str(error), handle
+    except JsonTextError:
+        return "refused", handle
 
 
 def _laid_out(entries: list[Any]) -> bytes:
@@ -257,7 +223,7 @@ def test_a_stream_as_jp_lays_it_out_is_read_in_pieces(tmp_path: Path) -> None:
     entries = own_events()
     data = _laid_out(entries)
     result, handle = _read(data, block=64)
-    assert result == (orjson.loads(data), True)
+    assert result == orjson.loads(data)
     assert (handle.whole_reads, handle.seeks) == (0, 0)
     (tmp_path / "events.json").write_bytes(data)
     loaded = encode_stream(load_conversation(tmp_path).stream)
@@ -269,8 +235,24 @@ def test_real_conversations_are_read_in_pieces_as_orjson_reads_them(path: Path) 
     """JP's own files take the path that reads them a block at a time."""
     data = (path / "events.json").read_bytes()
     result, handle = _read(data, block=4096)
-    assert result == (orjson.loads(data), True)
+    assert result == orjson.loads(data)
     assert (handle.whole_reads, handle.seeks) == (0, 0)
+
+
+@pytest.mark.parametrize("path", jp_params())
+def test_real_conversations_are_proven_by_writing_them_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JP's files are written as orjson writes them: the standard library never reads them."""
+
+    def second_parse(*_: object, **__: object) -> None:
+        raise AssertionError("a JP file was parsed a second time")
+
+    monkeypatch.setattr(json, "loads", second_parse)
+    for name in ("events.json", "metadata.json", "base_config.json"):
+        if (path / name).is_file():
+            with (path / name).open("rb") as handle:
+                read_file(handle, block=4096)
 
 
 @given(
@@ -280,19 +262,21 @@ def test_real_conversations_are_read_in_pieces_as_orjson_reads_them(path: Path) 
     cuts=st.lists(
         st.tuples(
             st.integers(0, 400),
-            st.sampled_from([b"[", b"]", b"{", b"}", b",", b'"', b" ", b"\n", b"\n  },\n  {"]),
+            st.sampled_from(
+                [b"[", b"]", b"{", b"}", b",", b'"', b" ", b"\n", b"\n  },\n  {", b'"a": 1, ']
+            ),
         ),
         max_size=3,
     ),
     block=st.integers(1, 40),
 )
-def test_any_text_read_in_pieces_reads_as_orjson_reads_it(
+def test_any_text_read_in_pieces_reads_as_the_whole_text_would(
     entries: list[dict[str, Any]], cuts: list[tuple[int, bytes]], block: int
 ) -> None:
-    """Any laid-out stream, mutated, reads as orjson reads it: value, writability or error.
+    """Any laid-out stream, mutated, reads as the text read at once: value, refusal or error.
 
-    Brackets, commas, quotes and entry breaks are put in or taken out, and the
-    error must be orjson's for the file, at its own offsets.
+    Brackets, commas, quotes, entry breaks and repeated keys are put in or
+    taken out, and an error must be orjson's for the file, at its own offsets.
     """
     data = bytearray(_laid_out(entries))
     for position, text in cuts:
@@ -301,7 +285,7 @@ def test_any_text_read_in_pieces_reads_as_orjson_reads_it(
             del data[at]
         else:
             data[at:at] = text
-    assert _read(bytes(data), block)[0] == _as_orjson(bytes(data))
+    assert _same(_read(bytes(data), block)[0], _expected(bytes(data)))
 
 
 def test_an_entry_break_inside_an_entry_is_read_as_orjson_reads_it() -> None:
@@ -309,7 +293,7 @@ def test_an_entry_break_inside_an_entry_is_read_as_orjson_reads_it() -> None:
     data = b'[\n  {"a": [\n  {\n  },\n  {\n  }\n  ]},\n  {"d": [\n  {"e": 1\n  },\n  {}]}\n]\n'
     assert data.count(b"\n  },\n  {") == 2  # both inside an entry
     result, handle = _read(data, block=8)
-    assert result == (orjson.loads(data), True)
+    assert result == orjson.loads(data)
     assert handle.seeks == 1
 
 
@@ -318,39 +302,8 @@ def test_a_break_split_across_two_blocks_is_found() -> None:
     data = _laid_out([{"n": number, "text": "x" * number} for number in range(12)])
     for block in range(1, 40):
         result, handle = _read(data, block)
-        assert result == (orjson.loads(data), True)
+        assert result == orjson.loads(data)
         assert handle.seeks == 0
-
-
-def test_a_laid_out_file_too_deep_in_a_later_piece_is_refused_naming_the_entry(
-    tmp_path: Path,
-) -> None:
-    """The too-deep entry is in a piece after the first: refused, by entry, file untouched."""
-    events = own_events()
-    events[5]["arguments"]["deep"] = "\x00deep\x00"
-    deep = b"[" * 252 + b"]" * 252
-    data = _laid_out(events).replace(orjson.dumps("\x00deep\x00"), deep)
-    (tmp_path / "events.json").write_bytes(data)
-    assert _read(data, block=64)[0] == _as_orjson(data)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 5
-    assert (tmp_path / "events.json").read_bytes() == data
-
-
-def test_a_laid_out_file_broken_in_a_later_piece_is_refused_at_its_own_offsets(
-    tmp_path: Path,
-) -> None:
-    """The error is orjson's for the whole file, not for the piece that would not parse."""
-    data = _laid_out(own_events()).replace(b'"type": "tool_call_response"', b'"type" "x"', 1)
-    (tmp_path / "events.json").write_bytes(data)
-    expected = _as_orjson(data)
-    assert isinstance(expected, str)
-    assert not expected.endswith("line 1 column 1 (char 0)")
-    assert _read(data, block=64)[0] == expected
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert str(caught.value).endswith(f"is not valid JSON: {expected}")
 
 
 @pytest.mark.parametrize("ending", [b"\n1\n", b"\n", b"\n]]\n", b"\n] 1\n", b"\n]\x0c", b"\n}\n"])
@@ -359,9 +312,88 @@ def test_a_laid_out_file_that_does_not_end_its_array_is_refused_as_orjson_refuse
 ) -> None:
     """The last piece ends at the array's own "]": anything else there is the file's error."""
     data = _laid_out(own_events()).removesuffix(b"\n]\n") + ending
-    expected = _as_orjson(data)
+    expected = _expected(data)
     assert isinstance(expected, str)
     assert _read(data, block=64)[0] == expected
+
+
+def test_a_laid_out_file_broken_in_a_later_piece_is_refused_at_its_own_offsets(
+    tmp_path: Path,
+) -> None:
+    """The error is orjson's for the whole file, not for the piece that would not parse."""
+    data = _laid_out(own_events()).replace(b'"type": "tool_call_response"', b'"type" "x"', 1)
+    (tmp_path / "events.json").write_bytes(data)
+    expected = _expected(data)
+    assert isinstance(expected, str)
+    assert not expected.endswith("line 1 column 1 (char 0)")
+    assert _read(data, block=64)[0] == expected
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert str(caught.value).endswith(f"is not valid JSON: {expected}")
+
+
+def test_a_file_that_is_not_json_is_refused_as_such_before_any_repeated_key(
+    tmp_path: Path,
+) -> None:
+    """A repeated key in an early piece, and a later piece not JSON: the file is not JSON."""
+    events = own_events()
+    data = _laid_out(events).replace(
+        b'"reasoning": "hmm"', b'"reasoning": "a",\n    "reasoning": "b"'
+    )
+    data = data.replace(b'"type": "tool_call_response"', b'"type" "x"', 1)
+    expected = _expected(data)
+    assert isinstance(expected, str)
+    assert _read(data, block=64)[0] == expected
+    (tmp_path / "events.json").write_bytes(data)
+    with pytest.raises(StreamFormatError, match="is not valid JSON"):
+        load_conversation(tmp_path)
+
+
+# ------------------------------------------------------------- too deep
+
+
+def _with_deep_arguments(depth: int) -> bytes:
+    """Our small conversation whose sixth entry's arguments make the file ``depth`` deep."""
+    events = own_events()
+    events[5]["arguments"]["deep"] = "\x00deep\x00"
+    # The file's array, the entry and its arguments are three levels already.
+    deep = b"[" * (depth - 3) + b"]" * (depth - 3)
+    return _laid_out(events).replace(orjson.dumps("\x00deep\x00"), deep)
+
+
+def test_a_file_exactly_as_deep_as_orjson_writes_loads_and_saves(tmp_path: Path) -> None:
+    """254 levels, counting the file's array: the deepest value that can be saved."""
+    data = _with_deep_arguments(254)
+    (tmp_path / "events.json").write_bytes(data)
+    conversation = load_conversation(tmp_path)
+    save_conversation(conversation, tmp_path / "copy")
+    saved = orjson.loads((tmp_path / "copy" / "events.json").read_bytes())
+    assert saved[5]["arguments"]["deep"] == orjson.loads(data)[5]["arguments"]["deep"]
+
+
+@pytest.mark.parametrize("block", [64, READ_BLOCK], ids=["in pieces", "at once"])
+def test_a_file_one_level_deeper_is_refused_naming_the_entry(tmp_path: Path, block: int) -> None:
+    """255 levels: refused at load, by entry, and the file left as it was."""
+    data = _with_deep_arguments(255)
+    assert _read(data, block)[0] == "refused"
+    (tmp_path / "events.json").write_bytes(data)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert caught.value.index == 5
+    assert str(caught.value).endswith("entry is nested too deeply to be written back")
+    assert (tmp_path / "events.json").read_bytes() == data
+
+
+def test_a_broken_file_is_refused_at_its_own_offsets(tmp_path: Path) -> None:
+    """The error a load reports is orjson's for the file."""
+    data = b'[\n  {"type": "turn_start",\n   oops\n]\n'
+    (tmp_path / "events.json").write_bytes(data)
+    expected = _expected(data)
+    assert isinstance(expected, str)
+    assert "line 3" in expected
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert str(caught.value).endswith(f"is not valid JSON: {expected}")
 
 
 # ------------------------------------------------------------- not UTF-8
@@ -410,14 +442,24 @@ def test_a_byte_not_utf8_in_a_later_piece_is_refused_at_its_own_line(tmp_path: P
 # ------------------------------------------------------ integers beyond 64 bits
 
 _STAMP = "2026-03-05 19:31:45.7"
-#: Stands in the tree for a number literal, put into the text afterwards.
+#: Stands in the tree for a piece of text, put into the file afterwards.
 _NUMBER = "\x00number\x00"
 
 
-def _with_number(entry: dict[str, Any], literal: str) -> bytes:
-    """A stream of a turn start and ``entry``, whose placeholder becomes ``literal`` verbatim."""
+def _with_text(entry: dict[str, Any], text: str, *, compact: bool = False) -> bytes:
+    """A stream of a turn start and ``entry``, whose placeholder becomes ``text`` verbatim."""
     entries = [{"timestamp": _STAMP, "type": "turn_start"}, {"timestamp": _STAMP, **entry}]
-    return _laid_out(entries).replace(orjson.dumps(_NUMBER), literal.encode())
+    laid_out = orjson.dumps(entries) if compact else _laid_out(entries)
+    return laid_out.replace(orjson.dumps(_NUMBER), text.encode())
+
+
+def _refused(directory: Path, data: bytes) -> StreamFormatError:
+    """The error a load of ``data`` as ``events.json`` raises; the file is left as it was."""
+    (directory / "events.json").write_bytes(data)
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(directory)
+    assert (directory / "events.json").read_bytes() == data
+    return caught.value
 
 
 def _question(default: Any) -> dict[str, Any]:
@@ -426,37 +468,42 @@ def _question(default: Any) -> dict[str, Any]:
 
 #: Every place a number can sit, as (entry, the key path the error names).
 _PLACES = [
-    pytest.param({"type": "future_kind", "ledger_id": _NUMBER}, "'ledger_id'", id="unknown-entry"),
+    pytest.param({"type": "future_kind", "ledger_id": _NUMBER}, "ledger_id", id="unknown-entry"),
     pytest.param(
         {"type": "future_kind", "totals": {"rows": [1, _NUMBER]}},
-        "'totals.rows[1]'",
+        "totals.rows[1]",
         id="unknown-entry-nested",
     ),
     pytest.param(
         {"type": "tool_call_request", "id": "c", "name": "n", "arguments": {"n": [_NUMBER]}},
-        "'arguments.n[0]'",
+        "arguments.n[0]",
         id="arguments",
     ),
     pytest.param(
         {"type": "chat_response", "message": "ok", "metadata": {"tokens": _NUMBER}},
-        "'metadata.tokens'",
+        "metadata.tokens",
         id="metadata",
     ),
     pytest.param(
-        {"type": "config_delta", "delta": {"seed": _NUMBER}}, "'delta.seed'", id="config-delta"
+        {"type": "config_delta", "delta": {"seed": _NUMBER}}, "delta.seed", id="config-delta"
     ),
     pytest.param(
         {"type": "compaction", "from_turn": 0, "to_turn": 1, "reasoning": {"n": _NUMBER}},
-        "'reasoning.n'",
+        "reasoning.n",
         id="compaction",
     ),
     pytest.param(
         {"type": "chat_request", "content": "hi", "schema": {"maximum": _NUMBER}},
-        "'schema.maximum'",
+        "schema.maximum",
         id="chat-request-schema",
     ),
     pytest.param(
-        {"type": "chat_response", "data": {"id": _NUMBER}}, "'data.id'", id="chat-response-data"
+        {"type": "chat_request", "content": "hi", "added_by_a_newer_writer": _NUMBER},
+        "added_by_a_newer_writer",
+        id="newer-writers-key",
+    ),
+    pytest.param(
+        {"type": "chat_response", "data": {"id": _NUMBER}}, "data.id", id="chat-response-data"
     ),
     pytest.param(
         {
@@ -465,37 +512,39 @@ _PLACES = [
             "source": {"source": "user"},
             "question": _question(_NUMBER),
         },
-        "'question.default'",
+        "question.default",
         id="question-default",
     ),
     pytest.param(
-        {"type": "inquiry_response", "id": "c.q", "answer": _NUMBER}, "'answer'", id="answer"
+        {"type": "inquiry_response", "id": "c.q", "answer": _NUMBER}, "answer", id="answer"
     ),
     pytest.param(
         {"type": "inquiry_response", "outcome": "answered", "id": "c.q", "answer": [_NUMBER]},
-        "'answer[0]'",
+        "answer[0]",
         id="answered-outcome",
     ),
 ]
 
 
-@pytest.mark.parametrize("literal", ["123456789012345678901234567890", "-9223372036854775809"])
+#: Integers beyond 64 bits: the last one is as long as the float orjson writes for it
+#: (``1.2345678901234568e+21``), so only the text, not its length, gives it away.
+_WIDE = ["123456789012345678901234567890", "-9223372036854775809", "1234567890123456789012"]
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["as JP writes", "laid out otherwise"])
+@pytest.mark.parametrize("literal", _WIDE)
 @pytest.mark.parametrize(("entry", "key"), _PLACES)
 def test_an_integer_beyond_64_bits_is_refused_naming_the_entry_and_key(
-    tmp_path: Path, entry: dict[str, Any], key: str, literal: str
+    tmp_path: Path, entry: dict[str, Any], key: str, literal: str, compact: bool
 ) -> None:
     """Read as a float, it would be saved as one: the load is refused and nothing written."""
-    data = _with_number(entry, literal)
-    (tmp_path / "events.json").write_bytes(data)
-    with pytest.raises(StreamFormatError) as caught:
-        load_conversation(tmp_path)
-    assert caught.value.index == 1
-    assert str(caught.value) == (
-        f"{tmp_path / 'events.json'}: entry 1: {entry['type']}: the integer at {key} lies "
-        "beyond 64 bits: it would be written back as a float, not as read"
+    error = _refused(tmp_path, _with_text(entry, literal, compact=compact))
+    assert error.index == 1
+    assert str(error) == (
+        f"{tmp_path / 'events.json'}: entry 1: {entry['type']}: the value at {key!r} is an "
+        "integer beyond 64 bits: it would be written back as a float, not as read"
     )
-    assert literal not in str(caught.value)
-    assert (tmp_path / "events.json").read_bytes() == data
+    assert literal not in str(error)
 
 
 def test_an_integer_beyond_64_bits_in_metadata_json_is_refused_naming_the_key(
@@ -510,7 +559,7 @@ def test_an_integer_beyond_64_bits_in_metadata_json_is_refused_naming_the_key(
         load_conversation(tmp_path)
     assert caught.value.index is None
     assert str(caught.value) == (
-        f"{tmp_path / 'metadata.json'}: the integer at 'stars[1]' lies beyond 64 bits: "
+        f"{tmp_path / 'metadata.json'}: the value at 'stars[1]' is an integer beyond 64 bits: "
         "it would be written back as a float, not as read"
     )
 
@@ -522,7 +571,7 @@ def test_a_float_beyond_64_bits_written_as_a_float_loads_and_saves(
 ) -> None:
     """Only integers are refused: the same magnitude written as a float is a float, kept."""
     del key
-    (tmp_path / "events.json").write_bytes(_with_number(entry, literal))
+    (tmp_path / "events.json").write_bytes(_with_text(entry, literal))
     conversation = load_conversation(tmp_path)
     conversation.stream.append(ChatRequest(content="next"))
     save_conversation(conversation)
@@ -551,7 +600,7 @@ def test_the_integers_at_the_edges_of_64_bits_load_and_save_as_they_were(
 ) -> None:
     """From -2**63 to 2**64 - 1 integers are read exactly, so those are kept, digit for digit."""
     entry = {"type": "future_kind", "ledger_id": _NUMBER, "event_id": "e1"}
-    data = _with_number(entry, literal)
+    data = _with_text(entry, literal)
     (tmp_path / "events.json").write_bytes(data)
     conversation = load_conversation(tmp_path)
     conversation.stream.append(ChatRequest(content="next"))
@@ -559,9 +608,127 @@ def test_the_integers_at_the_edges_of_64_bits_load_and_save_as_they_were(
     assert f'"ledger_id": {literal},'.encode() in (tmp_path / "events.json").read_bytes()
 
 
-def test_the_slow_path_tells_an_integer_from_a_float_by_its_text() -> None:
-    """Where the standard library finds an integer beyond 64 bits: entry and key path."""
-    text = b'[{"a": 1e20}, {"b": {"c": [0, -18446744073709551617]}}]'
-    assert _json_read.integer_beyond_64_bits(text) == (1, "b.c[1]")
-    assert _json_read.integer_beyond_64_bits(b'[{"a": 1e20, "b": 18446744073709551615}]') is None
-    assert _json_read.integer_beyond_64_bits(b"99999999999999999999") == (None, "")
+# ------------------------------------------------------------- repeated keys
+
+#: A value that must never be shown: a repeated key is named, its values are not.
+_SECRET = "hunter2-do-not-echo"
+#: Every place an object can repeat a key, as (entry, the text the file holds
+#: there, the place the error names).
+_REPEATS = [
+    pytest.param(
+        {"type": "chat_request", "content": _NUMBER},
+        f'"{_SECRET}",\n    "content": "again"',
+        "the entry repeats the key 'content'",
+        id="entry",
+    ),
+    pytest.param(
+        {"type": "tool_call_request", "id": "c", "name": "n", "arguments": {"path": _NUMBER}},
+        f'"{_SECRET}",\n      "path": "b.txt"',
+        "the value at 'arguments' repeats the key 'path'",
+        id="arguments",
+    ),
+    pytest.param(
+        {"type": "chat_response", "message": "ok", "metadata": {"a": {"b": [{"c": _NUMBER}]}}},
+        f'"{_SECRET}", "c": 2',
+        "the value at 'metadata.a.b[0]' repeats the key 'c'",
+        id="metadata-nested",
+    ),
+    pytest.param(
+        {"type": "config_delta", "delta": {"model": _NUMBER}},
+        f'"{_SECRET}",\n      "model": "other"',
+        "the value at 'delta' repeats the key 'model'",
+        id="config-delta",
+    ),
+    pytest.param(
+        {"type": "future_kind", "body": {"x": _NUMBER}},
+        f'"{_SECRET}", "\\u0078": 1',
+        "the value at 'body' repeats the key 'x'",
+        id="unknown-entry-escaped-key",
+    ),
+    pytest.param(
+        {"type": "inquiry_response", "id": "c.q", "answer": _NUMBER},
+        f'"{_SECRET}",\n    "answer": "no"',
+        "the entry repeats the key 'answer'",
+        id="answer",
+    ),
+]
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["as JP writes", "laid out otherwise"])
+@pytest.mark.parametrize(("entry", "text", "problem"), _REPEATS)
+def test_a_repeated_key_is_refused_naming_the_entry_and_key_never_a_value(
+    tmp_path: Path, entry: dict[str, Any], text: str, problem: str, compact: bool
+) -> None:
+    """Rather than drop all but a repeated key's last value at the next save, the load refuses."""
+    error = _refused(tmp_path, _with_text(entry, text, compact=compact))
+    assert error.index == 1
+    assert str(error) == (
+        f"{tmp_path / 'events.json'}: entry 1: {entry['type']}: {problem}: "
+        "a save would keep only its last value"
+    )
+    assert _SECRET not in str(error)
+
+
+@pytest.mark.parametrize("name", ["metadata.json", "base_config.json"])
+def test_a_repeated_key_in_the_other_files_is_refused_naming_the_file_and_key(
+    tmp_path: Path, name: str
+) -> None:
+    """metadata.json and base_config.json are written back too: refused the same way."""
+    (tmp_path / "events.json").write_bytes(_laid_out([]))
+    data = f'{{\n  "title": "{_SECRET}",\n  "nested": {{"title": 1}},\n  "title": "x"\n}}\n'
+    (tmp_path / name).write_bytes(data.encode())
+    with pytest.raises(StreamFormatError) as caught:
+        load_conversation(tmp_path)
+    assert caught.value.index is None
+    assert str(caught.value) == (
+        f"{tmp_path / name}: the object repeats the key 'title': "
+        "a save would keep only its last value"
+    )
+    assert _SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("inserted", "problem"),
+    [
+        (b'"author": "a",\n    "author": "b",\n    ', "the entry repeats the key 'author'"),
+        (b'"n": 1234567890123456789012,\n    ', "the value at 'n' is an integer beyond 64 bits"),
+    ],
+    ids=["repeated key", "wide integer as long as its float"],
+)
+def test_a_problem_in_a_later_piece_is_found_and_named_by_its_entry(
+    tmp_path: Path, inserted: bytes, problem: str
+) -> None:
+    """A stream read in pieces checks every piece: the entry's index is the file's."""
+    entries = [{"type": "chat_request", "content": f"{n} {'x' * 400}"} for n in range(2000)]
+    data = _laid_out(entries).replace(b'"content": "1500 x', inserted + b'"content": "1500 x', 1)
+    assert data.index(inserted) > READ_BLOCK  # past the first piece
+    error = _refused(tmp_path, data)
+    assert error.index == 1500
+    assert f"entry 1500: chat_request: {problem}" in str(error)
+
+
+def test_the_first_problem_in_the_file_is_the_one_named(tmp_path: Path) -> None:
+    """A repeated key, then an integer beyond 64 bits: the repeated key, which comes first."""
+    entries = [{"type": "future_kind", "a": _NUMBER}, {"type": "future_kind", "b": _NUMBER}]
+    data = _laid_out(entries)
+    data = data.replace(orjson.dumps(_NUMBER), b'1, "a": 2', 1)
+    data = data.replace(orjson.dumps(_NUMBER), b"99999999999999999999", 1)
+    error = _refused(tmp_path, data)
+    assert error.index == 0
+    assert "repeats the key 'a'" in str(error)
+
+
+def test_the_same_key_in_different_objects_is_no_repeat(tmp_path: Path) -> None:
+    """A key repeats only within one object: the same name elsewhere loads and saves."""
+    entry = {
+        "timestamp": _STAMP,
+        "type": "future_kind",
+        "id": 1,
+        "inner": {"id": 2, "list": [{"id": 3}, {"id": 4}]},
+    }
+    data = orjson.dumps([entry])  # laid out otherwise: the exact check reads it
+    (tmp_path / "events.json").write_bytes(data)
+    conversation = load_conversation(tmp_path)
+    save_conversation(conversation, tmp_path / "copy")
+    saved = orjson.loads((tmp_path / "copy" / "events.json").read_bytes())
+    assert saved[0]["inner"] == entry["inner"]

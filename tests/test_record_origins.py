@@ -1,8 +1,8 @@
 """Only machine transitions produce inquiry records, proven from the source.
 
 Every call that constructs an ``InquiryRequest``, ``Answered``, ``Cancelled``
-or ``Redacted`` in ``machines/`` and ``coordinator/`` (directly, or through a
-``record_builder`` of one) is found by walking the syntax tree. The only
+or ``Redacted`` in ``machines/`` and ``coordinator/`` is found by walking the
+syntax tree. The only
 places allowed are functions of the inquiry machine's module that its table
 rows' actions reach, and the codec's reader (which rebuilds records from disk
 rather than producing new ones).
@@ -25,7 +25,7 @@ MACHINE_MODULE = "machines/_inquiry_machine.py"
 #: Reading from disk rebuilds records; it does not produce new ones.
 READERS = {
     ("coordinator/wire/_codec.py", "_structure_response"),
-    ("coordinator/wire/_codec.py", "_fast_inquiry_request"),
+    ("coordinator/wire/_codec.py", "_structure_inquiry_request"),
 }
 
 
@@ -50,54 +50,23 @@ def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunction
             yield node
 
 
-def _builders(tree: ast.Module) -> dict[str, str]:
-    """Module-level names bound to a ``record_builder`` of an inquiry record, and its record."""
-    builders = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign | ast.AnnAssign) and (record := _built(node.value)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [target.id for target in targets if isinstance(target, ast.Name)]
-            builders.update(dict.fromkeys(names, record))
-    return builders
-
-
-def _built(node: ast.AST | None) -> str | None:
-    """The inquiry record ``node`` makes a builder of (``record_builder(Answered)``), if any."""
-    if isinstance(node, ast.Call) and _called_name(node) == "record_builder":
-        for argument in node.args:
-            if isinstance(argument, ast.Name) and argument.id in INQUIRY_RECORDS:
-                return argument.id
-    return None
-
-
-def _built_records(node: ast.AST, builders: dict[str, str]) -> Iterator[tuple[str, int]]:
-    """(record, line) for each inquiry record constructed in ``node``.
-
-    A call of a builder bound at module level counts as a construction of its
-    record; a builder made anywhere else is counted where it is made.
-    """
+def _built_records(node: ast.AST) -> Iterator[tuple[str, int]]:
+    """(record, line) for each inquiry record constructed in ``node``."""
     for inner in ast.walk(node):
-        if not isinstance(inner, ast.Call):
-            continue
-        name = _called_name(inner)
-        record = name if name in INQUIRY_RECORDS else builders.get(name or "") or _built(inner)
-        if record is not None:
-            yield record, inner.lineno
+        if isinstance(inner, ast.Call) and (name := _called_name(inner)) in INQUIRY_RECORDS:
+            yield str(name), inner.lineno
 
 
 def _constructions(tree: ast.Module) -> Iterator[tuple[str, str, int]]:
     """(enclosing function, record, line) for each construction of an inquiry record."""
-    builders = _builders(tree)
     for function in _functions(tree):
-        for record, line in _built_records(function, builders):
+        for record, line in _built_records(function):
             yield function.name, record, line
     # A construction at module level (outside any function) is never allowed.
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue
-        if isinstance(node, ast.Assign | ast.AnnAssign) and _built(node.value):
-            continue  # a builder bound to a name: its calls are what count
-        for record, line in _built_records(node, builders):
+        for record, line in _built_records(node):
             yield "<module>", record, line
 
 
@@ -140,18 +109,3 @@ def test_the_scan_would_catch_a_construction_elsewhere() -> None:
     tree = ast.parse("def handler():\n    return Answered(id='x', answer=True)\n")
     assert list(_constructions(tree)) == [("handler", "Answered", 2)]
     assert "handler" not in _reachable_from_actions(tree)
-
-
-def test_the_scan_sees_through_a_record_builder() -> None:
-    """A record built by a builder is a construction, where the builder is called."""
-    tree = ast.parse(
-        "_new: Any = record_builder(Answered)\n"
-        "def handler():\n"
-        "    return _new('x', True)\n"
-        "def sneaky():\n"
-        "    return record_builder(Cancelled)('x', reason)\n"
-        "_other = record_builder(ToolCallRequest)\n"
-        "def tool():\n"
-        "    return _other('c', 'n', {})\n"
-    )
-    assert list(_constructions(tree)) == [("handler", "Answered", 3), ("sneaky", "Cancelled", 5)]

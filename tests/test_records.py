@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_json_values import cyclic_dict, cyclic_list, wide_cycle
 
 from coordinator import EventEntry
 from coordinator.stream import Compaction, ConfigDelta, Timestamp, UnknownEntry
@@ -31,7 +32,6 @@ from machines import (
     TurnStart,
     UnknownCancellationReason,
     parse_cancellation_reason,
-    validators,
 )
 from machines.validators import is_json
 
@@ -417,39 +417,7 @@ def test_an_invalid_record_is_refused_naming_the_field_not_the_value(
 # ------------------------------------------------------------------ JSON values
 
 
-def _cyclic_list() -> list[object]:
-    looped: list[object] = [1, "two"]
-    looped.append(looped)
-    return looped
-
-
-def _cyclic_dict() -> dict[str, object]:
-    looped: dict[str, object] = {"path": "a"}
-    looped["self"] = {"again": [looped]}
-    return looped
-
-
-def _wide_cycle() -> list[object]:
-    # Each pass through it doubles what is left to look at.
-    looped: list[object] = []
-    looped.extend([looped, looped])
-    return looped
-
-
-def _large_then_cycle() -> list[object]:
-    # Past the plain walk's budget (made small below), so the exact check finds it.
-    looped: list[object] = [[index] for index in range(1_000)]
-    looped.append({"deep": [looped]})
-    return looped
-
-
-@pytest.fixture
-def small_walk_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the plain walk hand over to the exact check after a few hundred values."""
-    monkeypatch.setattr(validators, "_VALUES_BEFORE_CYCLE_CHECK", 500)
-
-
-@pytest.mark.parametrize("value", [_cyclic_list(), _cyclic_dict(), _wide_cycle()])
+@pytest.mark.parametrize("value", [cyclic_list(), cyclic_dict(), wide_cycle()])
 def test_a_value_that_contains_itself_is_not_json(value: object) -> None:
     """A record refuses a cyclic value (JSON cannot write it) instead of looking for ever."""
     assert not is_json(value)
@@ -457,20 +425,3 @@ def test_a_value_that_contains_itself_is_not_json(value: object) -> None:
         Answered(id="call_1.apply.1", answer=value)  # type: ignore[arg-type]
     with pytest.raises(RecordError, match=r"ToolCallRequest\.arguments"):
         ToolCallRequest(id="call_1", name="fs", arguments={"patch": value})  # type: ignore[dict-item]
-
-
-@pytest.mark.usefixtures("small_walk_budget")
-def test_a_cycle_past_the_plain_walks_budget_is_found_exactly() -> None:
-    """A large value with a cycle deep inside is refused, and a large shared one accepted."""
-    assert not is_json(_large_then_cycle())
-    shared: list[object] = [[index] for index in range(1_000)]
-    assert is_json({"a": shared, "b": [shared, [shared]]})
-    assert not is_json({"a": shared, "b": [shared, [float("nan")]]})
-    assert not is_json([*shared, {1: "not a string key"}])
-    assert not is_json([*shared, {"a": object()}])
-
-
-def test_a_value_sharing_a_part_in_many_places_is_json() -> None:
-    """The same list twice (not inside itself) is written out twice: it is JSON."""
-    shared: list[object] = [{"line": index} for index in range(3)]
-    assert is_json({"before": shared, "after": shared, "nested": [shared, [shared]]})

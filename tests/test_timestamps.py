@@ -112,7 +112,7 @@ def test_malformed_timestamps_are_refused(text: str) -> None:
 
 def test_a_timestamp_must_be_text() -> None:
     """A number is not a timestamp."""
-    with pytest.raises(ValueError, match="timestamp must be a string, not int"):
+    with pytest.raises(ValueError, match="timestamp must be a string, not an integer"):
         Timestamp(1_741_203_105)  # type: ignore[arg-type]
 
 
@@ -167,8 +167,8 @@ def test_new_entries_are_stamped_by_the_stream_clock_in_jp_form(tmp_path: Path) 
     [
         ("2026-03-05", "timestamp '2026-03-05' is not"),
         ("not a time at all", "is not 'YYYY-MM-DD HH:MM:SS[.f]' or RFC 3339"),
-        (1_741_203_105, "timestamp must be a string, not int"),
-        (None, "timestamp must be a string, not NoneType"),
+        (1_741_203_105, "timestamp must be a string, not an integer"),
+        (None, "timestamp must be a string, not null"),
     ],
 )
 def test_a_malformed_timestamp_in_a_file_names_the_entry(

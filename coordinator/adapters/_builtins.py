@@ -25,8 +25,8 @@ from coordinator.driver._executors import (
     Failure,
     Success,
 )
-from coordinator.wire._codec import json_type
 from machines import AnswerType, InquirySource, Question, RecordError
+from machines._json import json_type
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -68,6 +68,7 @@ from coordinator._errors import CoordinatorError
 from coordinator._text import shown_text
 from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
 from machines import AnswerKind, SourceKind
+from machines._json import json_type
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -161,13 +162,8 @@ def parse_arguments(text: str) -> dict[str, JsonValue] | str:
     except orjson.JSONDecodeError as error:
         return f"not valid JSON: {error}"
     if not isinstance(value, dict):
-        return f"the arguments must be a JSON object, not {_json_kind(value)}"
+        return f"the arguments must be a JSON object, not {json_type(value)}"
     return value
-
-
-def _json_kind(value: object) -> str:
-    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")
 
 
 def _json(value: object, *, indent: bool = False) -> str:

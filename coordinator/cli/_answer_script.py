@@ -45,7 +45,6 @@ from coordinator.driver._toml_fields import (
     choice,
     json_table,
     json_value,
-    kind_of,
     load_toml,
     optional_string,
     shown_error,
@@ -53,6 +52,7 @@ from coordinator.driver._toml_fields import (
     tables,
 )
 from machines import JsonValue, SecretValue, ToolAnswer
+from machines._json import json_type
 
 __all__ = [
     "AnswerScript",
@@ -257,7 +257,11 @@ def _answer(data: Mapping[str, Any], origin: str, key: str) -> PersonAnswer:
     if remember and not isinstance(value, bool):
         # Refused rather than quietly dropped: the engine would remember a text
         # or a choice the terminal never could, and a secret never is.
-        what = "a secret (`value_env`)" if "value_env" in data else f"{kind_of(value)} answer"
+        what = (
+            "a secret (`value_env`)"
+            if "value_env" in data
+            else f"{json_type(value, toml=True)} answer"
+        )
         raise ConfigError(
             origin,
             f"{key}.remember",

@@ -50,8 +50,9 @@ from coordinator.driver._prompting import (
     ScriptExhaustedError,
 )
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
-from coordinator.driver._toml_fields import join_key, kind_of, name_key
+from coordinator.driver._toml_fields import join_key, name_key
 from machines import AnswerKind, SecretValue
+from machines._json import json_type
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -243,7 +244,7 @@ def _misfit(question: Question, value: ToolAnswer) -> str:
     elif answer_type.kind is AnswerKind.SELECT and isinstance(value, str):
         given = "another string (a value is never shown)"
     else:
-        given = kind_of(value)
+        given = json_type(value, toml=True)
     return f"the answer must be {answer_type.expected()}, not {given}"
 
 

@@ -62,7 +62,6 @@ from coordinator.driver._toml_fields import (
     choice,
     join_key,
     json_table,
-    kind_of,
     load_toml,
     name_key,
     optional_string,
@@ -72,6 +71,7 @@ from coordinator.driver._toml_fields import (
     tables,
 )
 from machines import JsonValue
+from machines._json import json_type
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -274,7 +274,9 @@ def _system(value: object, origin: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, list | tuple):
-        raise ConfigError(origin, "system", f"expected a string or strings, got {kind_of(value)}")
+        raise ConfigError(
+            origin, "system", f"expected a string or strings, got {json_type(value, toml=True)}"
+        )
     return tuple(string(part, origin, f"system[{index}]") for index, part in enumerate(value))
 
 
@@ -477,7 +479,9 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
 
 def _strings(value: object, origin: str, key: str) -> list[str]:
     if not isinstance(value, list):
-        raise ConfigError(origin, key, f"expected an array of strings, got {kind_of(value)}")
+        raise ConfigError(
+            origin, key, f"expected an array of strings, got {json_type(value, toml=True)}"
+        )
     return [string(part, origin, f"{key}[{index}]") for index, part in enumerate(value)]
 
 
@@ -491,7 +495,9 @@ def _command(value: object, origin: str, key: str, directory: Path) -> tuple[str
         argv = [string(part, origin, f"{key}[{index}]") for index, part in enumerate(value)]
     else:
         raise ConfigError(
-            origin, key, f"expected an array of strings (or a string), got {kind_of(value)}"
+            origin,
+            key,
+            f"expected an array of strings (or a string), got {json_type(value, toml=True)}",
         )
     if not argv or not argv[0]:
         raise ConfigError(origin, key, "names no program to run")

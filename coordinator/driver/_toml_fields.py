@@ -21,17 +21,17 @@ and a value is written inside up to two more: an entry of ``events.json``, the
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import re
 import tomllib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from coordinator._errors import ConfigError
 from coordinator._text import shown_path
 from coordinator.wire._json_read import WRITE_DEPTH
+from machines._json import TOO_DEEP, json_fault, json_type, leaf_rules
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -49,7 +49,6 @@ __all__ = [
     "join_key",
     "json_table",
     "json_value",
-    "kind_of",
     "load_toml",
     "name_key",
     "optional_string",
@@ -96,22 +95,6 @@ def shown_error(error: ConfigError) -> ConfigError:
     escapes; shown, each byte that does not decode is U+FFFD.
     """
     return ConfigError(shown_path(error.origin), error.key, shown_path(error.problem))
-
-
-def kind_of(value: object) -> str:
-    """What ``value`` is, in TOML's words."""
-    names: dict[type, str] = {
-        str: "a string",
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        list: "an array",
-        dict: "a table",
-        dt.datetime: "a date-time",
-        dt.date: "a date",
-        dt.time: "a time",
-    }
-    return names.get(type(value), type(value).__name__)
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -185,21 +168,23 @@ def check_keys(
 def table(value: object, origin: str, key: str) -> Mapping[str, Any]:
     """``value``, which must be a table."""
     if not isinstance(value, Mapping):
-        raise ConfigError(origin, key, f"expected a table, got {kind_of(value)}")
+        raise ConfigError(origin, key, f"expected a table, got {json_type(value, toml=True)}")
     return value
 
 
 def tables(value: object, origin: str, key: str) -> list[Mapping[str, Any]]:
     """``value``, which must be an array of tables (``[[key]]``)."""
     if not isinstance(value, list):
-        raise ConfigError(origin, key, f"expected an array of tables, got {kind_of(value)}")
+        raise ConfigError(
+            origin, key, f"expected an array of tables, got {json_type(value, toml=True)}"
+        )
     return [table(item, origin, f"{key}[{index}]") for index, item in enumerate(value)]
 
 
 def string(value: object, origin: str, key: str, *, empty: bool = True) -> str:
     """``value``, which must be a string (not empty, unless ``empty``)."""
     if not isinstance(value, str):
-        raise ConfigError(origin, key, f"expected a string, got {kind_of(value)}")
+        raise ConfigError(origin, key, f"expected a string, got {json_type(value, toml=True)}")
     if not empty and not value:
         raise ConfigError(origin, key, "must not be empty")
     return value
@@ -211,7 +196,7 @@ def choice(value: object, origin: str, key: str, options: Sequence[str], *, what
         return value
     expected = ", ".join(map(repr, options))
     if type(value) is not str:
-        problem = f"got {kind_of(value)}"
+        problem = f"got {json_type(value, toml=True)}"
     else:
         problem = f"no {what} {value!r}" if what else f"got {value!r}"
     raise ConfigError(origin, key, f"{problem} (expected one of: {expected})")
@@ -229,43 +214,47 @@ def optional_string(
 def boolean(value: object, origin: str, key: str) -> bool:
     """``value``, which must be ``true`` or ``false``."""
     if not isinstance(value, bool):
-        raise ConfigError(origin, key, f"expected true or false, got {kind_of(value)}")
+        raise ConfigError(
+            origin, key, f"expected true or false, got {json_type(value, toml=True)}"
+        )
     return value
 
 
-def _json(value: object, origin: str, key: str, depth: int = 0, *, outer: str = "") -> JsonValue:
-    # ``outer`` is the key the value was given under: a value nested too deeply
-    # is named there, not by a path hundreds of levels long.
-    outer = outer or key
-    if isinstance(value, bool | str) or value is None:
-        return value
-    if isinstance(value, int):
-        if not SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
-            problem = (
-                f"is an integer out of range: it must lie from {SMALLEST_INTEGER} to "
-                f"{LARGEST_INTEGER} (64 bits), the integers a conversation can record"
-            )
-            raise ConfigError(origin, key, problem)
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ConfigError(origin, key, "must be a finite number (JSON has no inf or nan)")
-        return value
-    if isinstance(value, list | Mapping):
-        if depth == DEEPEST_JSON:
-            # Refused here, rather than when the conversation is saved mid-run.
-            problem = f"is nested too deeply: a JSON value may nest at most {DEEPEST_JSON} levels"
-            raise ConfigError(origin, outer, problem)
-        if isinstance(value, list):
-            return [
-                _json(item, origin, f"{key}[{index}]", depth + 1, outer=outer)
-                for index, item in enumerate(value)
-            ]
-        return {
-            str(name): _json(item, origin, join_key(key, str(name)), depth + 1, outer=outer)
-            for name, item in value.items()
-        }
-    raise ConfigError(origin, key, f"must be a JSON value, not {kind_of(value)}")
+def _integer(value: int) -> str | None:
+    if SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
+        return None
+    return (
+        f"is an integer out of range: it must lie from {SMALLEST_INTEGER} to "
+        f"{LARGEST_INTEGER} (64 bits), the integers a conversation can record"
+    )
+
+
+def _finite(value: float) -> str | None:
+    return None if math.isfinite(value) else "must be a finite number (JSON has no inf or nan)"
+
+
+def _not_json(value: object) -> str:
+    return f"must be a JSON value, not {json_type(value, toml=True)}"
+
+
+#: What a value from a file must be to be recorded and carried (see the module's rules).
+_RECORDABLE = leaf_rules(
+    {str: None, bool: None, type(None): None, int: _integer, float: _finite}, others=_not_json
+)
+
+
+def _json(value: object, origin: str, key: str) -> JsonValue:
+    fault = json_fault(value, _RECORDABLE, max_depth=DEEPEST_JSON)
+    if fault is None:
+        return cast("JsonValue", value)
+    if fault.problem == TOO_DEEP:
+        # Named where the value was given, not by a path hundreds of levels long.
+        problem = f"is nested too deeply: a JSON value may nest at most {DEEPEST_JSON} levels"
+        raise ConfigError(origin, key, problem)
+    where = key
+    for step in fault.path:
+        where = f"{where}[{step}]" if type(step) is int else join_key(where, str(step))
+    raise ConfigError(origin, where, fault.problem)
 
 
 def json_table(value: object, origin: str, key: str) -> dict[str, JsonValue]:

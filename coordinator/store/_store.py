@@ -46,7 +46,6 @@ from __future__ import annotations
 import enum
 import io
 import logging
-import math
 import os
 import stat
 import weakref
@@ -73,13 +72,11 @@ from coordinator.stream._event_ids import new_event_id
 from coordinator.stream._gc import collector_paused
 from coordinator.stream._stream import ConversationStream
 from coordinator.wire._json_read import (
-    holds_wide_float,
-    integer_beyond_64_bits,
+    JsonTextError,
     invalid_utf8,
     loads_writable,
     read_file,
-    watch_wide_floats,
-    writable,
+    unwritable_entry,
 )
 from coordinator.wire._stream_codec import (
     EntryDecodeError,
@@ -89,7 +86,7 @@ from coordinator.wire._stream_codec import (
     encode_entries,
 )
 from machines import JsonValue
-from machines.validators import is_json
+from machines._json import is_json, json_fault, json_type
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -272,17 +269,10 @@ def _file_body(target: Path, value: Any, *, first: int = 0) -> bytes:
         return _json_body(value)
     except orjson.JSONEncodeError as error:
         problem = f"cannot be written ({error}); nothing was saved"
-        index = _unwritable_entry(value)
+        index = unwritable_entry(value)
         raise StreamFormatError(
             target, problem, index=None if index is None else first + index
         ) from None
-
-
-def _unwritable_entry(value: Any) -> int | None:
-    """The index of the first entry ``orjson`` cannot write, when ``value`` is a stream."""
-    if type(value) is not list:
-        return None
-    return next((i for i, entry in enumerate(value) if not writable([entry])), None)
 
 
 _NEWLINE = b"\n"
@@ -376,7 +366,7 @@ def _read_json(path: Path, *, directory: Path | None = None) -> tuple[Any, _File
                     # Parsing allocates an object per JSON value and makes no cycles
                     # (see coordinator.stream._gc).
                     with collector_paused():
-                        value, can_write = read_file(handle)
+                        value = read_file(handle)
                 except orjson.JSONDecodeError as error:
                     if (
                         record is None
@@ -387,10 +377,12 @@ def _read_json(path: Path, *, directory: Path | None = None) -> tuple[Any, _File
                         continue
                     problem = f"is not valid JSON: {_not_json(error, handle)}"
                     raise StreamFormatError(path, problem) from None
+                except JsonTextError as error:
+                    # Nested too deeply, a repeated key, an integer beyond 64 bits:
+                    # what a save would not write back as read.
+                    raise StreamFormatError(path, error.problem, index=error.index) from None
         except OSError as error:
             raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from None
-        if not can_write:
-            _refuse_too_deep(path, value)
         return value, _FileState.of(status)
     raise AssertionError  # not reached: the last attempt returns or raises
 
@@ -405,43 +397,6 @@ def _record_for(directory: Path, status: os.stat_result) -> UndoRecord | None:
     line = read_record(directory)
     record = UndoRecord.decode(line) if line is not None else None
     return record if record is not None and record.describes(status) else None
-
-
-def _refuse_too_deep(path: Path, value: Any) -> None:
-    """Refuse JSON nested deeper than can be written back (orjson writes 254 levels, reads 1024).
-
-    Loading such a file would only defer the failure to the first save, as a
-    bare ``TypeError``; the entry at fault is named when there is one.
-    """
-    index = _unwritable_entry(value)
-    problem = "is nested too deeply to be written back"
-    raise StreamFormatError(path, problem if index is None else f"entry {problem}", index=index)
-
-
-def _refuse_integers_beyond_64_bits(path: Path, value: Any) -> None:
-    """Refuse a file holding an integer beyond 64 bits, naming the entry and the key.
-
-    ``orjson`` read it as the nearest float (so did ``value``) and would write
-    it back as that float: rather than change the number on the next save,
-    the file is not loaded. Called only when a reader noted a float that
-    large, which may also have been written as a float (``1e20``): the file
-    is read again, by the standard library, to tell which.
-    """
-    found = integer_beyond_64_bits(_read_bytes(path))
-    if found is None:
-        return
-    index, key = found
-    where = f"the integer at {key!r}" if key else "an integer"
-    kind = value[index].get("type") if index is not None else None
-    problem = f"{where} lies beyond 64 bits: it would be written back as a float, not as read"
-    if type(kind) is str:
-        problem = f"{kind}: {problem}"
-    raise StreamFormatError(path, problem, index=index)
-
-
-def _kind(value: object) -> str:
-    names: dict[type, str] = {dict: "an object", list: "an array"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _is_directory(path: Path) -> bool:
@@ -479,16 +434,13 @@ def load_conversation(
         return _without_events(directory, events_path, clock=clock, new_id=new_id)
     raw, events_state = _read_json(events_path, directory=directory)
     if type(raw) is not list:
-        raise StreamFormatError(events_path, f"must hold an array of entries, not {_kind(raw)}")
+        raise StreamFormatError(
+            events_path, f"must hold an array of entries, not {json_type(raw)}"
+        )
     try:
-        with watch_wide_floats() as wide:
-            stream, repairs = decode_stream(
-                raw, origin=str(events_path), clock=clock, new_id=new_id
-            )
+        stream, repairs = decode_stream(raw, origin=str(events_path), clock=clock, new_id=new_id)
     except EntryDecodeError as error:
         raise StreamFormatError(events_path, error.problem, index=error.index) from None
-    if wide.seen:
-        _refuse_integers_beyond_64_bits(events_path, raw)
 
     conversation = _with_objects(
         directory, stream, {events_path: events_state}, id_repairs=repairs
@@ -570,9 +522,7 @@ def _load_object(path: Path, states: dict[Path, _FileState]) -> dict[str, JsonVa
         return None
     value, state = _read_json(path)
     if type(value) is not dict:
-        raise StreamFormatError(path, f"must hold an object, not {_kind(value)}")
-    if holds_wide_float(value):  # a small file, written back as it was read: walked whole
-        _refuse_integers_beyond_64_bits(path, value)
+        raise StreamFormatError(path, f"must hold an object, not {json_type(value)}")
     states[path] = state
     return value
 
@@ -980,37 +930,10 @@ def _refuse_non_json(target: Path, value: Any) -> None:
     if type(value) is dict and is_json(value):
         return
     if type(value) is not dict:
-        problem = f"holds {_kind(value)}, not an object"
+        problem = f"holds {json_type(value)}, not an object"
     else:
-        problem = _first_non_json(value)
+        problem = str(json_fault(value))
     raise StreamFormatError(target, f"cannot be written: {problem}; nothing was saved")
-
-
-def _first_non_json(value: dict[Any, Any]) -> str:
-    """Where in ``value`` the first thing JSON cannot hold is, and what it is."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        where, item = stack.pop()
-        kind = type(item)
-        if kind is str or kind is bool or kind is int or item is None:
-            continue
-        if kind is float:
-            if math.isfinite(item):
-                continue
-            return f"the value at {where} is a float that is not finite, which JSON cannot hold"
-        if kind is dict:
-            children: list[tuple[str, Any]] = []
-            for key, child in item.items():
-                if type(key) is not str:
-                    at = f"at {where}" if where else "at the top"
-                    return f"a key {at} is of type {type(key).__name__}, not a string"
-                children.append((f"{where}.{key}" if where else key, child))
-            stack.extend(reversed(children))
-        elif kind is list:
-            stack.extend(reversed([(f"{where}[{i}]", child) for i, child in enumerate(item)]))
-        else:
-            return f"the value at {where} is of type {kind.__name__}, which JSON cannot hold"
-    return "it is not JSON"  # not reached: is_json found something
 
 
 def _refuse_foreign(target: Path, current: bytes, shape: type, body: bytes) -> None:
@@ -1031,7 +954,7 @@ def _refuse_foreign(target: Path, current: bytes, shape: type, body: bytes) -> N
         raise StreamFormatError(target, "is nested too deeply to read; not overwriting it")
     if type(value) is not shape:
         raise StreamFormatError(
-            target, f"holds {_kind(value)}, not {_kind(shape())}; not overwriting it"
+            target, f"holds {json_type(value)}, not {json_type(shape())}; not overwriting it"
         )
     if _json_body(value) == body:
         return

@@ -32,6 +32,7 @@ from machines import (
     ToolCallResponse,
     TurnStart,
 )
+from machines._json import json_type
 from machines.validators import (
     json_object,
     json_value,
@@ -186,7 +187,7 @@ class Compaction:
 def _unknown_raw(_instance: Any, _attribute: attrs.Attribute[Any], value: object) -> None:
     # Messages name the problem, not the contents: they are not ours to show.
     if type(value) is not dict:
-        raise RecordError(f"UnknownEntry.raw must be an object, not {type(value).__name__}")
+        raise RecordError(f"UnknownEntry.raw must be an object, not {json_type(value)}")
     kind = value.get("type")
     if type(kind) is not str:
         raise RecordError("UnknownEntry.raw must have a string 'type'")

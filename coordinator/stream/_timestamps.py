@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 import attrs
 
 from coordinator.stream._slots import slot_setters
+from machines._json import json_type
 
 __all__ = ["Timestamp", "format_jp_timestamp", "read_timestamp"]
 
@@ -82,7 +83,7 @@ def _malformed(value: str) -> ValueError:
 def _check(value: object) -> None:
     """Raise ``ValueError`` unless ``value`` is a timestamp text this module reads."""
     if type(value) is not str:
-        raise ValueError(f"timestamp must be a string, not {type(value).__name__}")
+        raise ValueError(f"timestamp must be a string, not {json_type(value)}")
     # JP's form with a fraction (every timestamp JP writes), at the cost of
     # one slice: the separators at 4, 7, 10, 13, 16 and 19 rule out every
     # other shape fromisoformat reads that has no zone, and a moment with no

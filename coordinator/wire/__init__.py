@@ -1,8 +1,9 @@
 """The wire: a stream as ``events.json`` holds it.
 
 The third layer, on the stream. One private ``cattrs`` converter over
-``orjson`` reads and writes every record; the base64 storage fields, JP's
-timestamps and RFD D24's ids are decoded and encoded here and nowhere else.
+``orjson`` reads and writes every record, one hook each way per record (see
+``docs/wire.md``); the base64 storage fields, JP's timestamps and RFD D24's
+ids are decoded and encoded here and nowhere else.
 :func:`decode_stream` turns a parsed ``events.json`` array into a
 :class:`~coordinator.stream.ConversationStream` (repairing ids as RFD D24
 says, and reporting the repairs); :func:`encode_stream` gives the array back.
@@ -13,8 +14,9 @@ Rules:
 
 1. Every entry of a known kind is validated on load: a broken file is
    refused naming the entry, never taken in to fail later.
-2. What cannot be written back as read (an integer beyond 64 bits, nesting
-   deeper than ``orjson`` writes) is refused at load, naming the entry.
+2. What cannot be written back as read (an object that repeats a key, an
+   integer beyond 64 bits, nesting deeper than ``orjson`` writes) is refused
+   at load, naming the entry and the key.
 3. Unknown kinds and unknown fields of known kinds are kept verbatim.
 """
 

@@ -1,4 +1,21 @@
-"""The wire codec: one private cattrs converter, and the entry shapes around it.
+"""The wire codec: one private cattrs converter, and one hook each way per record.
+
+Theory of operation. Every record the wire holds is read by exactly one
+structure hook and written by exactly one unstructure hook, each registered
+once on the project's private converter (:data:`_CONVERTER`); nothing else
+reads or writes one. A load hands the payload of each entry to the structure
+hook of its kind (:data:`PAYLOAD_HOOKS`), which reads it as it is stored:
+the base64 storage fields of a tool call's arguments and a tool response's
+content are decoded by the hook that reads them, and encoded by the hook
+that writes them (:mod:`coordinator.wire._storage_fields`).
+
+Validation is the records' own. A hook takes the values out of the payload
+and hands them to the record's constructor, whose validators refuse a value
+of the wrong type in the record's words ("ToolCallRequest.id must be a
+non-empty string, not an integer"). A hook refuses itself only what a
+constructor cannot see (:class:`WireError`): a key that is missing, a tag it
+does not know, a shape no writer ever wrote. Every refusal describes the
+value's type or the key, never the value.
 
 "Write new, read both": every record is written in its current form, and read
 in its current form and every legacy one JP has written:
@@ -10,32 +27,32 @@ in its current form and every legacy one JP has written:
   legacy externally tagged form (``"Boolean"``, ``{"Select": {...}}``) read too.
 - select options written as ``{value, description?}``; bare strings read too.
 
-Storage (base64) decoding and the entry envelope (``event_id``, ``timestamp``,
-``type``, ``metadata``) are handled here as well, so the rest of the code only
-ever sees decoded records.
+A stream asks the same few questions of the same few tools over and over:
+records are immutable, so the requests read share one source and one
+question where they are equal and would be written back alike.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.orjson import make_converter
-from cattrs.v import format_exception
 
 from coordinator.stream._entries import EVENT_KINDS
-from coordinator.stream._slots import record_builder
-from coordinator.wire._json_read import holds_wide_float, note_wide_floats
-from coordinator.wire._storage_fields import decode_field, decode_object
+from coordinator.wire._storage_fields import (
+    decode_field,
+    decode_object,
+    encode_field,
+    encode_leaves,
+)
 from machines import (
     Answered,
     AnswerKind,
     AnswerType,
     AnyCancellationReason,
-    CancellationReason,
     Cancelled,
     ChatRequest,
     ChatResponse,
@@ -53,15 +70,16 @@ from machines import (
     ToolCallRequest,
     ToolCallResponse,
     TurnStart,
-    UnknownCancellationReason,
     parse_cancellation_reason,
 )
+from machines._json import json_type
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = [
-    "EVENT_KINDS",
-    "STORED_READERS",
+    "PAYLOAD_HOOKS",
     "WireError",
-    "json_type",
     "structure_event",
     "structure_question",
     "unstructure_event",
@@ -69,51 +87,31 @@ __all__ = [
 ]
 
 
-# The records read most often, built as their constructors build them, for a
-# quarter less (see coordinator.stream._slots.record_builder). Each takes its fields in
-# the order the record declares them.
-_new_answered: Final = record_builder(Answered)
-_new_chat_request: Final = record_builder(ChatRequest)
-_new_chat_response: Final = record_builder(ChatResponse)
-_new_inquiry_request: Final = record_builder(InquiryRequest)
-_new_tool_call_request: Final = record_builder(ToolCallRequest)
-_new_tool_call_response: Final = record_builder(ToolCallResponse)
-
-
 class WireError(ValueError):
     """A value read from the wire does not have the shape of its record."""
 
 
-def _expect(kind: type, what: str) -> Callable[[Any, Any], Any]:
-    def structure(value: Any, _: Any) -> Any:
-        # cattrs would coerce 5 into "5"; a stored value of the wrong type is a
-        # broken file, not something to repair silently.
-        if type(value) is not kind:
-            raise WireError(f"expected {what}, got {json_type(value)}")
-        return value
+def _required(
+    data: dict[str, Any], keys: Callable[[dict[str, Any]], Any], within: str = ""
+) -> Any:
+    """``keys(data)``, an ``itemgetter`` of the keys a record cannot do without.
 
-    return structure
-
-
-def json_type(value: object) -> str:
-    """What ``value`` is, in JSON's words ("a string", "an object", "null")."""
-    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    names |= {dict: "an object", list: "an array", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-#: The types of parsed JSON that can be, or hold, a float.
-_FREE_FORM: Final = frozenset({float, dict, list})
-
-
-def _note_wide_floats_in(value: Any) -> None:
-    """Note a float beyond 64 bits in ``value``, a free-form value read from the wire.
-
-    The values of a record the readers look at anyway: a float that large may
-    be an integer ``orjson`` could not read exactly (see coordinator.wire._json_read).
+    A key that is missing is said with its place (``within`` is its object's).
     """
-    if holds_wide_float(value):
-        note_wide_floats()
+    try:
+        return keys(data)
+    except KeyError as error:
+        raise WireError(f"{within + str(error.args[0])!r} is missing") from None
+
+
+# The keys each shape cannot do without, taken in one call.
+_ID, _SOURCE, _QUESTION, _CONTENT = (
+    itemgetter(key) for key in ("id", "source", "question", "content")
+)
+_QUESTION_TEXT = itemgetter("text", "answer_type")
+_TOOL_QUESTION = itemgetter("id", "text", "answer_type")
+_TOOL_CALL = itemgetter("id", "name", "arguments")
+_TOOL_RESULT = itemgetter("id", "content", "is_error")
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -125,7 +123,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- answer types
 
 
-def _structure_option(value: Any, _: Any) -> SelectOption:
+def _structure_option(value: Any, _: Any = None) -> SelectOption:
     if type(value) is str:
         return SelectOption(value=value)
     data = _object(value, "a select option")
@@ -158,7 +156,14 @@ _LEGACY_KINDS: Final = {
 }
 
 
-def _structure_answer_type(value: Any, _: Any) -> AnswerType:
+def _options(body: dict[str, Any]) -> list[SelectOption]:
+    raw = body.get("options")
+    if type(raw) is not list:
+        raise WireError("a select answer type needs an 'options' array")
+    return [_structure_option(option) for option in raw]
+
+
+def _structure_answer_type(value: Any, _: Any = None) -> AnswerType:
     if type(value) is str:
         # Legacy externally tagged unit variant: "Boolean", "Text", "Secret".
         tag = _LEGACY_KINDS.get(value)
@@ -173,22 +178,14 @@ def _structure_answer_type(value: Any, _: Any) -> AnswerType:
             raise WireError(f"unknown answer type {tag!r}")
         if kind is not AnswerKind.SELECT:
             return _PLAIN_ANSWER_TYPES[kind]
-        raw = data.get("options")
-        if type(raw) is not list:
-            raise WireError("a select answer type needs an 'options' array")
-        options = tuple(_structure_option(option, SelectOption) for option in raw)
-        return AnswerType(kind=kind, options=options)
+        return AnswerType(kind=kind, options=_options(data))
     if len(data) == 1 and "Select" in data:
         # Legacy externally tagged struct variant: {"Select": {"options": [...]}}.
-        body = _object(data["Select"], "answer_type.Select")
-        raw = body.get("options")
-        if type(raw) is not list:
-            raise WireError("a select answer type needs an 'options' array")
-        return AnswerType.select(_structure_option(option, SelectOption) for option in raw)
+        return AnswerType.select(_options(_object(data["Select"], "answer_type.Select")))
     raise WireError("answer_type has no 'type'")
 
 
-def _unstructure_answer_type(answer_type: AnswerType, *, options_as_objects: bool) -> Any:
+def _unstructure_answer_type(answer_type: AnswerType, *, options_as_objects: bool = True) -> Any:
     if answer_type.kind is not AnswerKind.SELECT:
         return {"type": answer_type.kind.value}
     if options_as_objects or any(o.description is not None for o in answer_type.options):
@@ -201,7 +198,7 @@ def _unstructure_answer_type(answer_type: AnswerType, *, options_as_objects: boo
 # --------------------------------------------------------------------- sources
 
 
-def _structure_source(value: Any, _: Any) -> InquirySource:
+def _structure_source(value: Any, _: Any = None) -> InquirySource:
     data = _object(value, "source")
     tag = data.get("source")
     kind = _SOURCE_KINDS.get(tag) if type(tag) is str else None
@@ -210,13 +207,12 @@ def _structure_source(value: Any, _: Any) -> InquirySource:
     name = data.get("name")
     if name is None or type(name) is str:
         return _shared_source(kind, name)
-    return InquirySource(kind=kind, name=name)  # refused by its validator, with its message
+    return InquirySource(kind=kind, name=name)  # refused by its validator, in its words
 
 
 @functools.lru_cache(maxsize=256)
 def _shared_source(kind: SourceKind, name: str | None) -> InquirySource:
-    # A stream asks the same few tools over and over; records are immutable, so
-    # their questions can share one source. Invalid ones raise, and are not cached.
+    # Invalid ones raise, and are not cached.
     return InquirySource(kind=kind, name=name)
 
 
@@ -226,37 +222,188 @@ def _unstructure_source(source: InquirySource) -> dict[str, Any]:
     return {"source": source.kind.value, "name": source.name}
 
 
-# ------------------------------------------------------------------- responses
+# ------------------------------------------------------------------- questions
 
 
-def _structure_reason(value: Any, _: Any) -> AnyCancellationReason:
+#: Defaults a shared question may hold: immutable, and equal only to what writes
+#: the same (the cache tells true from 1 by type). Not floats: -0.0 == 0.0.
+_SHAREABLE_DEFAULTS: Final = frozenset({str, bool, int, type(None)})
+
+
+def _structure_recorded_question(value: Any, _: Any = None) -> InquiryQuestion:
+    data = _object(value, "question")
+    text, answer_type = _required(data, _QUESTION_TEXT, "question.")
+    default, question_id, context = data.get("default"), data.get("id"), data.get("context")
+    # {"type": tag} of a kind without options ("select" here is refused, and
+    # not cached). Never a secret: a file may have recorded one with a
+    # default, which no cache may keep.
+    tag = answer_type.get("type") if type(answer_type) is dict and len(answer_type) == 1 else None
+    if (
+        type(tag) is str
+        and tag != "secret"
+        and type(text) is str
+        and type(default) in _SHAREABLE_DEFAULTS
+        and (question_id is None or type(question_id) is str)
+        and (context is None or type(context) is str)
+    ):
+        return _shared_question(text, tag, default, question_id, context)
+    return _recorded_question(text, answer_type, default, question_id, context)
+
+
+def _recorded_question(
+    text: Any, answer_type: Any, default: Any, question_id: Any, context: Any
+) -> InquiryQuestion:
+    return InquiryQuestion(
+        text=text,
+        answer_type=_structure_answer_type(answer_type),
+        default=default,
+        id=question_id,
+        context=context,
+    )
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _shared_question(
+    text: str, tag: str, default: Any, question_id: str | None, context: str | None
+) -> InquiryQuestion:
+    # `typed` keeps a default of true apart from 1. Invalid ones raise, and are not cached.
+    return _recorded_question(text, {"type": tag}, default, question_id, context)
+
+
+def _unstructure_recorded_question(question: InquiryQuestion) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "text": question.text,
+        "answer_type": _unstructure_answer_type(question.answer_type),
+    }
+    # What is absent is omitted, as JP omits it.
+    optional = (("default", question.default), ("id", question.id), ("context", question.context))
+    return out | {key: value for key, value in optional if value is not None}
+
+
+def _structure_question(value: Any, _: Any = None) -> Question:
+    data = _object(value, "question")
+    question_id, text, answer_type = _required(data, _TOOL_QUESTION)
+    # The wire writes absent values as null; a null default means no default.
+    return Question(
+        id=question_id,
+        text=text,
+        answer_type=_structure_answer_type(answer_type),
+        context=data.get("pre_amble"),
+        default=data.get("default"),
+    )
+
+
+def unstructure_question(question: Question) -> dict[str, Any]:
+    """Write a tool-facing question in the current (tagged) form."""
+    return {
+        "id": question.id,
+        "text": question.text,
+        "pre_amble": question.context,
+        "answer_type": _unstructure_answer_type(question.answer_type, options_as_objects=False),
+        "default": question.default,
+    }
+
+
+# ---------------------------------------------------------- conversation events
+
+
+#: A turn marker has no fields: one immutable instance serves every turn.
+_TURN_START: Final = TurnStart()
+
+
+def _structure_turn_start(_value: Any, _: Any = None) -> TurnStart:
+    return _TURN_START
+
+
+def _structure_chat_request(data: dict[str, Any], _: Any = None) -> ChatRequest:
+    content = _required(data, _CONTENT)
+    return ChatRequest(content=content, schema=data.get("schema"), author=data.get("author"))
+
+
+def _unstructure_chat_request(request: ChatRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {"content": request.content}
+    if request.schema is not None:
+        out["schema"] = request.schema
+    if request.author is not None:
+        out["author"] = request.author
+    return out
+
+
+_CHAT_RESPONSE_KEYS: Final = tuple((kind.value, kind) for kind in ChatResponseKind)
+
+
+def _structure_chat_response(data: dict[str, Any], _: Any = None) -> ChatResponse:
+    present = [(key, kind) for key, kind in _CHAT_RESPONSE_KEYS if key in data]
+    if len(present) != 1:
+        raise WireError("a chat_response needs exactly one of 'message', 'reasoning', 'data'")
+    key, kind = present[0]
+    return ChatResponse(kind=kind, content=data[key])
+
+
+def _unstructure_chat_response(response: ChatResponse) -> dict[str, Any]:
+    return {response.kind.value: response.content}
+
+
+def _structure_tool_call_request(data: dict[str, Any], _: Any = None) -> ToolCallRequest:
+    call_id, name, arguments = _required(data, _TOOL_CALL)
+    if type(arguments) is dict:
+        arguments = decode_object(arguments)  # its string leaves are stored base64
+    return ToolCallRequest(id=call_id, name=name, arguments=arguments)
+
+
+def _unstructure_tool_call_request(request: ToolCallRequest) -> dict[str, Any]:
+    return {"id": request.id, "name": request.name, "arguments": encode_leaves(request.arguments)}
+
+
+def _structure_tool_call_response(data: dict[str, Any], _: Any = None) -> ToolCallResponse:
+    call_id, content, is_error = _required(data, _TOOL_RESULT)
+    if type(content) is str:
+        content = decode_field(content)  # stored base64
+    return ToolCallResponse(id=call_id, content=content, is_error=is_error)
+
+
+def _unstructure_tool_call_response(response: ToolCallResponse) -> dict[str, Any]:
+    content = encode_field(response.content)
+    return {"id": response.id, "content": content, "is_error": response.is_error}
+
+
+def _structure_inquiry_request(data: dict[str, Any], _: Any = None) -> InquiryRequest:
+    # Read in the order the keys are written, so that the first problem is named.
+    request_id = _required(data, _ID)
+    source = _structure_source(_required(data, _SOURCE))
+    question = _structure_recorded_question(_required(data, _QUESTION))
+    return InquiryRequest(id=request_id, source=source, question=question)
+
+
+def _unstructure_inquiry_request(request: InquiryRequest) -> dict[str, Any]:
+    return {
+        "id": request.id,
+        "source": _unstructure_source(request.source),
+        "question": _unstructure_recorded_question(request.question),
+    }
+
+
+def _structure_reason(value: Any) -> AnyCancellationReason:
     if type(value) is not str or not value:
         raise WireError(f"reason must be a non-empty string, got {json_type(value)}")
     return parse_cancellation_reason(value)
 
 
-def _structure_response(value: Any, _: Any) -> InquiryResponse:
-    data = _object(value, "inquiry_response")
+def _structure_response(data: dict[str, Any], _: Any = None) -> InquiryResponse:
     outcome = data.get("outcome")
     if outcome is None:
         # Pre-082 writers only ever recorded answers, as a flat {id, answer}.
         if "answer" not in data:
             raise WireError("inquiry_response has neither an 'outcome' nor an 'answer'")
-        answer = data["answer"]
-        if type(answer) in _FREE_FORM:
-            _note_wide_floats_in(answer)
-        return _new_answered(data.get("id"), answer)
+        return Answered(id=data.get("id"), answer=data["answer"])  # type: ignore[arg-type]
     if outcome == "answered":
         if "answer" not in data:
             raise WireError("an answered inquiry_response has no 'answer'")
-        answer = data["answer"]
-        if type(answer) in _FREE_FORM:
-            _note_wide_floats_in(answer)
-        return _new_answered(data.get("id"), answer)
+        return Answered(id=data.get("id"), answer=data["answer"])  # type: ignore[arg-type]
     if outcome == "cancelled":
         # A missing reason is the conservative `user`: every other reason needs
         # the engine itself to have written it.
-        reason = _structure_reason(data.get("reason", "user"), None)
+        reason = _structure_reason(data.get("reason", "user"))
         return Cancelled(id=data.get("id"), reason=reason)  # type: ignore[arg-type]
     if outcome == "redacted":
         return Redacted(id=data.get("id"))  # type: ignore[arg-type]
@@ -273,348 +420,79 @@ def _unstructure_response(response: InquiryResponse) -> dict[str, Any]:
 
 # ------------------------------------------------------------------- converter
 
+#: A structure hook: the value read, and the type asked for (unused: each hook reads one).
+_Hook: TypeAlias = Callable[[Any, Any], Any]
 
-def _passthrough(value: Any, _: Any) -> Any:
-    return value
-
-
-def _is_json_mapping(kind: Any) -> bool:
-    # Mapping[str, JsonValue] fields (arguments, schema) are checked by the
-    # records' validators; copying them item by item would only cost time.
-    return getattr(kind, "__origin__", None) is Mapping
+#: Each record's hooks: how it is read, and how it is written.
+_HOOKS: Final[Mapping[Any, tuple[_Hook, Callable[[Any], Any]]]] = {
+    TurnStart: (_structure_turn_start, lambda _: {}),
+    ChatRequest: (_structure_chat_request, _unstructure_chat_request),
+    ChatResponse: (_structure_chat_response, _unstructure_chat_response),
+    ToolCallRequest: (_structure_tool_call_request, _unstructure_tool_call_request),
+    ToolCallResponse: (_structure_tool_call_response, _unstructure_tool_call_response),
+    InquiryRequest: (_structure_inquiry_request, _unstructure_inquiry_request),
+    InquiryResponse: (_structure_response, _unstructure_response),
+    InquiryQuestion: (_structure_recorded_question, _unstructure_recorded_question),
+    InquirySource: (_structure_source, _unstructure_source),
+    AnswerType: (_structure_answer_type, _unstructure_answer_type),
+    SelectOption: (_structure_option, _unstructure_option),
+    Question: (_structure_question, unstructure_question),
+}
 
 
 def _make_converter() -> cattrs.Converter:
     converter = make_converter()
-    # Simple types first: strict, never coercing.
-    converter.register_structure_hook(str, _expect(str, "a string"))
-    converter.register_structure_hook(bool, _expect(bool, "a boolean"))
-    converter.register_structure_hook(int, _expect(int, "an integer"))
-    converter.register_structure_hook_func(_is_json_mapping, _passthrough)
-    converter.register_structure_hook(SelectOption, _structure_option)
-    converter.register_unstructure_hook(SelectOption, _unstructure_option)
-    converter.register_structure_hook(AnswerType, _structure_answer_type)
-    converter.register_unstructure_hook(
-        AnswerType, lambda value: _unstructure_answer_type(value, options_as_objects=True)
-    )
-    converter.register_structure_hook(InquirySource, _structure_source)
-    converter.register_unstructure_hook(InquirySource, _unstructure_source)
-    converter.register_structure_hook(CancellationReason, _structure_reason)
-    converter.register_structure_hook(UnknownCancellationReason, _structure_reason)
-    for response in (Answered, Cancelled, Redacted):
-        converter.register_structure_hook(response, _structure_response)
-        converter.register_unstructure_hook(response, _unstructure_response)
-
-    converter.register_structure_hook(
-        InquiryQuestion, make_dict_structure_fn(InquiryQuestion, converter)
-    )
-    converter.register_unstructure_hook(
-        InquiryQuestion,
-        make_dict_unstructure_fn(InquiryQuestion, converter, _cattrs_omit_if_default=True),
-    )
-    converter.register_structure_hook(
-        InquiryRequest, make_dict_structure_fn(InquiryRequest, converter)
-    )
-    converter.register_unstructure_hook(
-        InquiryRequest, make_dict_unstructure_fn(InquiryRequest, converter)
-    )
-    converter.register_structure_hook(ChatRequest, make_dict_structure_fn(ChatRequest, converter))
-    converter.register_unstructure_hook(
-        ChatRequest, make_dict_unstructure_fn(ChatRequest, converter, _cattrs_omit_if_default=True)
-    )
-    for plain in (ToolCallRequest, ToolCallResponse):
-        converter.register_structure_hook(plain, make_dict_structure_fn(plain, converter))
-        converter.register_unstructure_hook(plain, make_dict_unstructure_fn(plain, converter))
-    # The tool-facing question calls its preamble `pre_amble` on the wire.
-    converter.register_structure_hook(
-        Question,
-        make_dict_structure_fn(Question, converter, context=override(rename="pre_amble")),
-    )
+    for record, (structure, unstructure) in _HOOKS.items():
+        converter.register_structure_hook(record, structure)
+        if record is InquiryResponse:
+            # Written by the type of the response, each of the union's three.
+            for response in (Answered, Cancelled, Redacted):
+                converter.register_unstructure_hook(response, unstructure)
+        else:
+            converter.register_unstructure_hook(record, unstructure)
     return converter
 
 
 _CONVERTER: Final = _make_converter()
 
-
-def _describe(error: BaseException, kind: type | None) -> str:
-    if isinstance(error, WireError | RecordError):
-        return str(error)
-    return format_exception(error, kind)
-
-
-def _structure(value: Any, kind: type[Any]) -> Any:
-    try:
-        return _CONVERTER.structure(value, kind)
-    except cattrs.BaseValidationError as error:
-        messages = cattrs.transform_error(error, path="$", format_exception=_describe)
-        raise WireError("; ".join(messages)) from None
-    except RecordError as error:
-        raise WireError(str(error)) from None
-
-
-# ------------------------------------------------------------------ questions
-
-
-def structure_question(value: Any) -> Question:
-    """Read a tool-facing question (tagged or legacy answer type)."""
-    data = _object(value, "question")
-    # The wire writes absent values as null; a null default means no default.
-    return _structure(data, Question)  # type: ignore[no-any-return]
-
-
-def unstructure_question(question: Question) -> dict[str, Any]:
-    """Write a tool-facing question in the current (tagged) form."""
-    return {
-        "id": question.id,
-        "text": question.text,
-        "pre_amble": question.context,
-        "answer_type": _unstructure_answer_type(question.answer_type, options_as_objects=False),
-        "default": question.default,
-    }
-
-
-# --------------------------------------------------------------------- events
-
-
-_CHAT_RESPONSE_KEYS: Final = tuple((kind.value, kind) for kind in ChatResponseKind)
-
-
-def _structure_chat_response(data: dict[str, Any]) -> ChatResponse:
-    present = [(key, kind) for key, kind in _CHAT_RESPONSE_KEYS if key in data]
-    if len(present) != 1:
-        raise WireError("a chat_response needs exactly one of 'message', 'reasoning', 'data'")
-    key, kind = present[0]
-    content = data[key]
-    if type(content) is not str:
-        _note_wide_floats_in(content)
-    return _new_chat_response(kind, content)
-
-
-#: A turn marker has no fields: one immutable instance serves every turn.
-_TURN_START: Final = TurnStart()
-
-_EVENT_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    "turn_start": lambda _: _TURN_START,
-    "chat_request": lambda data: _structure(data, ChatRequest),
-    "chat_response": _structure_chat_response,
-    "tool_call_request": lambda data: _structure(data, ToolCallRequest),
-    "tool_call_response": lambda data: _structure(data, ToolCallResponse),
-    "inquiry_request": lambda data: _structure(data, InquiryRequest),
-    "inquiry_response": lambda data: _structure_response(data, None),
+#: The record type each conversation event kind is read as (a response is one of three).
+_READ_AS: Final[Mapping[str, Any]] = {
+    **{kind: record for record, kind in EVENT_KINDS.items() if kind != "inquiry_response"},
+    "inquiry_response": InquiryResponse,
 }
 
-
-# Loading a conversation reads thousands of entries of a few kinds. For those,
-# a direct reader builds the record from well-formed data without the
-# converter's per-field dispatch (a third of the cost of a load). On anything
-# it does not expect it gives up, and the converter reads the entry instead, so
-# the record, and every error message, is exactly the converter's.
-
-
-def _build_tool_call_request(raw: dict[str, Any], arguments: Any) -> Event | None:
-    call_id, name = raw.get("id"), raw.get("name")
-    if type(call_id) is str and type(name) is str:
-        return _new_tool_call_request(call_id, name, arguments)
-    return None
-
-
-def _build_tool_call_response(raw: dict[str, Any], content: Any) -> Event | None:
-    call_id, is_error = raw.get("id"), raw.get("is_error")
-    if type(call_id) is str and type(is_error) is bool:
-        return _new_tool_call_response(call_id, content, is_error)
-    return None
-
-
-def _fast_tool_call_request(data: dict[str, Any]) -> Event | None:
-    arguments = data.get("arguments")
-    return _build_tool_call_request(data, arguments) if type(arguments) is dict else None
-
-
-def _fast_tool_call_response(data: dict[str, Any]) -> Event | None:
-    content = data.get("content")
-    return _build_tool_call_response(data, content) if type(content) is str else None
-
-
-def _fast_chat_request(data: dict[str, Any]) -> Event | None:
-    content, schema, author = data.get("content"), data.get("schema"), data.get("author")
-    if type(content) is not str or not (schema is None or type(schema) is dict):
-        return None
-    if not _optional_string(author):
-        return None
-    if schema is not None:
-        _note_wide_floats_in(schema)
-    return _new_chat_request(content, schema, author)
-
-
-def _optional_string(value: object) -> bool:
-    return value is None or type(value) is str
-
-
-def _fast_inquiry_request(data: dict[str, Any]) -> Event | None:
-    request_id, question = data.get("id"), data.get("question")
-    if type(request_id) is not str or type(question) is not dict:
-        return None
-    text, question_id, context = question.get("text"), question.get("id"), question.get("context")
-    if type(text) is not str or not _optional_string(question_id) or not _optional_string(context):
-        return None
-    if "answer_type" not in question or "source" not in data:
-        return None
-    answer_type, default = question["answer_type"], question.get("default")
-    # {"type": tag}: a kind without options ("select" here is refused, and not cached).
-    # Never a secret: a file may have recorded one with a default, which no cache may keep.
-    tag = answer_type.get("type") if type(answer_type) is dict and len(answer_type) == 1 else None
-    if type(tag) is str and tag != "secret" and type(default) in _SHAREABLE_DEFAULTS:
-        recorded = _shared_question(text, tag, default, question_id, context)
-    else:
-        recorded = _recorded_question(text, answer_type, default, question_id, context)
-    source = _structure_source(data["source"], None)
-    return _new_inquiry_request(request_id, source, recorded)
-
-
-def _recorded_question(
-    text: str, answer_type: Any, default: Any, question_id: str | None, context: str | None
-) -> InquiryQuestion:
-    # Reached by few questions (a select, a secret, a default not plain): a
-    # float beyond 64 bits is looked for here, not on the shared fast path.
-    _note_wide_floats_in([answer_type, default])
-    return InquiryQuestion(
-        text=text,
-        answer_type=_structure_answer_type(answer_type, None),
-        default=default,
-        id=question_id,
-        context=context,
-    )
-
-
-#: Defaults a shared question may hold: immutable, and equal only to what writes
-#: the same (the cache tells true from 1 by type). Not floats: -0.0 == 0.0.
-_SHAREABLE_DEFAULTS: Final = frozenset({str, bool, int, type(None)})
-
-
-@functools.lru_cache(maxsize=256, typed=True)
-def _shared_question(
-    text: str, tag: str, default: Any, question_id: str | None, context: str | None
-) -> InquiryQuestion:
-    # A tool asks the same question call after call (every question in the
-    # real conversations we test with is one of a few). Records are immutable,
-    # so the requests can share it, as they share sources. `typed` keeps a
-    # default of true apart from 1 and 1.0. Invalid ones raise, and are not cached.
-    return _recorded_question(text, {"type": tag}, default, question_id, context)
-
-
-_FAST_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event | None]]] = {
-    "chat_request": _fast_chat_request,
-    "tool_call_request": _fast_tool_call_request,
-    "tool_call_response": _fast_tool_call_response,
-    "inquiry_request": _fast_inquiry_request,
-}
-
-
-def _by_converter(read: Callable[[dict[str, Any]], Event]) -> Callable[[dict[str, Any]], Event]:
-    """``read``, with a record's refusal worded as the codec's."""
-
-    def by_converter(data: dict[str, Any]) -> Event:
-        try:
-            return read(data)
-        except RecordError as error:
-            raise WireError(str(error)) from None
-
-    return by_converter
-
-
-def _fast_first(
-    fast: Callable[[dict[str, Any]], Event | None], converter: Callable[[dict[str, Any]], Event]
-) -> Callable[[dict[str, Any]], Event]:
-    """``fast``, or ``converter`` where it gives up (``None``, or anything raised)."""
-
-    def read(data: dict[str, Any]) -> Event:
-        try:
-            event = fast(data)
-        except Exception:  # noqa: BLE001 - anything unusual is the converter's to judge
-            event = None
-        return converter(data) if event is None else event
-
-    return read
-
-
-#: Each conversation event kind's reader of the converter, errors worded.
-_CONVERTER_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    kind: _by_converter(read) for kind, read in _EVENT_READERS.items()
-}
-
-#: Each conversation event kind's reader of a decoded entry: fast where it can be.
-_DECODED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    kind: _fast_first(_FAST_READERS[kind], read) if kind in _FAST_READERS else read
-    for kind, read in _CONVERTER_READERS.items()
+#: For each conversation event kind, the converter's hook that reads its payload
+#: as stored, and the type to hand it. Keys of the envelope, or of a newer
+#: writer, are not looked at.
+PAYLOAD_HOOKS: Final[Mapping[str, tuple[_Hook, Any]]] = {
+    kind: (_CONVERTER.get_structure_hook(record), record) for kind, record in _READ_AS.items()
 }
 
 
 def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
-    """Read the payload of a conversation event of wire type ``kind``.
+    """Read the payload of a conversation event of wire ``type`` ``kind``, as stored.
 
-    ``data`` is the decoded entry (storage fields already decoded); keys that
-    belong to the envelope or to a newer writer are ignored. Returns ``None``
-    when ``kind`` is not a conversation event.
+    ``None`` when ``kind`` is not a conversation event. A payload that is not
+    one raises :class:`WireError` saying why.
     """
-    read = _DECODED_READERS.get(kind)
-    return None if read is None else read(data)
-
-
-# Reading an entry as it is stored: its storage fields decoded, then its
-# record built. One function per kind, so that a load of thousands of entries
-# pays for no dispatch and no copy of the entry beyond what it must decode.
-
-
-def _stored_field(
-    kind: str,
-    field: str,
-    stored_type: type,
-    decode: Callable[[Any], Any],
-    build: Callable[[dict[str, Any], Any], Event | None],
-) -> Callable[[dict[str, Any]], Event]:
-    """The stored reader of a kind with one storage field, ``field``.
-
-    ``decode`` reads the field when it is stored as a ``stored_type``;
-    ``build`` makes the record directly from the entry and the decoded field,
-    or gives up (``None``, or a refusal), and the converter reads the entry
-    instead and words any refusal.
-    """
-    converter = _CONVERTER_READERS[kind]
-
-    def read(raw: dict[str, Any]) -> Event:
-        value = raw.get(field)
-        if type(value) is not stored_type:
-            return converter(raw)
-        value = decode(value)
-        try:
-            event = build(raw, value)
-        except RecordError:
-            event = None
-        return converter({**raw, field: value}) if event is None else event
-
-    return read
-
-
-#: For each conversation event kind, its reader of an entry as stored (storage
-#: fields still encoded; ``metadata`` is the envelope's, read by the caller).
-#: Kinds without storage fields read it as their decoded form.
-STORED_READERS: Final[Mapping[str, Callable[[dict[str, Any]], Event]]] = {
-    **_DECODED_READERS,
-    "tool_call_request": _stored_field(
-        "tool_call_request", "arguments", dict, decode_object, _build_tool_call_request
-    ),
-    "tool_call_response": _stored_field(
-        "tool_call_response", "content", str, decode_field, _build_tool_call_response
-    ),
-}
+    hook = PAYLOAD_HOOKS.get(kind)
+    if hook is None:
+        return None
+    read, record = hook
+    try:
+        return read(data, record)  # type: ignore[no-any-return]
+    except RecordError as error:
+        raise WireError(str(error)) from None
 
 
 def unstructure_event(event: Event) -> dict[str, Any]:
-    """Write the payload keys of ``event``, in their on-disk order."""
-    if isinstance(event, TurnStart):
-        return {}
-    if isinstance(event, ChatResponse):
-        return {event.kind.value: event.content}
-    if isinstance(event, Answered | Cancelled | Redacted):
-        return _unstructure_response(event)
+    """Write the payload keys of ``event`` as stored, in their on-disk order."""
     return _CONVERTER.unstructure(event)  # type: ignore[no-any-return]
+
+
+def structure_question(value: Any) -> Question:
+    """Read a tool-facing question (tagged or legacy answer type)."""
+    try:
+        return _CONVERTER.structure(value, Question)
+    except RecordError as error:
+        raise WireError(str(error)) from None

@@ -1,82 +1,78 @@
-"""Parsing a JSON file and learning, in the same pass, whether it can be written back.
+"""Reading a JSON file, and refusing in the same pass what a save would not write back as read.
 
-``orjson`` reads values nested up to 1024 levels but writes only 254, and a
-file the store loads must be one it can save. Writing the parsed value once
-to find out costs 4% of a load's instructions. Instead the text is parsed in
-770 (1024 - 254) more levels of arrays: it parses only if its own nesting is
-at most 254, so a successful parse is the proof.
+A conversation file is read to be written back, and ``orjson``, which reads
+and writes it, parses three things it could not write back as the file holds
+them: a value nested deeper than it writes (it reads 1024 levels, writes
+254), an integer beyond 64 bits (read as the nearest float, and written back
+as that float: ``123456789012345678901234567890`` becomes
+``1.2345678901234568e+29``), and an object that repeats a key (the last value
+is kept, the others silently dropped). A file holding any of these is
+refused at load (:class:`JsonTextError`, naming the entry and the key, never
+a value), rather than changed by the next save.
 
-The wrapped text is read as the file only when each wrapping array turns out
-to hold exactly one value: then the file is that value with nothing around it
-but whitespace, so the two parses agree. (A file that is not JSON, such as
-``1], [2``, can be once wrapped; it fails this test.) Anything else (a file too
-deep for the wrapping, or not JSON) is parsed again as it is, which raises the
-error for the file's own offsets, or leaves the value to be written once to
-check it. The limits are those of the ``orjson`` installed, checked on first
-use; where they are not the ones above, every file takes that second path.
+Theory of operation. Every text parsed is written once again by ``orjson``,
+as JP writes a file (a 2-space indent): that the writing succeeds proves the
+value is not nested too deeply, and when what it writes is the very text that
+was read, the text holds no repeated key and no integer beyond 64 bits either
+(the value written has each key once, and writes such a number as a float,
+never as the digits read). Every file JP writes, and every file this library
+writes, passes this test: ``orjson.dumps(value, option=OPT_INDENT_2)`` is how
+they are written. The writing costs less than the parse, and the comparison a
+``memcmp``. Only a text laid out otherwise (written by hand, or by another
+tool) is read again, by the standard library, which reports each object's
+pairs as written and keeps integers whole: that exact check finds the first
+repeated key or wide integer, if any, at several times the cost of the parse.
 
-The wrapping has a price of its own, whatever the text: ``orjson`` builds 770
-arrays and each is looked at, about 70 microseconds. A text shorter than
-:data:`WRAP_FROM` (a ``metadata.json``, a short conversation) is parsed as it
-is and written once instead, which costs it less; a longer one, and each
-piece of a long stream, is wrapped.
-
-``orjson`` also reads an integer beyond 64 bits (below ``-2**63`` or above
-``2**64 - 1``) as the nearest float, and would write it back as that float:
-``123456789012345678901234567890`` becomes ``1.2345678901234568e+29``. The
-parsed value cannot tell such an integer from a float written as one
-(``1e20``), and looking at every value of every load for one would cost a
-load a fifth of its time (scanning its text for long runs of digits, several
-percent). So the readers note a float that large where they look at values
-anyway (:func:`note_wide_floats`): every leaf of the storage fields
-(arguments, metadata), the free-form values of the records (a chat
-request's schema, a response's data, an answer, a question's default), and
-global and unknown entries whole, which are few. Only a file where one was
-noted is read again by the standard library, which keeps integers whole, to
-find the integer it was (:func:`integer_beyond_64_bits`). Not looked at: a key
-a newer writer added to an entry of a kind this build knows, which is kept
-and written back but read by no reader.
+A file laid out as JP writes an array is read a block at a time and parsed
+in pieces of whole entries (:func:`read_file`), each piece checked as it is
+parsed: the file's text is never held whole. A problem found in a piece is
+raised once the whole file has parsed, so that a file that is not JSON at
+all is refused as such.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
 import json
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import orjson
 
+from machines._json import JsonFault, json_fault, json_path, leaf_rules
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Sequence
 
 __all__ = [
     "READ_BLOCK",
-    "READ_DEPTH",
-    "WRAP_FROM",
     "WRITE_DEPTH",
-    "WideFloats",
-    "holds_wide_float",
-    "integer_beyond_64_bits",
+    "JsonTextError",
     "invalid_utf8",
-    "is_wide_float",
-    "loads_wrapped",
     "loads_writable",
-    "note_wide_floats",
     "read_file",
-    "watch_wide_floats",
-    "wrap",
+    "read_text",
+    "unwritable_entry",
     "writable",
 ]
 
-#: How deeply nested a value ``orjson`` reads (arrays and objects alike).
-READ_DEPTH = 1024
 #: How deeply nested a value ``orjson`` writes.
 WRITE_DEPTH = 254
-#: The length from which a text is parsed wrapped. Below it, writing the value
-#: once costs less than the wrapping (they cost the same near 400 KB).
-WRAP_FROM = 1 << 18
+
+#: How JP writes a file, and so how a text read is written again to compare.
+_LAYOUT = orjson.OPT_INDENT_2
+
+
+class JsonTextError(ValueError):
+    """A JSON text holds what a save would not write back as read.
+
+    ``index`` is the entry at fault when the text is an array of entries
+    (``None`` otherwise); ``problem`` says what and where, never a value.
+    """
+
+    def __init__(self, index: int | None, problem: str) -> None:
+        """Remember where and what."""
+        self.index = index
+        self.problem = problem
+        super().__init__(problem if index is None else f"entry {index}: {problem}")
 
 
 def writable(value: Any) -> bool:
@@ -91,77 +87,176 @@ def writable(value: Any) -> bool:
     return True
 
 
-def _nested(depth: int) -> bytes:
-    return b"[" * depth + b"]" * depth
-
-
-@functools.cache
-def _wrapping() -> tuple[bytes, bytes]:
-    """The text around a file that proves it writable by parsing; empty when the limits differ."""
-    try:
-        orjson.loads(_nested(READ_DEPTH))
-    except orjson.JSONDecodeError:
-        return b"", b""
-    try:
-        orjson.loads(_nested(READ_DEPTH + 1))
-    except orjson.JSONDecodeError:
-        value: list[Any] = []
-        for _ in range(WRITE_DEPTH - 1):
-            value = [value]
-        if writable(value) and not writable([value]):
-            levels = READ_DEPTH - WRITE_DEPTH
-            return b"[" * levels, b"]" * levels
-    return b"", b""
-
-
-def wrap(*parts: bytes | bytearray | memoryview) -> bytes:
-    """``parts``, one after the other, as :func:`loads_wrapped` parses them.
-
-    Inside the wrapping levels when they are :data:`WRAP_FROM` bytes or
-    longer, as they are when shorter. A caller holding a large file drops its
-    own copy once this returns, so that the text is not held twice while it
-    parses.
-    """
-    opening, closing = _wrapping()
-    if opening and sum(len(part) for part in parts) >= WRAP_FROM:
-        return b"".join((opening, *parts, closing))
-    if len(parts) == 1 and isinstance(parts[0], bytes):
-        return parts[0]  # already the text to parse: no copy
-    return b"".join(parts)
-
-
-def loads_wrapped(text: bytes) -> tuple[Any, bool]:
-    """The value of the text :func:`wrap` gave, and whether ``orjson`` can write it back.
-
-    Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads`` of the parts
-    themselves does. A text of :data:`WRAP_FROM` bytes or more is wrapped:
-    :func:`wrap` wraps exactly the parts that long, and wrapping only adds.
-    """
-    opening, closing = _wrapping()
-    if not opening or len(text) < WRAP_FROM:
-        value = orjson.loads(text)
-        return value, writable(value)
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass  # too deep to write, or not JSON: the text alone says which
-    else:
-        for _ in opening:
-            if type(value) is not list or len(value) != 1:
-                break
-            value = value[0]
-        else:
-            return value, True
-    value = orjson.loads(text[len(opening) : len(text) - len(closing)])
-    return value, writable(value)
-
-
 def loads_writable(data: bytes) -> tuple[Any, bool]:
     """``orjson.loads(data)``, and whether ``orjson`` can write the value back.
 
     Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads(data)`` does.
     """
-    return loads_wrapped(wrap(data))
+    value = orjson.loads(data)
+    return value, writable(value)
+
+
+# ------------------------------------------------------------ the check
+
+
+class _Repeated(dict[str, Any]):
+    """An object that repeated a key in the text: its last value for each key, as parsed."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, pairs: list[tuple[str, Any]], key: str) -> None:
+        super().__init__(pairs)
+        self.key = key
+
+
+#: The integers ``orjson`` reads exactly: from ``-2**63`` to ``2**64 - 1``.
+_SMALLEST_READ = -(2**63)
+_LARGEST_READ = 2**64 - 1
+
+
+class _ExactRead:
+    """The standard library's parse of a text, noting whether it met a problem at all.
+
+    Its objects are the parser's, but for one that repeats a key, which is a
+    :class:`_Repeated`; its integers are the parser's (whole). Only a text
+    where a problem was met is walked, to say the first and where it is.
+    """
+
+    __slots__ = ("met",)
+
+    def __init__(self) -> None:
+        self.met = False
+
+    def object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(pairs)
+        if len(value) == len(pairs):
+            return value
+        self.met = True
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                return _Repeated(pairs, key)
+            seen.add(key)
+        return value  # not reached: a shorter dict means a key came twice
+
+    def integer(self, digits: str) -> int:
+        value = int(digits)
+        if not _SMALLEST_READ <= value <= _LARGEST_READ:
+            self.met = True
+        return value
+
+    def problem(self, text: bytes | bytearray, first: int | None) -> JsonTextError | None:
+        """The first problem of ``text``, if it has one (see :func:`_first_problem`)."""
+        value = json.loads(text, object_pairs_hook=self.object, parse_int=self.integer)
+        return _first_problem(value, first) if self.met else None
+
+
+def _integer(value: int) -> str | None:
+    if _SMALLEST_READ <= value <= _LARGEST_READ:
+        return None
+    return "is an integer beyond 64 bits: it would be written back as a float, not as read"
+
+
+def _repeated(value: _Repeated) -> str | None:
+    return f"repeats the key {value.key!r}: a save would keep only its last value"
+
+
+def _sound(_value: object) -> None:
+    return None
+
+
+#: What the exact check looks for in a value the standard library parsed.
+_TEXT_RULES: Final = leaf_rules({int: _integer, _Repeated: _repeated}, others=_sound)
+
+
+def _checked(
+    value: Any, text: bytes | bytearray, first: int | None, end: int
+) -> JsonTextError | None:
+    """What in ``value``, parsed from ``text[:end]``, a save would not write back as read.
+
+    ``first`` is the index of the first entry when ``value`` is a piece of
+    an array of entries (``None`` when it is a file's whole value); ``text``
+    holds at least ``end`` bytes, and what follows is the file's.
+    """
+    try:
+        written = orjson.dumps(value, option=_LAYOUT)
+    except orjson.JSONEncodeError:
+        return _too_deep(value, first)
+    if _as_written(text, end, written):
+        return None
+    return _ExactRead().problem(text[:end], first)
+
+
+def _as_written(text: bytes | bytearray, end: int, written: bytes) -> bool:
+    """Whether ``text[:end]`` is ``written``, but maybe for the newline before its last ``]``.
+
+    A piece of a file is an array of some of its entries, cut out of the
+    file's array: JP writes a newline before the file's ``]``, not before the
+    comma the piece's ``]`` stands for.
+    """
+    if len(written) == end:
+        return text.startswith(written)
+    return (
+        len(written) == end + 1
+        and written.endswith(b"\n]")
+        and text[end - 1] == ord("]")
+        and text.startswith(memoryview(written)[:-2])
+    )
+
+
+def unwritable_entry(value: Any) -> int | None:
+    """The index of the first entry ``orjson`` cannot write, when ``value`` is an array."""
+    if type(value) is not list:
+        return None
+    return next((i for i, entry in enumerate(value) if not writable([entry])), None)
+
+
+def _too_deep(value: Any, first: int | None) -> JsonTextError:
+    problem = "is nested too deeply to be written back"
+    index = None if first is None else unwritable_entry(value)
+    if first is None or index is None:
+        return JsonTextError(None, problem)
+    return JsonTextError(first + index, f"entry {problem}")
+
+
+def _first_problem(value: Any, first: int | None) -> JsonTextError | None:
+    """The first repeated key or wide integer in ``value``, as the exact check parsed it."""
+    if first is None or type(value) is not list:
+        fault = json_fault(value, _TEXT_RULES)
+        return None if fault is None else JsonTextError(None, _said(fault, "the object"))
+    for index, entry in enumerate(value):
+        fault = json_fault(entry, _TEXT_RULES)
+        if fault is not None:
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            problem = _said(fault, "the entry")
+            return JsonTextError(
+                first + index, problem if type(kind) is not str else f"{kind}: {problem}"
+            )
+    return None
+
+
+def _said(fault: JsonFault, top: str) -> str:
+    """``fault`` in a sentence; ``top`` names the value itself ("the entry")."""
+    where = f"the value at {json_path(fault.path)!r}" if fault.path else top
+    return f"{where} {fault.problem}"
+
+
+# ------------------------------------------------------------ reading
+
+
+def read_text(text: bytes | bytearray) -> Any:
+    """The value of the JSON text ``text``: ``orjson.loads`` of it, checked.
+
+    Raises ``orjson.JSONDecodeError`` as ``orjson.loads`` does, and
+    :class:`JsonTextError` for what a save would not write back as read (by
+    entry, when the text is an array).
+    """
+    value = orjson.loads(text)
+    end = _end_of_value(text)
+    problem = _checked(value, text, 0 if type(value) is list else None, end)
+    if problem is not None:
+        raise problem
+    return value
 
 
 #: How much of a file :func:`read_file` reads at a time.
@@ -174,68 +269,95 @@ _ENTRY_BREAK = b"\n  },\n  {"
 _BREAK_COMMA = len(b"\n  }")  # the comma's offset in _ENTRY_BREAK
 #: The whitespace JSON allows after the value (``bytes.rstrip`` would take more).
 _JSON_SPACE = b" \t\n\r"
+_OPEN, _CLOSE = ord("["), ord("]")
 
 
-def read_file(handle: BinaryIO, *, block: int = READ_BLOCK) -> tuple[Any, bool]:
-    """The value of the JSON file ``handle`` reads from its start, and whether it can be written.
+def read_file(handle: BinaryIO, *, block: int = READ_BLOCK) -> Any:
+    """The value of the JSON file ``handle`` reads from its start, checked as :func:`read_text`.
 
     Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads`` of the whole
-    file does, at the file's own offsets.
+    file does, at the file's own offsets, and :class:`JsonTextError` for a
+    file that parses but would not be written back as read.
 
     A file laid out as JP writes an array is read ``block`` bytes at a time
     and parsed in pieces of whole entries: the file's text is never held
     whole, nor ``orjson``'s working copy of all of it (at a million entries
     that is half a gigabyte of text, and more in ``orjson``). The pieces are
-    cut at entry breaks, each one's comma dropped; when every piece is an
-    array's items, the file is those items with the commas between them, so
-    their values, in order, are the file's. Should a piece not parse (a file
-    laid out otherwise that happens to hold the break, or one that is not
-    valid), or be too deep to write, the whole file is read again and parsed
-    as it is, which gives the error, or the value, for the file as a whole.
+    cut at entry breaks, in place: the comma of the break becomes the
+    piece's ``]``, and the byte before the next piece its ``[``. When every
+    piece is an array's items, the file is those items with the commas
+    between them, so their values, in order, are the file's. Should a piece
+    not parse (a file laid out otherwise that happens to hold the break, or
+    one that is not valid), the whole file is read again and parsed as it
+    is, which gives the error, or the value, for the file as a whole.
     """
     first = handle.read(block)
     if len(first) < block or not first.startswith(_ARRAY_START):
         # A file read in one block is parsed at once; one laid out otherwise, as it is.
-        return loads_wrapped(wrap(first, handle.read()))
+        return read_text(first + handle.read())
     items: list[Any] = []
-    pending = bytearray(first)
-    del pending[:1]  # the array's "["
+    problems: list[JsonTextError] = []  # the first one found, once found
+    pending = bytearray(first)  # from the "[" of the piece being read
     chunk, cut_before = first, False
     while chunk:
         # Only the new bytes (and a break begun just before them) can hold a new break.
         cut = pending.rfind(_ENTRY_BREAK, max(0, len(pending) - len(chunk) - len(_ENTRY_BREAK)))
-        if cut >= 0:
+        if cut > 0:
             cut += _BREAK_COMMA
-            if not _parsed_into(items, pending, cut):
+            pending[cut] = _CLOSE
+            if not _piece(items, pending, cut + 1, problems):
                 return _whole(handle)
-            del pending[: cut + 1]
+            del pending[:cut]
+            pending[0] = _OPEN
             cut_before = True
         chunk = handle.read(block)
         pending += chunk
     if not cut_before:
-        return loads_wrapped(wrap(b"[", pending))  # the file in one piece, as it is
-    end = len(pending.rstrip(_JSON_SPACE)) - 1
-    if end < 0 or pending[end] != ord("]") or not _parsed_into(items, pending, end):
+        return read_text(pending)  # the file in one piece, as it is
+    end = _end_of_value(pending)
+    if not end or pending[end - 1] != _CLOSE:
         return _whole(handle)
-    return items, True
+    if not _piece(items, pending, end, problems):
+        return _whole(handle)
+    if problems:
+        raise problems[0]
+    return items
 
 
-def _parsed_into(items: list[Any], pending: bytearray, end: int) -> bool:
-    """Add the items of ``pending[:end]`` to ``items``: ``False`` unless they parse, writable."""
-    with memoryview(pending) as view:
-        text = wrap(b"[", view[:end], b"]")
-    try:
-        value, can_write = loads_wrapped(text)
-    except orjson.JSONDecodeError:
-        return False
-    if can_write:
-        items.extend(value)
-    return can_write
+def _piece(items: list[Any], pending: bytearray, end: int, problems: list[JsonTextError]) -> bool:
+    """Add the entries of the piece ``pending[:end]`` (an array) to ``items``; whether it parsed.
+
+    Until one is found, the piece's problem is added to ``problems``: the
+    first one is the file's, and later pieces need not be checked.
+    """
+    with memoryview(pending) as view, view[:end] as text:
+        try:
+            value: Sequence[Any] = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return False
+    first = len(items)
+    items.extend(value)
+    if not problems:
+        problem = _checked(value, pending, first, end)
+        if problem is not None:
+            problems.append(problem)
+    return True
 
 
-def _whole(handle: BinaryIO) -> tuple[Any, bool]:
+def _end_of_value(text: bytes | bytearray) -> int:
+    """Where the value of ``text`` ends: before the whitespace JSON allows after it.
+
+    Counted from the end, without the copy ``rstrip`` makes.
+    """
+    end = len(text)
+    while end and text[end - 1] in _JSON_SPACE:
+        end -= 1
+    return end
+
+
+def _whole(handle: BinaryIO) -> Any:
     handle.seek(0)
-    return loads_wrapped(wrap(handle.read()))
+    return read_text(handle.read())
 
 
 def invalid_utf8(handle: BinaryIO, *, block: int = READ_BLOCK) -> str | None:
@@ -281,113 +403,3 @@ def invalid_utf8(handle: BinaryIO, *, block: int = READ_BLOCK) -> str | None:
         carried = data[decoded:]
         if not chunk:
             return None
-
-
-# ------------------------------------------------------- integers beyond 64 bits
-
-#: The integers ``orjson`` reads exactly: from ``-2**63`` to ``2**64 - 1``.
-_SMALLEST_READ = -(2**63)
-_LARGEST_READ = 2**64 - 1
-#: The same bounds as floats (both are powers of two, so exact).
-_FLOAT_FLOOR = float(_SMALLEST_READ)
-_FLOAT_CEILING = float(_LARGEST_READ + 1)
-
-
-def is_wide_float(value: float) -> bool:
-    """Whether ``value`` is a float ``orjson`` could have read from an integer beyond 64 bits.
-
-    Every float that large is a whole number; a float in range came from a
-    float literal, as ``orjson`` reads every integer in range as an integer.
-    The floor itself counts: ``-2**63 - 1`` reads as the float ``-2.0**63``.
-    """
-    return not _FLOAT_FLOOR < value < _FLOAT_CEILING
-
-
-def holds_wide_float(value: Any) -> bool:
-    """Whether ``value``, a parsed JSON value, holds a float :func:`is_wide_float` names."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is float:
-            if is_wide_float(item):
-                return True
-        elif kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-    return False
-
-
-class WideFloats:
-    """Whether a reader met a float :func:`is_wide_float` names, while it was watched."""
-
-    __slots__ = ("seen",)
-
-    def __init__(self) -> None:
-        self.seen = False
-
-
-_watching: contextvars.ContextVar[WideFloats | None] = contextvars.ContextVar(
-    "watching_wide_floats", default=None
-)
-
-
-@contextlib.contextmanager
-def watch_wide_floats() -> Iterator[WideFloats]:
-    """Note, while in the block, whether :func:`note_wide_floats` was called."""
-    sightings = WideFloats()
-    token = _watching.set(sightings)
-    try:
-        yield sightings
-    finally:
-        _watching.reset(token)
-
-
-def note_wide_floats() -> None:
-    """Tell the watcher, if any, that a value read holds a float beyond 64 bits.
-
-    Called by a reader only when it meets one: the rare path.
-    """
-    sightings = _watching.get()
-    if sightings is not None:
-        sightings.seen = True
-
-
-def integer_beyond_64_bits(data: bytes) -> tuple[int | None, str] | None:
-    """Where the JSON text ``data`` holds an integer ``orjson`` cannot read exactly, if anywhere.
-
-    The entry's index when the text is an array of entries (``None`` when it is
-    not, or the integer is not inside one), and the key path to the integer,
-    dotted with ``[index]`` for array items (``""`` for the value itself).
-    ``None`` when every integer fits in 64 bits. The standard library reads
-    integers whole; this is the slow path, for a text where a reader noted a
-    float that large (it may have been written as a float).
-    """
-    value = json.loads(data)
-    if type(value) is list:
-        for index, entry in enumerate(value):
-            path = _integer_beyond_64_bits(entry)
-            if path is not None:
-                return index, path
-        return None
-    path = _integer_beyond_64_bits(value)
-    return None if path is None else (None, path)
-
-
-def _integer_beyond_64_bits(value: Any) -> str | None:
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        kind = type(item)
-        if kind is int:
-            if not _SMALLEST_READ <= item <= _LARGEST_READ:
-                return path
-        elif kind is dict:
-            # Reversed, so that the first key in the text is looked at first.
-            stack.extend(
-                (child, f"{path}.{key}" if path else key) for key, child in reversed(item.items())
-            )
-        elif kind is list:
-            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
-    return None

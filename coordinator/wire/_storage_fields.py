@@ -16,8 +16,6 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-from coordinator.wire._json_read import is_wide_float, note_wide_floats
-
 __all__ = ["decode_field", "decode_leaves", "decode_object", "encode_field", "encode_leaves"]
 
 _a2b_base64 = binascii.a2b_base64
@@ -71,10 +69,6 @@ def decode_leaves(value: Any) -> Any:
         return decode_object(value)
     if kind is list:
         return [decode_leaves(child) for child in value]
-    if kind is float and is_wide_float(value):
-        # Every leaf of a stored object passes here: an integer beyond 64 bits,
-        # read as a float, is noticed at the cost of one comparison per float.
-        note_wide_floats()
     return value
 
 

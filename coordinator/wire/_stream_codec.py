@@ -33,11 +33,11 @@ from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repea
 from coordinator.stream._gc import collector_paused
 from coordinator.stream._stream import ConversationStream
 from coordinator.stream._timestamps import Timestamp, read_timestamp
-from coordinator.wire._codec import STORED_READERS, WireError, unstructure_event
-from coordinator.wire._json_read import holds_wide_float, note_wide_floats
-from coordinator.wire._storage_fields import decode_object, encode_field, encode_leaves
+from coordinator.wire._codec import PAYLOAD_HOOKS, WireError, unstructure_event
+from coordinator.wire._storage_fields import decode_object, encode_leaves
 from machines import Event, RecordError
-from machines.validators import check_json, is_json
+from machines._json import is_json, json_type
+from machines.validators import check_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -94,11 +94,11 @@ def _timestamp(raw: dict[str, Any]) -> Timestamp:
         raise _EntryError(str(error)) from None
 
 
-def _event_reader(read_payload: Callable[[dict[str, Any]], Event]) -> _EntryReader:
-    """The reader of entries of one event kind, whose payloads ``read_payload`` reads."""
+def _event_reader(read_payload: Callable[[Any, Any], Event], record: Any) -> _EntryReader:
+    """The reader of entries of one event kind, whose payloads the hook ``read_payload`` reads."""
 
     def read(raw: dict[str, Any], event_id: str) -> EventEntry:
-        payload = read_payload(raw)
+        payload = read_payload(raw, record)
         metadata = raw.get("metadata", _ABSENT)
         if metadata is _ABSENT or (type(metadata) is dict and not metadata):
             metadata = {}
@@ -155,7 +155,6 @@ def _global_reader(read: Callable[[dict[str, Any], str], GlobalEntry]) -> _Entry
     def read_entry(raw: dict[str, Any], event_id: str) -> GlobalEntry:
         entry = read(raw, event_id)
         object.__setattr__(entry, "_stored", _stored(raw, event_id))
-        _note_wide_floats(raw)
         return entry
 
     return read_entry
@@ -177,7 +176,7 @@ _EntryReader: TypeAlias = Callable[[dict[str, Any], str], StreamEntry]
 
 #: The reader of each entry kind this build knows, by its wire ``type``.
 _READERS: Final[Mapping[str, _EntryReader]] = {
-    **{kind: _event_reader(read) for kind, read in STORED_READERS.items()},
+    **{kind: _event_reader(*hook) for kind, hook in PAYLOAD_HOOKS.items()},
     "config_delta": _global_reader(_config_delta),
     "compaction": _global_reader(_compaction),
 }
@@ -257,7 +256,7 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
     append = entries.append
     for index, raw in enumerate(raw_entries):
         if type(raw) is not dict:
-            raise EntryDecodeError(index, f"entry is not an object but {_kind_name(raw)}")
+            raise EntryDecodeError(index, f"entry is not an object but {json_type(raw)}")
         kind = raw.get("type")
         if type(kind) is not str:
             raise EntryDecodeError(index, "entry has no string 'type'")
@@ -282,7 +281,6 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
                 seen.add(event_id)
                 verbatim.add(event_id)
             append(UnknownEntry(raw))
-            _note_wide_floats(raw)
             continue
         if event_id is None:
             event_id = _fresh(new_id, reserved, seen)
@@ -313,22 +311,6 @@ def _fresh(new_id: Callable[[], str], reserved: set[str], seen: set[str]) -> str
             reserved.add(candidate)
             return candidate
     raise ValueError(repeated_ids(candidate))
-
-
-def _note_wide_floats(raw: dict[str, Any]) -> None:
-    """Note a float beyond 64 bits anywhere in a global or unknown entry.
-
-    These entries are few, and are written back as they were read, every key
-    of them: they are walked whole (see coordinator.wire._json_read).
-    """
-    if holds_wide_float(raw):
-        note_wide_floats()
-
-
-def _kind_name(value: object) -> str:
-    names = {list: "an array", str: "a string", int: "a number", float: "a number"}
-    names |= {bool: "a boolean", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
 
 
 class EntryDecodeError(ValueError):
@@ -362,16 +344,11 @@ def encode_entry(entry: StreamEntry) -> dict[str, Any]:
 
 
 def _encode_event(entry: EventEntry) -> dict[str, Any]:
-    payload = unstructure_event(entry.payload)
-    kind = entry.kind
-    if kind == "tool_call_request":
-        payload["arguments"] = encode_leaves(payload["arguments"])
-    elif kind == "tool_call_response":
-        payload["content"] = encode_field(payload["content"])
+    payload = unstructure_event(entry.payload)  # its storage fields encoded
     out: dict[str, Any] = {
         "event_id": entry.event_id,
         "timestamp": entry.timestamp.text,
-        "type": kind,
+        "type": entry.kind,
     }
     out.update(payload)
     if entry.metadata:

@@ -6,6 +6,14 @@ writes it and replaces the file durably (the same atomic write the store
 uses, so both sides pay the same ``fsync``). The engine side is
 ``load_conversation`` then ``save_conversation`` to a fresh directory, so
 every file is really written.
+
+Two rows measure the check at load that refuses what a save would not write
+back as read (a repeated key, an integer beyond 64 bits; see
+``coordinator.wire._json_read``): the engine with the check against the engine
+with it switched off, for a file as JP lays it out (proven by writing it once
+more), and the raw pipeline against the engine for the same conversation laid
+out otherwise (compact, as a hand or another tool may write it), which the
+standard library reads a second time.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from unittest import mock
 
 import orjson
 from bench_support import (
@@ -35,6 +44,7 @@ from bench_support import (
 
 from coordinator import Conversation, load_conversation, save_conversation
 from coordinator.store._atomic import atomic_write
+from coordinator.wire import _json_read
 from machines import AnswerType, InquiryQuestion, InquiryRequest, InquirySource
 
 if TYPE_CHECKING:
@@ -108,6 +118,12 @@ def engine_pipeline(source: Path, target: Path) -> None:
     save_conversation(load_conversation(source), target)
 
 
+def unchecked_pipeline(source: Path, target: Path) -> None:
+    """:func:`engine_pipeline` with the load's check of the text switched off (for its cost)."""
+    with mock.patch.object(_json_read, "_checked", return_value=None):
+        engine_pipeline(source, target)
+
+
 # ------------------------------------------------------------------- timing
 
 
@@ -131,9 +147,57 @@ def _compare_fixture(source: Path, entries: int, scratch: Path, repeats: int) ->
         value=costs["engine"].wall * 1e3,
         baseline=costs["baseline"].wall * 1e3,
         unit="ms",
-        target=1.5,
+        target=1.2,
         note=f"{source.name}: {entries} entries",
     )
+
+
+def _text_check(
+    name: str, source: Path, entries: int, scratch: Path, repeats: int
+) -> list[Metric]:
+    """What the check of the text at load costs: as JP lays a file out, and laid out otherwise.
+
+    The first row is the engine's load+save against the same with the check
+    switched off; the second, the raw pipeline against the engine, for the
+    same conversation written compact (every file), whose check is the
+    standard library's second parse.
+    """
+    target = scratch / "out"
+    compact = scratch / "compact"
+    compact.mkdir()
+    for file in _FILES:
+        if (source / file).is_file():
+            value = orjson.loads((source / file).read_bytes())
+            (compact / file).write_bytes(orjson.dumps(value) + b"\n")
+
+    def clear() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+
+    costs = best_costs(
+        {
+            "checked": (lambda: engine_pipeline(source, target), clear),
+            "unchecked": (lambda: unchecked_pipeline(source, target), clear),
+            "compact": (lambda: engine_pipeline(compact, target), clear),
+            "compact_raw": (lambda: raw_pipeline(compact, target), clear),
+        },
+        repeats=repeats,
+    )
+    clear()
+    shutil.rmtree(compact)
+    rows = (
+        ("load_save_text_check", "checked", "unchecked", "as JP lays them out: check on vs off"),
+        ("load_save", "compact", "compact_raw", "written compact: the text is parsed twice"),
+    )
+    return [
+        Metric(
+            metric=f"store.{row}.{name}" + ("_laid_out_otherwise" if side == "compact" else ""),
+            value=costs[side].wall * 1e3,
+            baseline=costs[baseline].wall * 1e3,
+            unit="ms",
+            note=f"{entries} entries {what}",
+        )
+        for row, side, baseline, what in rows
+    ]
 
 
 def _memory(name: str, source: Path, entries: int, scratch: Path) -> list[Metric]:
@@ -246,6 +310,9 @@ def _generated(sizes: Sizes, scratch: Path) -> list[Metric]:
         per_entry[count] = {"engine": engine.per(read), "baseline": baseline.per(read)}
         if count == sizes.memory_stream:
             metrics.extend(_memory(_label(count), sources[count], count, scratch))
+            metrics.extend(
+                _text_check(_label(count), sources[count], count, scratch, _rounds(sizes))
+            )
     for source in sources.values():
         shutil.rmtree(source)
     return [*metrics, *_scaling(per_entry)]
@@ -261,6 +328,9 @@ def run(sizes: Sizes) -> list[Metric]:
             largest = max(fixtures, key=lambda path: (path / "events.json").stat().st_size)
             count = len(orjson.loads((largest / "events.json").read_bytes()))
             metrics.append(_compare_fixture(largest, count, scratch, sizes.repeats * 3))
+            metrics.extend(
+                _text_check("largest_fixture", largest, count, scratch, sizes.repeats * 3)
+            )
             metrics.extend(_memory("largest_fixture", largest, count, scratch))
         metrics.extend(_generated(sizes, scratch))
         metrics.extend(_question_saves(sizes, scratch))
