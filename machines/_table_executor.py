@@ -18,43 +18,45 @@ Together that was about ten microseconds a trigger, most of what a question
 cost the driver. The subclasses below keep the executing and drop the rest:
 
 - :class:`RowEvent` tries the transitions ``transitions`` filed under the
-  model's state, in their order, and stops at the first that fires;
-- :class:`RowTransition` calls its conditions, ``prepare``, ``before`` and
-  ``after`` callbacks directly with the model and the trigger's keyword
-  payload (a table's callbacks are callables, never names), and sets the
-  model's ``state`` to the destination's enum member, as
-  ``Machine.set_state`` does;
+  model's state, in their order, and fires the first whose conditions hold;
+- :class:`RowTransition` holds a row's conditions and ``before`` callbacks
+  (its guard and action), which are called directly with the model and the
+  trigger's keyword payload (a table's callbacks are callables, never
+  names), and its destination's enum member, which the model's ``state``
+  is set to, as ``Machine.set_state`` does;
 - :class:`RowMachine` builds such a machine from an enum of states (no state
   callbacks to run) with no model attached, no automatic ``to_<state>``
   triggers, no queue and no machine-wide callbacks: a configuration the
   trimmed path executes faithfully, and the only one it accepts.
 
-A trigger of a state with no transition returns ``False`` here rather than
-raising: :class:`~machines._table.TableMachine` looks every trigger up before
-it fires it, and raises its own error.
+A trigger in a state with no transition returns ``False``, as one whose
+conditions all fail does, rather than raising: nothing has run, and
+:class:`~machines._table.TableMachine` raises its own error, saying which.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from transitions import Event, Machine, Transition
 
 if TYPE_CHECKING:
     from collections import defaultdict
+    from collections.abc import Mapping
 
     from transitions import EventData
 
-__all__ = ["RowCallback", "RowEvent", "RowMachine", "RowTransition"]
-
-#: A row's condition or callback: the model and the trigger's keyword payload.
-RowCallback = Callable[[Any, Mapping[str, Any]], Any]
+__all__ = ["RowEvent", "RowMachine", "RowTransition"]
 
 
 class RowTransition(Transition):
-    """A transition whose callbacks are callables taking ``(model, payload)``."""
+    """A table row as a transition: conditions and ``before`` callbacks, all callables.
+
+    They take ``(model, payload)``. A row has no ``prepare`` or ``after``
+    callbacks (its action runs after its guard and before the state
+    changes), so none is accepted: :class:`RowEvent` would not run them.
+    """
 
     def __init__(  # noqa: PLR0917 - transitions' own signature, called positionally by it
         self,
@@ -67,15 +69,12 @@ class RowTransition(Transition):
         prepare: Any = None,
     ) -> None:
         """As ``Transition``; every condition and callback must be a callable."""
-        super().__init__(source, dest, conditions, unless, before, after, prepare)
+        if after or prepare:
+            raise ValueError("a table row has no prepare or after callbacks")
+        super().__init__(source, dest, conditions, unless, before)
         named = [
             callback
-            for callback in (
-                *(condition.func for condition in self.conditions),
-                *self.prepare,
-                *self.before,
-                *self.after,
-            )
+            for callback in (*(condition.func for condition in self.conditions), *self.before)
             if not callable(callback)
         ]
         if named:
@@ -83,24 +82,9 @@ class RowTransition(Transition):
         #: The destination as the model holds it (set by :class:`RowMachine`).
         self.target: enum.Enum | None = None
 
-    def fire(self, model: Any, payload: Mapping[str, Any]) -> bool:
-        """Fire on ``model`` if the conditions hold; whether it fired."""
-        for callback in self.prepare:
-            callback(model, payload)  # type: ignore[operator] # checked callable
-        for condition in self.conditions:
-            if condition.func(model, payload) != condition.target:  # type: ignore[operator] # checked callable
-                return False
-        for callback in self.before:
-            callback(model, payload)  # type: ignore[operator] # checked callable
-        if self.target is not None:
-            model.state = self.target
-        for callback in self.after:
-            callback(model, payload)  # type: ignore[operator] # checked callable
-        return True
-
     def execute(self, event_data: EventData) -> bool:
-        """``transitions``' own entry point, on the same path as :meth:`fire`."""
-        return self.fire(event_data.model, event_data.kwargs)
+        """Not used: :meth:`RowEvent.fire` fires a table's transitions."""
+        raise NotImplementedError(f"{event_data.event.name}: fire a table row through RowEvent")
 
 
 class RowEvent(Event):
@@ -115,11 +99,24 @@ class RowEvent(Event):
         return self.fire(model, kwargs)
 
     def fire(self, model: Any, payload: Mapping[str, Any]) -> bool:
-        """Try the transitions of ``model``'s state in order; whether one fired."""
+        """Fire the first of ``model``'s state's transitions whose conditions hold.
+
+        Its ``before`` callbacks run, then the model takes its destination;
+        returns whether one fired. Every step of every question comes here:
+        the transitions' parts are read in this one loop, without a call per
+        transition tried (a question tries about twenty).
+        """
         # ``_name_`` is the enum member's name as a plain attribute (``.name``
         # is a descriptor): the key ``transitions`` files the transitions under.
         for transition in self.transitions.get(model.state._name_, ()):
-            if transition.fire(model, payload):
+            for condition in transition.conditions:
+                if condition.func(model, payload) != condition.target:  # type: ignore[operator] # checked callable
+                    break
+            else:
+                for callback in transition.before:
+                    callback(model, payload)  # type: ignore[operator] # checked callable
+                if transition.target is not None:
+                    model.state = transition.target
                 return True
         return False
 
