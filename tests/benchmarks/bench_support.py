@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JP_FIXTURES",
+    "PROJECT",
     "Cost",
     "Metric",
     "Run",
@@ -99,6 +100,11 @@ class Sizes:
     #: How long, in seconds, memory stays freed before the machine's own page
     #: measure touches it again (a host takes freed memory back after a while).
     freed_pause: float
+    #: The peers group: how many threads (conversations), each asking how
+    #: many questions; and how many questions' machines step side by side.
+    peer_threads: int = 100
+    peer_questions: int = 10
+    peer_models: int = 1_000
 
     @memory_stream.validator
     def _generated(self, _: attrs.Attribute[int], value: int) -> None:
