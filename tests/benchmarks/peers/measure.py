@@ -53,12 +53,10 @@ from coordinator import (
 from machines import (
     INQUIRY_MACHINE,
     INQUIRY_ROWS,
-    Answered,
     ChatRequest,
     ChatResponse,
     Inquiry,
     InquiryFacts,
-    InquiryRequest,
     InquirySource,
     InquiryState,
     Question,
@@ -80,6 +78,8 @@ TOOL = "ask_each"
 CONFIG = parse_tools_config({"defaults": {"run": "unattended"}})
 QUESTION = Question.boolean("apply_changes", "Apply the patch?", default=True)
 SOURCE = InquirySource.tool(TOOL)
+#: What each thread's conversation holds before its tool call.
+PRELUDE = (TurnStart(), ChatRequest(content="apply the patch"), ChatResponse.message("Asking."))
 #: The path of a question routed to the person: each trigger and its payload.
 ROUTED_PATH: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ask", {}),
@@ -132,12 +132,10 @@ def ours(threads: int, questions: int) -> Run:
         prepared.clear()
         for thread in range(threads):
             conversation = Conversation.new()
-            stream = conversation.stream
-            stream.append(TurnStart())
-            stream.append(ChatRequest(content="apply the patch"))
-            stream.append(ChatResponse.message("Asking first."))
+            for record in PRELUDE:
+                conversation.stream.append(record)
             request = ToolCallRequest(id=f"call_{thread}", name=TOOL, arguments={})
-            stream.append(request)
+            conversation.stream.append(request)
             prompter = ScriptedPrompter()
             for _ in range(questions):
                 prompter.answer(True)
@@ -149,9 +147,8 @@ def ours(threads: int, questions: int) -> Run:
                 conversation, tools={TOOL: executor}, config=CONFIG, prompter=prompter
             )
             [response] = await coordinator.run([request])
-            kinds = [type(entry.payload) for entry in conversation.stream.turns()[-1].events]
-            asked, answered = kinds.count(InquiryRequest), kinds.count(Answered)
-            if response.is_error or asked != questions or answered != questions:
+            # Each question adds its request and its answer, then the call its response.
+            if response.is_error or len(conversation.stream) != len(PRELUDE) + 2 * questions + 2:
                 raise AssertionError("a tool call of the benchmark did not ask every question")
 
     return lambda: asyncio.run(ask_all()), setup
