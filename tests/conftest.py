@@ -26,14 +26,17 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
+import coordinator.stream._stream
+import coordinator.stream._timestamps
 import coordinator.wire._stream_codec
-from coordinator.stream._entries import loaded_event_entry
-from coordinator.stream._timestamps import Timestamp, read_timestamp
+from coordinator.stream._entries import loaded_event_entry, new_event_entry
+from coordinator.stream._timestamps import Timestamp, read_timestamp, stamp_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from coordinator.stream._entries import EventEntry
+    from machines import Event
 
 PROJECT = Path(__file__).resolve().parent.parent
 JP_FIXTURES = Path(
@@ -173,8 +176,9 @@ def _loaded_records_are_validated() -> Iterator[None]:
 
     The codec builds them without the attrs constructor (see
     ``loaded_event_entry`` and ``read_timestamp``), on the strength of checks
-    of its own. For the whole run, each one is also checked by
-    ``attrs.validate``, and a timestamp must read as ``Timestamp(text)`` does.
+    of its own, and so does an append (``new_event_entry``, ``stamp_at``).
+    For the whole run, each one is also checked by ``attrs.validate``, and a
+    timestamp must read as ``Timestamp(text)`` does.
     """
 
     def checked_entry(*args: Any) -> EventEntry:
@@ -188,7 +192,21 @@ def _loaded_records_are_validated() -> Iterator[None]:
         assert stamp == Timestamp(stamp.text)
         return stamp
 
+    # So are the entries and timestamps an append builds by setting their slots.
+    def checked_new_entry(event_id: str, timestamp: Timestamp, payload: Event) -> EventEntry:
+        entry = new_event_entry(event_id, timestamp, payload)
+        attrs.validate(entry)
+        return entry
+
+    def checked_stamp(nanoseconds: int) -> Timestamp:
+        stamp = stamp_at(nanoseconds)
+        attrs.validate(stamp)
+        assert stamp == Timestamp(stamp.text)
+        return stamp
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(coordinator.wire._stream_codec, "loaded_event_entry", checked_entry)
         patch.setattr(coordinator.wire._stream_codec, "read_timestamp", checked_timestamp)
+        patch.setattr(coordinator.stream._stream, "new_event_entry", checked_new_entry)
+        patch.setattr(coordinator.stream._timestamps, "stamp_at", checked_stamp)
         yield
