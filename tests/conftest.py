@@ -20,7 +20,7 @@ import os
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import pytest
@@ -35,8 +35,8 @@ from coordinator.stream._timestamps import Timestamp, read_timestamp, stamp_at
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from coordinator.stream._entries import EventEntry
-    from machines import Event
+
+_Built = TypeVar("_Built", bound=attrs.AttrsInstance)
 
 PROJECT = Path(__file__).resolve().parent.parent
 JP_FIXTURES = Path(
@@ -180,33 +180,25 @@ def _loaded_records_are_validated() -> Iterator[None]:
     For the whole run, each one is also checked by ``attrs.validate``, and a
     timestamp must read as ``Timestamp(text)`` does.
     """
-
-    def checked_entry(*args: Any) -> EventEntry:
-        entry = loaded_event_entry(*args)
-        attrs.validate(entry)
-        return entry
-
-    def checked_timestamp(value: object) -> Timestamp:
-        stamp = read_timestamp(value)
-        attrs.validate(stamp)
-        assert stamp == Timestamp(stamp.text)
-        return stamp
-
-    # So are the entries and timestamps an append builds by setting their slots.
-    def checked_new_entry(event_id: str, timestamp: Timestamp, payload: Event) -> EventEntry:
-        entry = new_event_entry(event_id, timestamp, payload)
-        attrs.validate(entry)
-        return entry
-
-    def checked_stamp(nanoseconds: int) -> Timestamp:
-        stamp = stamp_at(nanoseconds)
-        attrs.validate(stamp)
-        assert stamp == Timestamp(stamp.text)
-        return stamp
-
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(coordinator.wire._stream_codec, "loaded_event_entry", checked_entry)
-        patch.setattr(coordinator.wire._stream_codec, "read_timestamp", checked_timestamp)
-        patch.setattr(coordinator.stream._stream, "new_event_entry", checked_new_entry)
-        patch.setattr(coordinator.stream._timestamps, "stamp_at", checked_stamp)
+        for module, build in (
+            (coordinator.wire._stream_codec, loaded_event_entry),
+            (coordinator.wire._stream_codec, read_timestamp),
+            (coordinator.stream._stream, new_event_entry),
+            (coordinator.stream._timestamps, stamp_at),
+        ):
+            patch.setattr(module, build.__name__, _validated(build))
         yield
+
+
+def _validated(build: Callable[..., _Built]) -> Callable[..., _Built]:
+    """``build``, with what it builds held to its validators (a timestamp, to its text too)."""
+
+    def checked(*args: Any) -> _Built:
+        built = build(*args)
+        attrs.validate(built)
+        if isinstance(built, Timestamp):
+            assert built == Timestamp(built.text)
+        return built
+
+    return checked

@@ -19,14 +19,12 @@ import gc
 from typing import TYPE_CHECKING, Any
 
 from bench_support import Metric, Sizes
+from bench_tools import AskInTurn
 
 from coordinator import (
-    Ask,
     BuiltinExecutor,
-    BuiltinTool,
     Conversation,
     ScriptedPrompter,
-    Success,
     ToolCoordinator,
     parse_tools_config,
 )
@@ -35,7 +33,6 @@ from machines import ChatRequest, ChatResponse, JsonValue, Question, ToolCallReq
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Mapping
 
-    from coordinator.driver import BuiltinOutcome
 
 __all__ = ["run"]
 
@@ -61,20 +58,6 @@ CONFIG = parse_tools_config(
 ANSWERS: dict[str, JsonValue] = {"apply_changes": True, "strategy": "rebase", "run_tests": True}
 
 
-class ThreeQuestions(BuiltinTool):
-    """Asks its three questions one run at a time, then succeeds."""
-
-    async def run(
-        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
-    ) -> BuiltinOutcome:
-        """The first unanswered question, or success."""
-        del arguments
-        for question in QUESTIONS:
-            if question.id not in answers:
-                return Ask(question)
-        return Success("applied")
-
-
 def _conversation(calls: int) -> tuple[Conversation, list[ToolCallRequest], ToolCallRequest]:
     conversation = Conversation.new()
     stream = conversation.stream
@@ -96,7 +79,7 @@ async def _engine(calls: int) -> float:
     prompter = ScriptedPrompter().answer(True, remember=True, question="run_tests")
     coordinator = ToolCoordinator(
         conversation,
-        tools={TOOL: BuiltinExecutor(ThreeQuestions())},
+        tools={TOOL: BuiltinExecutor(AskInTurn(QUESTIONS))},
         config=CONFIG,
         prompter=prompter,
     )
@@ -114,7 +97,7 @@ async def _engine(calls: int) -> float:
 
 async def _baseline(calls: int) -> float:
     """Seconds for the same tool runs, in parallel, without the coordinator."""
-    executor = BuiltinExecutor(ThreeQuestions())
+    executor = BuiltinExecutor(AskInTurn(QUESTIONS))
     requests = _conversation(calls)[1]
     ids = [question.id for question in QUESTIONS]
     stages = [{key: ANSWERS[key] for key in ids[:count]} for count in range(len(ids) + 1)]

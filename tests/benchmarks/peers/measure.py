@@ -39,14 +39,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import orjson
 from bench_support import Metric, Run, best_times
+from bench_tools import AskInTurn
 
 from coordinator import (
-    Ask,
     BuiltinExecutor,
-    BuiltinTool,
     Conversation,
     ScriptedPrompter,
-    Success,
     ToolCoordinator,
     parse_tools_config,
 )
@@ -69,8 +67,6 @@ from machines._table import Out
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from coordinator.driver import BuiltinOutcome
-    from machines import JsonValue
 
 __all__ = ["main"]
 
@@ -103,29 +99,10 @@ def _peer(module: str) -> Any:
 # ------------------------------------------------------------------ questions
 
 
-class AskEach(BuiltinTool):
-    """Asks its questions one run at a time, then succeeds."""
-
-    def __init__(self, questions: int) -> None:
-        """Ask ``questions`` yes/no questions."""
-        self.questions = tuple(
-            Question.boolean(f"q{number}", f"Question {number}?") for number in range(questions)
-        )
-
-    async def run(
-        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
-    ) -> BuiltinOutcome:
-        """The first unanswered question, or success."""
-        del arguments
-        for question in self.questions:
-            if question.id not in answers:
-                return Ask(question)
-        return Success("answered")
-
-
 def ours(threads: int, questions: int) -> Run:
     """``threads`` tool calls, each asking ``questions`` questions through the coordinator."""
-    executor = BuiltinExecutor(AskEach(questions))
+    asked = [Question.boolean(f"q{number}", f"Question {number}?") for number in range(questions)]
+    executor = BuiltinExecutor(AskInTurn(asked))
     prepared: list[tuple[Conversation, ToolCallRequest, ScriptedPrompter]] = []
 
     def setup() -> None:
