@@ -134,6 +134,7 @@ def run(sizes: Sizes) -> list[Metric]:
                 baseline=fields["baseline"],
                 unit=fields["unit"],
                 target=fields["target"],
+                ceiling=fields["ceiling"],
                 note=fields["note"],
             )
         )

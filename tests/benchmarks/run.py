@@ -116,7 +116,10 @@ def _table(metrics: Sequence[Metric]) -> str:
     rows = [header]
     for metric in metrics:
         verdict = {True: "pass", False: "FAIL", None: "-"}[metric.passed]
-        target = f"<= {metric.target:g}" if metric.target is not None else "-"
+        bounds = [f"<= {metric.target:g}"] if metric.target is not None else []
+        if metric.ceiling is not None:
+            bounds.append(f"value <= {metric.ceiling:g}")
+        target = ", ".join(bounds) or "-"
         rows.append(
             (
                 metric.metric,
