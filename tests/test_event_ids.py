@@ -6,7 +6,7 @@ import logging
 import os
 import re
 import string
-from collections import Counter, deque
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -23,7 +23,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator.stream import UnknownEntry, _event_ids, new_event_id
+from coordinator.stream import UnknownEntry, new_event_id
 from coordinator.wire import IdRepairs, decode_stream
 from machines import ChatRequest, TurnStart
 
@@ -62,53 +62,32 @@ def test_new_ids_are_seven_lowercase_base36_characters() -> None:
 @pytest.mark.parametrize(
     ("drawn", "expected"),
     [
-        (bytes(range(14)), ["0123456", "789abcd"]),
-        (bytes([35, 36, 71, 72, 251]) + bytes(9), ["z0z0z00", "0000000"]),
-        # Bytes 252-255 would make 0-3 likelier than the rest: they are dropped,
-        # and characters short of a whole id are too.
-        (bytes([252, 253, 254, 255, 10, 11, 12, 13, 14, 15, 16, 1, 2]), ["abcdefg"]),
+        (bytes(range(16)), "0123456"),
+        (bytes([35, 36, 71, 72, 251]) + bytes(11), "z0z0z00"),
+        # Bytes 252-255 would make 0-3 likelier than the rest: they are dropped.
+        (bytes([252, 253, 254, 255, 10, 11, 12, 13, 14, 15, 16]) + bytes(5), "abcdefg"),
     ],
 )
 def test_new_ids_are_drawn_from_the_os_rng(
-    monkeypatch: pytest.MonkeyPatch, drawn: bytes, expected: list[str]
+    monkeypatch: pytest.MonkeyPatch, drawn: bytes, expected: str
 ) -> None:
-    """Ids come from os.urandom in batches, a byte per character, each byte value mapped evenly."""
+    """Ids come from os.urandom, a byte per character, each byte value mapped evenly."""
     sizes: list[int] = []
 
     def urandom(size: int) -> bytes:
         sizes.append(size)
         return drawn[:size]
 
-    monkeypatch.setattr(_event_ids, "_drawn", deque())
     monkeypatch.setattr(os, "urandom", urandom)
-    assert [new_event_id() for _ in expected] == expected
-    assert sizes == [4096]
+    assert new_event_id() == expected
+    assert sizes == [16]
 
 
 def test_a_draw_with_too_few_usable_bytes_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A draw almost always makes hundreds of ids; one that makes none is made again."""
-    draws = iter([bytes([255] * 10 + [1] * 6), bytes(7)])
-    monkeypatch.setattr(_event_ids, "_drawn", deque())
+    """Sixteen bytes almost always leave seven characters; when not, another draw is made."""
+    draws = iter([bytes([255] * 10 + [1] * 6), bytes(16)])
     monkeypatch.setattr(os, "urandom", lambda size: next(draws)[:size])
     assert new_event_id() == "0000000"
-
-
-def test_a_forked_child_draws_its_own_ids() -> None:
-    """Ids drawn before a fork are not handed out in the child: the two never share one."""
-    new_event_id()  # the parent has ids waiting
-    waiting = list(_event_ids._drawn)
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        os.close(reader)
-        os.write(writer, new_event_id().encode())
-        os._exit(0)
-    os.close(writer)
-    with os.fdopen(reader, "rb") as pipe:
-        child_id = pipe.read().decode()
-    os.waitpid(pid, 0)
-    assert GENERATED.fullmatch(child_id)
-    assert child_id not in waiting
 
 
 def test_every_character_is_equally_likely_in_every_position() -> None:
