@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import transitions
 
-from machines import MACHINES, IllegalTransitionError, MachineError
+from machines import MACHINES, ChatRequest, IllegalTransitionError, MachineError, TurnStart
 from machines._table import Guard, Out, Row, StepBuffer, TableMachine
 from machines._table_executor import RowEvent, RowTransition
 
@@ -36,16 +36,9 @@ class Lamp:
         self.buffer = StepBuffer()
 
 
-class Click:
-    """A toy record."""
-
-
-class Spark:
-    """Another toy record."""
-
-
 def _click(_: Any, __: Any, out: Out) -> None:
-    out.record(Click())
+    """The toy's action: it records a turn's start (any record would do)."""
+    out.record(TurnStart())
 
 
 def _lamp(*rows: Row[Light, Lamp]) -> TableMachine[Light, Lamp]:
@@ -79,12 +72,18 @@ def test_transitions_files_every_row_under_its_source_in_table_order(
     ("switch", "refusal"),
     [
         (
-            Row(trigger="switch", source=Light.OFF, dest=Light.ON, action=_click, emits=(Spark,)),
-            r"declares \(Spark\) / \(\) but emitted \(Click\) / \(\)",
+            Row(
+                trigger="switch",
+                source=Light.OFF,
+                dest=Light.ON,
+                action=_click,
+                emits=(ChatRequest,),
+            ),
+            r"declares \(ChatRequest\) / \(\) but emitted \(TurnStart\) / \(\)",
         ),
         (
-            Row(trigger="switch", source=Light.OFF, dest=Light.ON, emits=(Click,)),
-            r"declares \(Click\) / \(\) but emitted \(\) / \(\)",
+            Row(trigger="switch", source=Light.OFF, dest=Light.ON, emits=(TurnStart,)),
+            r"declares \(TurnStart\) / \(\) but emitted \(\) / \(\)",
         ),
     ],
     ids=["emits-undeclared", "declared-not-emitted"],
@@ -116,7 +115,7 @@ def test_guards_see_the_payload_and_the_first_that_holds_fires() -> None:
             dest=Light.ON,
             guard=_guard("soft", lambda _, payload: payload["force"] == 1),
             action=_click,
-            emits=(Click,),
+            emits=(TurnStart,),
         ),
         Row(trigger="drop", source=Light.ON, dest=Light.BROKEN),
     )
@@ -125,7 +124,7 @@ def test_guards_see_the_payload_and_the_first_that_holds_fires() -> None:
     assert lamp.state is Light.OFF
     machine.fire(lamp, "switch", force=1)
     assert _state(lamp) is Light.ON
-    assert [type(record) for record in lamp.buffer.take().records] == [Click]
+    assert lamp.buffer.take().records == (TurnStart(),)
     with pytest.raises(IllegalTransitionError, match="trigger 'switch' in state 'on'"):
         machine.fire(lamp, "switch", force=2)
 
