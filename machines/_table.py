@@ -32,15 +32,20 @@ Rules, held by :class:`TableMachine`:
 One ``transitions.Machine`` is built per table, once, on first use (so a
 process that only reads conversations never imports ``transitions``); models
 are plain objects with a ``state`` attribute driven through it, so a question
-costs no machine construction. Its cost per trigger (some twenty
-microseconds: event objects and callbacks) is what each step pays; the
-benchmarks hold a whole inquiry within their target all the same.
+costs no machine construction. It is a :class:`~machines._table_executor.RowMachine`,
+whose triggers do only what a table needs: the rows filed under the model's
+state, tried in order, each guard and action a plain call with the model and
+the payload (out of the box, ``transitions`` spends some ten microseconds a
+trigger on event objects, callbacks resolved by name and empty callback
+lists; see that module).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from functools import partial
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -50,8 +55,7 @@ from machines._errors import IllegalTransitionError, MachineError
 from machines._events import Event
 
 if TYPE_CHECKING:
-    from transitions import Machine
-    from transitions.core import EventData
+    from machines._table_executor import RowEvent
 
 __all__ = [
     "Fired",
@@ -65,6 +69,8 @@ __all__ = [
 ]
 
 S = TypeVar("S", bound=enum.Enum)
+#: The payload of an automatic row's trigger: nothing (read-only, so it can be shared).
+_NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})
 M = TypeVar("M", bound="Model")
 
 
@@ -218,6 +224,7 @@ class TableMachine(Generic[S, M]):
             self._index[key] = (*self._index.get(key, ()), row)
         self._check()
         self._auto: dict[S, str] = {row.source: row.trigger for row in self.rows if row.auto}
+        self._auto_by_name = {state.name: trigger for state, trigger in self._auto.items()}
         #: States whose rows are all automatic: one of them must fire on entry.
         self.transient: frozenset[S] = frozenset(
             state
@@ -225,7 +232,7 @@ class TableMachine(Generic[S, M]):
             if all(row.auto for row in self.rows if row.source is state)
         )
         self.triggers: tuple[str, ...] = tuple(dict.fromkeys(row.trigger for row in self.rows))
-        self._built: Machine | None = None
+        self._events: dict[str, RowEvent] | None = None
 
     def _check(self) -> None:
         self._check_final()
@@ -256,71 +263,66 @@ class TableMachine(Generic[S, M]):
         if stuck:
             raise MachineError(f"{self.name}: states with no rows that are not final: {stuck}")
 
-    @property
-    def _machine(self) -> Machine:
-        """The ``transitions.Machine`` of this table, built on first use.
+    def _build(self) -> dict[str, RowEvent]:
+        """The ``transitions`` events of this table, built on first use.
 
         Built lazily: importing ``transitions`` and building its machines is
         start-up time a command that only reads conversations does not need.
         """
-        if self._built is None:
-            from transitions import Machine  # noqa: PLC0415 - see the docstring
+        from machines._table_executor import RowMachine  # noqa: PLC0415 - see the docstring
 
-            machine = Machine(
-                model=None,
-                states=list(self.states),
-                initial=self.start,
-                transitions=[self._transition(row) for row in self.rows],
-                auto_transitions=False,
-                send_event=True,
-                ignore_invalid_triggers=False,
-            )
-            # transitions must try each (state, trigger) row in table order, as the rules say.
-            for (source, trigger), rows in self._index.items():
-                resolved = machine.events[trigger].transitions.get(source.name, [])
-                expected = [row.dest.name if row.dest is not None else None for row in rows]
-                if [transition.dest for transition in resolved] != expected:
-                    raise MachineError(  # pragma: no cover - a bug in this module, not a table
-                        f"{self.name}: transitions resolved {trigger} in {source.value} "
-                        "differently"
-                    )
-            self._built = machine
-        return self._built
+        machine = RowMachine(
+            states=self.states,
+            initial=self.start,
+            transitions=[self._transition(row) for row in self.rows],
+            name=self.name,
+        )
+        # transitions must try each (state, trigger) row in table order, as the rules say.
+        for (source, trigger), rows in self._index.items():
+            resolved = machine.row_events[trigger].transitions.get(source.name, [])
+            expected = [row.dest.name if row.dest is not None else None for row in rows]
+            if [transition.dest for transition in resolved] != expected:
+                raise MachineError(  # pragma: no cover - a bug in this module, not a table
+                    f"{self.name}: transitions resolved {trigger} in {source.value} differently"
+                )
+        self._events = machine.row_events
+        return self._events
 
     def _transition(self, row: Row[S, M]) -> dict[str, Any]:
-        row_id = row.id  # a formatted string: built once here, not on every step
-
-        def before(event: EventData) -> None:
-            model: M = event.model  # type: ignore[assignment] # transitions is untyped here
-            self._apply(row, row_id, model, event.kwargs)
-
+        # A formatted string: built once here, not on every step.
         transition: dict[str, Any] = {
             "trigger": row.trigger,
             "source": row.source,
             "dest": row.dest,
-            "before": [before],
+            "before": [partial(self._apply, row, row.id)],
         }
         if row.guard is not None:
-            test = row.guard.test
-            transition["conditions"] = [lambda event: test(event.model, event.kwargs)]
+            transition["conditions"] = [row.guard.test]
         return transition
 
     def _apply(self, row: Row[S, M], row_id: str, model: M, payload: Mapping[str, Any]) -> None:
-        out = Out()
         fired = model.buffer._fired  # noqa: SLF001 - the buffer is this module's
         # The row goes in the step where it was when its action began, so what a
         # delegated machine fires inside the action follows it, in order.
         index = len(fired)
-        if row.action is not None:
+        if row.action is None:
+            records: tuple[object, ...] = ()
+            effects: tuple[object, ...] = ()
+        else:
+            out = Out()
             row.action(model, payload, out)
-        records, effects = tuple(out.records), tuple(out.effects)
-        if tuple(map(type, records)) != row.emits or tuple(map(type, effects)) != row.effects:
+            records, effects = tuple(out.records), tuple(out.effects)
+        emits, kinds = row.emits, row.effects
+        # Most rows emit nothing of one of the two: nothing to build to compare.
+        if ((records or emits) and tuple(map(type, records)) != emits) or (
+            (effects or kinds) and tuple(map(type, effects)) != kinds
+        ):
             emitted = tuple(map(type, records))
             raise MachineError(
                 f"{self.name} row {row_id} declares {_names(row.emits)} / {_names(row.effects)} "
                 f"but emitted {_names(emitted)} / {_names(tuple(map(type, effects)))}"
             )
-        fired.insert(index, Fired(self.name, row_id, records, effects))
+        fired.insert(index, _fired(self.name, row_id, records, effects))
 
     def rows_for(self, state: S, trigger: str) -> tuple[Row[S, M], ...]:
         """The rows that may fire on ``trigger`` in ``state``, in priority order."""
@@ -332,23 +334,32 @@ class TableMachine(Generic[S, M]):
         Raises :class:`IllegalTransitionError` (nothing changed) when no row
         allows the trigger in the model's state.
         """
-        state = model.state
-        if not self._index.get((state, trigger)):
-            raise IllegalTransitionError(machine=self.name, trigger=trigger, state=state.value)
-        if not self._machine.events[trigger].trigger(model, **payload):
-            raise IllegalTransitionError(
-                machine=self.name,
-                trigger=trigger,
-                state=state.value,
-                detail="no row's guard holds for these facts",
-            )
-        if chain:
+        events = self._events if self._events is not None else self._build()
+        event = events.get(trigger)
+        # transitions looks up the state's rows first: with none, or none whose
+        # guard holds (guards are pure), nothing has run and nothing changed.
+        if event is None or not event.fire(model, payload):
+            raise self._refused(model.state, trigger)
+        if chain and model.state._name_ in self._auto_by_name:
             self.run_automatic(model)
+
+    def _refused(self, state: S, trigger: str) -> IllegalTransitionError:
+        if (state, trigger) not in self._index:
+            return IllegalTransitionError(machine=self.name, trigger=trigger, state=state.value)
+        return IllegalTransitionError(
+            machine=self.name,
+            trigger=trigger,
+            state=state.value,
+            detail="no row's guard holds for these facts",
+        )
 
     def run_automatic(self, model: M) -> None:
         """Fire automatic rows for as long as one applies; a transient state must be left."""
-        while (trigger := self._auto.get(state := model.state)) is not None:
-            if not self._machine.events[trigger].trigger(model):
+        events = self._events if self._events is not None else self._build()
+        auto = self._auto_by_name
+        # Keyed by the state's name, a str, whose hash is cached (an enum's is computed in Python).
+        while (trigger := auto.get((state := model.state)._name_)) is not None:
+            if not events[trigger].fire(model, _NO_PAYLOAD):
                 if state in self.transient:
                     # A table whose guards miss a case: fail loudly, never wait for ever.
                     raise MachineError(
@@ -369,6 +380,38 @@ class TableMachine(Generic[S, M]):
                     yield from walk(row.target, seen | {row.target}, (*path, row))
 
         yield from walk(self.start, frozenset({self.start}), ())
+
+
+def _fired_builder() -> Callable[..., Fired]:
+    """What builds a :class:`Fired` for every row that fires: its slots set directly.
+
+    ``Fired`` validates nothing, so setting its four slots is all its attrs
+    constructor does, less the keyword call and a bound ``object.__setattr__``
+    per field (half its cost, paid by every step). Should the class change
+    (a field, a validator), this is the constructor again.
+    """
+    fields = attrs.fields(Fired)
+    if tuple(field.name for field in fields) != ("machine", "row", "records", "effects") or any(
+        field.validator is not None or field.converter is not None for field in fields
+    ):
+        return Fired  # pragma: no cover - Fired as declared above has plain fields
+    set_machine, set_row, set_records, set_effects = (
+        Fired.__dict__[field.name].__set__ for field in fields
+    )
+    new = object.__new__
+
+    def fired(machine: str, row: str, records: Any, effects: Any) -> Fired:
+        built: Fired = new(Fired)
+        set_machine(built, machine)
+        set_row(built, row)
+        set_records(built, records)
+        set_effects(built, effects)
+        return built
+
+    return fired
+
+
+_fired = _fired_builder()
 
 
 def _names(types: tuple[type, ...]) -> str:

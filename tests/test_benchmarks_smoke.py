@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import orjson
 from conftest import PROJECT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RUNNER = PROJECT / "tests" / "benchmarks" / "run.py"
 GROUPS = ("store", "inquiry", "turn", "readers", "startup")
@@ -15,7 +20,8 @@ GROUPS = ("store", "inquiry", "turn", "readers", "startup")
 def test_a_quick_run_prints_one_json_object_per_metric() -> None:
     """Each line is a metric with a name, and a positive value, baseline and ratio."""
     done = subprocess.run(
-        [sys.executable, str(RUNNER), "--quick", "--json"],
+        # The peers group builds an environment from the network: see the test below.
+        [sys.executable, str(RUNNER), "--quick", "--json", "--skip", "peers"],
         capture_output=True,
         check=True,
         timeout=120,
@@ -58,3 +64,20 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
     }
     readers = {m["metric"].split(".")[1] for m in metrics if m["metric"].startswith("readers.")}
     assert readers == {"pair_events", "sanitize", "read_payload_ids"}
+
+
+def test_the_peers_group_is_skipped_saying_why_when_their_environment_cannot_be_built(
+    tmp_path: Path,
+) -> None:
+    """Without the peers' environment the run still succeeds: no peer metric, and the reason."""
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a directory")
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), "--quick", "--json", "--only", "peers"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+        env=os.environ | {"INQUIRY_PEERS_VENV": str(blocker / "venv")},
+    )
+    assert done.stdout == b""
+    assert b"peers: skipped: making a venv in" in done.stderr

@@ -12,9 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import timestamp_texts
 
-from coordinator import Conversation, StreamFormatError, load_conversation, save_conversation
+from coordinator import (
+    Conversation,
+    ConversationStream,
+    StreamFormatError,
+    load_conversation,
+    save_conversation,
+)
 from coordinator.stream import Timestamp
-from coordinator.stream._timestamps import format_jp_timestamp, read_timestamp
+from coordinator.stream._timestamps import format_jp_timestamp, read_timestamp, stamp_at
 from machines import ChatRequest, TurnStart
 
 if TYPE_CHECKING:
@@ -208,3 +214,30 @@ def test_reading_a_timestamp_accepts_and_refuses_what_the_constructor_does(value
     except ValueError as error:
         read = str(error)
     assert read == expected
+
+
+# The first and the last nanosecond whose moment a Timestamp can stand for.
+_YEAR_1 = -62_135_596_800 * 10**9
+_YEAR_9999 = 253_402_300_799 * 10**9 + 999_999_999
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@given(st.lists(st.integers(min_value=_YEAR_1, max_value=_YEAR_9999), min_size=1, max_size=6))
+def test_a_stamp_of_the_clock_is_the_jp_form_of_its_microsecond(moments: list[int]) -> None:
+    """Stamps in any order, across seconds, read as the moments they stamp, in JP's form."""
+    for nanoseconds in moments:
+        moment = _EPOCH + timedelta(microseconds=nanoseconds // 1000)
+        stamp = stamp_at(nanoseconds)
+        assert stamp.text == format_jp_timestamp(moment)
+        assert stamp == Timestamp(stamp.text)
+        assert stamp.datetime == moment
+
+
+def test_a_stream_without_a_clock_stamps_with_the_system_clock() -> None:
+    """Entries appended without an injected clock are stamped with the current UTC time."""
+    stream = ConversationStream()
+    before = datetime.now(UTC)
+    stamps = [stream.append(TurnStart()).timestamp for _ in range(3)]
+    after = datetime.now(UTC)
+    assert all(before <= stamp.datetime <= after for stamp in stamps)
+    assert [stamp.datetime for stamp in stamps] == sorted(stamp.datetime for stamp in stamps)

@@ -50,6 +50,7 @@ __all__ = [
     "StreamEntry",
     "UnknownEntry",
     "loaded_event_entry",
+    "new_event_entry",
 ]
 
 
@@ -140,6 +141,33 @@ def loaded_event_entry(
     _set_metadata(entry, metadata)
     _set_stored(entry, stored)
     return entry
+
+
+def new_event_entry(event_id: str, timestamp: Timestamp, payload: Event) -> EventEntry:
+    """``EventEntry(event_id=..., timestamp=..., payload=...)``, with no metadata.
+
+    For the stream, which appends a new entry for every record a machine
+    emits: when each value is of the exact type its validator asks for (a
+    non-empty ``str``, a :class:`Timestamp`, one of the record types), which
+    is what every check the constructor makes comes to, the entry is built by
+    setting its slots, at a third of the cost. Anything else (a subclass, a
+    wrong type) goes through the constructor, so its errors are the
+    constructor's. The tests run the validators over every entry built so.
+    """
+    if (
+        type(event_id) is str
+        and event_id
+        and type(timestamp) is Timestamp
+        and type(payload) in EVENT_KINDS
+    ):
+        entry = _new_entry(EventEntry)
+        _set_event_id(entry, event_id)
+        _set_timestamp(entry, timestamp)
+        _set_payload(entry, payload)
+        _set_metadata(entry, {})
+        _set_stored(entry, None)
+        return entry
+    return EventEntry(event_id=event_id, timestamp=timestamp, payload=payload)
 
 
 @attrs.frozen(kw_only=True)

@@ -18,9 +18,15 @@ from typing import TYPE_CHECKING, overload
 
 import attrs
 
-from coordinator.stream._entries import ConfigDelta, EventEntry, StreamEntry, UnknownEntry
+from coordinator.stream._entries import (
+    ConfigDelta,
+    EventEntry,
+    StreamEntry,
+    UnknownEntry,
+    new_event_entry,
+)
 from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
-from coordinator.stream._timestamps import Timestamp
+from coordinator.stream._timestamps import Timestamp, stamp_now
 from machines import Event, TurnStart, is_provider_visible
 
 if TYPE_CHECKING:
@@ -91,6 +97,8 @@ class ConversationStream(Sequence[StreamEntry]):
     ) -> None:
         """Hold ``entries`` (their event ids must be unique)."""
         self._clock = clock or _utc_now
+        # The default clock, read without building a datetime (see stamp_now).
+        self._system_clock = clock is None
         self._new_id = new_id or new_event_id
         self._entries: list[StreamEntry] = []
         self._ids: set[str] = set()
@@ -152,6 +160,8 @@ class ConversationStream(Sequence[StreamEntry]):
 
     def now(self) -> Timestamp:
         """The stream clock's current time, in JP's storage form."""
+        if self._system_clock:
+            return stamp_now()
         return Timestamp.from_datetime(self._clock())
 
     def fresh_id(self) -> str:
@@ -175,6 +185,8 @@ class ConversationStream(Sequence[StreamEntry]):
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> EventEntry:
         """Build an entry with a fresh id, without adding it (see :meth:`replace`)."""
+        if metadata is None:
+            return new_event_entry(self.fresh_id(), timestamp or self.now(), payload)
         return EventEntry(
             event_id=self.fresh_id(),
             timestamp=timestamp or self.now(),

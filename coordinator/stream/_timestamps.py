@@ -19,14 +19,15 @@ could not stand for it).
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 
 import attrs
 
 from coordinator.stream._slots import slot_setters
 from machines._json import json_type
 
-__all__ = ["Timestamp", "format_jp_timestamp", "read_timestamp"]
+__all__ = ["Timestamp", "format_jp_timestamp", "read_timestamp", "stamp_at", "stamp_now"]
 
 
 def format_jp_timestamp(moment: datetime) -> str:
@@ -158,3 +159,37 @@ def read_timestamp(value: object) -> Timestamp:
     stamp = _new_timestamp(Timestamp)
     _set_text(stamp, value)
     return stamp
+
+
+# ------------------------------------------------------------- the clock
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The last whole second stamped, and its text up to the fraction's dot.
+_second: tuple[int, str] = (-1, "")
+
+
+def stamp_at(nanoseconds: int) -> Timestamp:
+    """A new timestamp for ``nanoseconds`` since the epoch, as :meth:`Timestamp.from_datetime`.
+
+    The stream stamps every record it appends, and records come in bursts:
+    the text up to the second is formatted once a second and kept, and only
+    the fraction is formatted each time (a fifth of the cost). The text is
+    :func:`format_jp_timestamp`'s for the same microsecond (a property test
+    holds them equal), well-formed by construction, so the timestamp is
+    built by setting its slot.
+    """
+    global _second  # noqa: PLW0603 - one cached second for the process
+    seconds, micros = divmod(nanoseconds // 1000, 1_000_000)
+    cached = _second
+    if cached[0] != seconds:
+        whole = format_jp_timestamp(_EPOCH + timedelta(seconds=seconds))
+        cached = _second = (seconds, whole[:-1])  # without the ".0"'s "0"
+    text = f"{cached[1]}{f'{micros:06d}'.rstrip('0') or '0'}"
+    stamp = _new_timestamp(Timestamp)
+    _set_text(stamp, text)
+    return stamp
+
+
+def stamp_now() -> Timestamp:
+    """A new timestamp for the current time (the system clock, in UTC)."""
+    return stamp_at(time.time_ns())

@@ -2,7 +2,9 @@
 
 A metric compares a measured ``value`` with a ``baseline`` measured in the
 same run; ``ratio`` is ``value / baseline``, and a metric with a ``target``
-passes when the ratio is at most the target. Times are the best of several
+passes when the ratio is at most the target. Where an issue bounds the value
+itself (so many microseconds a question), the bound is its ``ceiling``, in
+the metric's unit, and the value must not exceed it either. Times are the best of several
 repeats (the least disturbed run), CPU time in user space their mean (see
 :meth:`Cost.best`); memory is measured in a separate pass, since
 ``tracemalloc`` slows everything it watches.
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JP_FIXTURES",
+    "PROJECT",
     "Cost",
     "Metric",
     "Run",
@@ -58,6 +61,7 @@ class Metric:
     baseline: float
     unit: str
     target: float | None = None
+    ceiling: float | None = None
     note: str = ""
 
     @property
@@ -67,8 +71,12 @@ class Metric:
 
     @property
     def passed(self) -> bool | None:
-        """Whether the ratio meets the target (``None`` when there is none)."""
-        return None if self.target is None else self.ratio <= self.target
+        """Whether the ratio meets the target and the value its ceiling (``None``: neither set)."""
+        if self.target is None and self.ceiling is None:
+            return None
+        return (self.target is None or self.ratio <= self.target) and (
+            self.ceiling is None or self.value <= self.ceiling
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The JSON line: ``metric``, ``value``, ``baseline``, ``ratio``, then extras."""
@@ -79,6 +87,7 @@ class Metric:
             "ratio": self.ratio,
             "unit": self.unit,
             "target": self.target,
+            "ceiling": self.ceiling,
             "passed": self.passed,
             "note": self.note,
         }
@@ -99,6 +108,11 @@ class Sizes:
     #: How long, in seconds, memory stays freed before the machine's own page
     #: measure touches it again (a host takes freed memory back after a while).
     freed_pause: float
+    #: The peers group: how many threads (conversations), each asking how
+    #: many questions; and how many questions' machines step side by side.
+    peer_threads: int = 100
+    peer_questions: int = 10
+    peer_models: int = 1_000
 
     @memory_stream.validator
     def _generated(self, _: attrs.Attribute[int], value: int) -> None:

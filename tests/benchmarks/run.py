@@ -4,8 +4,11 @@ Prints a table of metric, value, baseline, ratio, target and whether the
 target is met; with ``--json``, one JSON object per metric per line, with
 ``metric``, ``value``, ``baseline`` and ``ratio`` first. ``--quick`` runs
 small sizes (a smoke run of a few seconds); ``--only`` runs one group
-(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``), and may be given
-more than once. Every baseline is measured in the same run as its metric.
+(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``, ``peers``), and
+``--skip`` leaves one out; either may be given more than once. Every
+baseline is measured in the same run as its metric. The ``peers`` group
+builds the peers' own environment on its first run (see ``bench_peers.py``),
+and is skipped, saying why, when it cannot.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ FULL = Sizes(
     repeats=5,
     startup_runs=15,
     freed_pause=5.0,
+    peer_threads=100,
+    peer_questions=10,
+    peer_models=1_000,
 )
 #: A smoke run: every metric, in seconds; its figures are too small to judge by.
 QUICK = Sizes(
@@ -46,6 +52,9 @@ QUICK = Sizes(
     repeats=1,
     startup_runs=1,
     freed_pause=0.1,
+    peer_threads=3,
+    peer_questions=10,
+    peer_models=50,
 )
 
 
@@ -79,6 +88,12 @@ def _startup(sizes: Sizes) -> list[Metric]:
     return bench_startup.run(sizes)
 
 
+def _peers(sizes: Sizes) -> list[Metric]:
+    import bench_peers  # noqa: PLC0415 - each group loads only what it measures
+
+    return bench_peers.run(sizes)
+
+
 #: The benchmark groups, in the order they run.
 GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "store": _store,
@@ -86,6 +101,7 @@ GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "turn": _turn,
     "readers": _readers,
     "startup": _startup,
+    "peers": _peers,
 }
 
 
@@ -100,7 +116,10 @@ def _table(metrics: Sequence[Metric]) -> str:
     rows = [header]
     for metric in metrics:
         verdict = {True: "pass", False: "FAIL", None: "-"}[metric.passed]
-        target = f"<= {metric.target:g}" if metric.target is not None else "-"
+        bounds = [f"<= {metric.target:g}"] if metric.target is not None else []
+        if metric.ceiling is not None:
+            bounds.append(f"value <= {metric.ceiling:g}")
+        target = ", ".join(bounds) or "-"
         rows.append(
             (
                 metric.metric,
@@ -130,12 +149,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per metric")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", action="append", choices=sorted(GROUPS), help="one group")
+    parser.add_argument("--skip", action="append", choices=sorted(GROUPS), help="not this group")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
-    chosen = args.only or list(GROUPS)
+    chosen = set(args.only or GROUPS) - set(args.skip or ())
     out = sys.stdout
     if not args.json:
         out.write(f"Python {platform.python_version()} on {platform.machine()}\n")
+        out.flush()  # before any group's word on standard error
     metrics: list[Metric] = []
     for name, measure in GROUPS.items():
         if name not in chosen:
