@@ -162,7 +162,7 @@ def test_a_failing_provider_is_a_backend_error_on_the_record(
     with FakeAPI() as api:
         api.reply(kit.error(500, "the fake is down"))
         status, out, _, directory = run_with_backend(tmp_path, capsys, kit, api.base_url)
-    assert status == 0
+    assert status == 1  # the turn completed, but a question went unanswered
     conversation = assert_paired(directory)
     (fix,) = [r for i, r in outcomes(conversation).items() if ".fix." in i]
     assert fix == Cancelled(id=fix.id, reason=CancellationReason.BACKEND_ERROR)
