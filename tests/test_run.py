@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -104,6 +105,29 @@ def test_the_assistants_question_is_recorded_as_the_assistants(
         e for e in events if e["type"] == "inquiry_request" and e["id"].startswith("call_1_5_1.")
     ]
     assert request["source"] == {"source": "assistant"}
+
+
+def test_the_assistants_question_is_shown_without_its_made_up_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ask_user's question id is made up by the builtin: shown only with --verbose."""
+    _, out, _ = run_tour(tmp_path / "plain", capsys)
+    assert "? the assistant asks (boolean): Shall I open a pull request with these changes?" in out
+    assert "= ask_user: answered by the person: false" in out
+    made_up = re.compile(r"answer_[0-9a-f]{8}")
+    assert not made_up.search(out)
+    _, verbose, _ = cli(
+        "run",
+        TOUR_SCENARIO,
+        "--answers",
+        TOUR_ANSWERS,
+        "--verbose",
+        "--conversation",
+        tmp_path / "verbose",
+        capsys=capsys,
+    )
+    assert re.search(r"\? the assistant asks answer_[0-9a-f]{8} \(boolean\)", verbose)
+    assert re.search(r"= ask_user \[call_1_5_1\] · answer_[0-9a-f]{8}: answered", verbose)
 
 
 def test_running_again_appends_a_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

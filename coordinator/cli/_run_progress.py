@@ -208,10 +208,13 @@ def _first(records: Iterable[Event], kind: type[_T]) -> _T | None:
 class _Asked:
     """A question a call has open, and its ``?`` line."""
 
+    #: Who asks what (``lint asks fix``), and how its answer is named (``lint · fix``).
+    asks: str
+    named: str
+    #: The question's id as shown, ``""`` where it is hidden.
     question: str
     kind: str
     text: str
-    asker: str
     verbose_id: str
     attempt: str
     #: Printed already, or shown by the person's prompt.
@@ -317,18 +320,26 @@ class Progress:
         if asked is not None and question is not None:
             lines += self._routed(asked, facts)
         lines += [f"  ! {printable(notice.message)}" for notice in facts.notices]
+        closed = None
         if asked is not None and question is not None and question.resolution is not None:
-            del self._open[call]
-            lines += self._resolved(call, asked, question, facts.records)
+            closed = self._open.pop(call)
+            lines += self._resolved(asked, question, facts.records)
         if facts.outcome is not None:
-            lines += self._ended(call, facts)
+            lines += self._ended(call, facts, closed)
         prompt = any(isinstance(e, ShowQuestion | ShowPermissionPrompt) for e in facts.effects)
         self._show(call, lines, prompt=prompt)
 
     def _asked(self, call: str, request: InquiryRequest, question: QuestionFacts) -> _Asked:
         """A question the call has just asked: printed once :meth:`_routed` knows where it goes."""
         asked = request.question
-        by_assistant = request.source.kind is SourceKind.ASSISTANT
+        label = self._label(call)
+        shown = printable(question.question_id)
+        if request.source.kind is SourceKind.ASSISTANT and not self.verbose:
+            # The assistant's own question (ask_user): its id is made up, not a name.
+            asks, named, shown = "the assistant asks", label, ""
+        else:
+            who = "the assistant" if request.source.kind is SourceKind.ASSISTANT else label
+            asks, named = f"{who} asks {shown}", f"{label} · {shown}"
         attempt = ""
         if question.attempt > 1:
             attempt = f"asked again, attempt {question.attempt} of {question.max_attempts}"
@@ -338,10 +349,11 @@ class Progress:
                     f"more than the {question.max_attempts} allowed"
                 )
         return _Asked(
-            question=printable(question.question_id),
+            asks=asks,
+            named=named,
+            question=shown,
             kind=asked.answer_type.kind.value,
             text=_one_line(asked.text),
-            asker="the assistant" if by_assistant else self._label(call),
             verbose_id=f" [{printable(request.id)}]" if self.verbose else "",
             attempt=attempt,
         )
@@ -358,7 +370,7 @@ class Progress:
         if shown and not asked.shown:
             asked.shown = True  # the prompt shows it; a re-ask is said first
             if asked.attempt:
-                return [f"  ? {asked.asker} asks {asked.question}: {asked.attempt}"]
+                return [f"  ? {asked.asks}: {asked.attempt}"]
         return []
 
     def _question_line(self, asked: _Asked) -> list[str]:
@@ -372,11 +384,11 @@ class Progress:
         if asked.attempt:
             notes.append(asked.attempt)
         notes_shown = "; ".join(notes)
-        line = f"  ? {asked.asker} asks {asked.question} ({notes_shown}): {asked.text}"
+        line = f"  ? {asked.asks} ({notes_shown}): {asked.text}"
         return [line + asked.verbose_id]
 
     def _resolved(
-        self, call: str, asked: _Asked, question: QuestionFacts, records: tuple[Event, ...]
+        self, asked: _Asked, question: QuestionFacts, records: tuple[Event, ...]
     ) -> list[str]:
         """How the question was closed: the ``=`` or ``x`` line (and a cause)."""
         resolution = question.resolution
@@ -384,7 +396,7 @@ class Progress:
         # A question closed before anyone saw it (from memory, refused,
         # cancelled while it waited) is printed now, before what became of it.
         lines = self._question_line(asked)
-        named = f"{self._label(call)} · {asked.question}"
+        named = asked.named
         if resolution in UNANSWERED:
             self.unanswered += 1
             cancelled = _first(records, Cancelled)
@@ -405,8 +417,11 @@ class Progress:
         lines.append(f"    = {named}: {kind} {_ANSWERED_BY[resolution]}: {shown}{remembered}")
         return lines
 
-    def _ended(self, call: str, facts: StepFacts) -> list[str]:
-        """The call's ``<-`` line, and the cause of a failure."""
+    def _ended(self, call: str, facts: StepFacts, closed: _Asked | None) -> list[str]:
+        """The call's ``<-`` line, and the cause of a failure.
+
+        ``closed``: the question the same step closed, if it did.
+        """
         outcome = facts.outcome
         assert outcome is not None  # noqa: S101 - the caller checked
         label = self._label(call)
@@ -418,10 +433,10 @@ class Progress:
         if outcome not in FAILED_OUTCOMES:
             return [f"  <- {label} {outcome.value}"]
         question = facts.question
-        if question is not None and question.resolution in UNANSWERED:
+        if closed is not None and question is not None and question.resolution in UNANSWERED:
             # The step closed the call's question unanswered: its cause is printed above.
-            named = printable(question.question_id)
-            return [f"  <- {label} {outcome.value}: its question {named} was not answered"]
+            named = f"its question {closed.question}" if closed.question else "its question"
+            return [f"  <- {label} {outcome.value}: {named} was not answered"]
         return [f"  <- {label} {outcome.value}", f"    cause: {_bounded(failure_text(content))}"]
 
     def _permission(self, call: str, permission: Permission) -> list[str]:
@@ -455,16 +470,26 @@ class Progress:
         line = f"  problem: {message}"
         if call_id is None:
             self.emit(line)
-        else:
-            self._show(call_id, [line], prompt=False)
+        elif not self._held_back(call_id, [line]):
+            self._print(call_id, [line])
 
     # Grouping by tool call.
 
+    def _held_back(self, call: str, lines: list[str]) -> bool:
+        """Hold ``lines`` of ``call`` if another call's prompt is open; whether they were."""
+        if self._prompting is None or self._prompting == call:
+            return False
+        if lines:
+            self._held.append((call, lines))
+        return True
+
     def _show(self, call: str, lines: list[str], *, prompt: bool) -> None:
-        """Print ``lines`` of ``call`` now, or hold them while another call's prompt is open."""
-        if self._prompting is not None and self._prompting != call:
-            if lines:
-                self._held.append((call, lines))
+        """Print the ``lines`` of a step of ``call``, or hold them while another call prompts.
+
+        ``prompt``: the step opens a prompt for ``call``. The next step of the
+        call whose prompt is open is the one that closed it.
+        """
+        if self._held_back(call, lines):
             return
         self._print(call, lines)
         if self._prompting == call and not prompt:
