@@ -7,10 +7,18 @@ process. (What a person sees at a terminal is in test_terminal_pty.py.)
 from __future__ import annotations
 
 import re
-import sys
 from typing import TYPE_CHECKING
 
-from run_helpers import TOUR_SCENARIO, TOUR_SECRET, assert_paired, cli, every_byte, write
+from run_helpers import (
+    LOOPING,
+    TOUR_SCENARIO,
+    TOUR_SECRET,
+    assert_paired,
+    cli,
+    every_byte,
+    local_tools,
+    write,
+)
 
 from coordinator.cli._run_progress import CAUSE_LIMIT
 
@@ -18,35 +26,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pytest
-
-#: A local tool asking ``proceed`` again at every run, whatever it was told:
-#: the bug a limit on attempts is for.
-LOOPING = """
-import json, sys
-json.load(sys.stdin)
-question = {"id": "proceed", "text": "Proceed?", "answer_type": {"type": "boolean"}}
-print(json.dumps({"type": "needs_input", "question": question}))
-"""
-
-
-def scenario(
-    tmp_path: Path, tools: dict[str, str], calls: str, runs: dict[str, str] | None = None
-) -> Path:
-    """A one-turn, one-cycle scenario of local tools given by their Python source.
-
-    Each runs unattended, unless ``runs`` gives it another run mode.
-    """
-    defined = []
-    for name, source in tools.items():
-        program = write(tmp_path / f"{name}.py", source)
-        mode = (runs or {}).get(name, "unattended")
-        defined.append(
-            f'[tools.{name}]\ncommand = ["{sys.executable}", "{program}"]\nrun = "{mode}"\n'
-        )
-    return write(
-        tmp_path / "scenario.toml",
-        "".join(defined) + f'\n[[turns]]\nmessage = "Go."\n[[turns.cycles]]\ncalls = [{calls}]\n',
-    )
 
 
 def run(
@@ -74,7 +53,7 @@ def test_a_tool_whose_output_reads_like_a_skip_succeeded(
         for name, text in said.items()
     }
     calls = ", ".join(f'{{ tool = "{name}" }}' for name in said)
-    status, out, err = run(tmp_path, capsys, scenario(tmp_path, tools, calls), answers=None)
+    status, out, err = run(tmp_path, capsys, local_tools(tmp_path, tools, calls), answers=None)
     assert (status, err) == (0, "")
     for name, text in said.items():
         assert f"<- {name} succeeded: {text}" in out
@@ -86,7 +65,7 @@ def test_a_call_skipped_by_its_run_mode_or_the_person_is_no_failure(
 ) -> None:
     """Run mode skip and a person's n: each skip is said as what it is, and the status is 0."""
     success = 'print(\'{"type": "success", "content": "done"}\')\n'
-    path = scenario(
+    path = local_tools(
         tmp_path,
         {"skipped": success, "denied": success},
         '{ tool = "skipped" }, { tool = "denied" }',
@@ -152,7 +131,7 @@ for frame in range(60):
 print("PermissionError: the token " + token + " was refused by staging", file=sys.stderr)
 sys.exit(1)
 """
-    path = scenario(tmp_path, {"deploy": failing}, '{ tool = "deploy" }')
+    path = local_tools(tmp_path, {"deploy": failing}, '{ tool = "deploy" }')
     status, out, err = run(
         tmp_path, capsys, path, answers=f'[[answers]]\nvalue = "{TOUR_SECRET}"\n'
     )
@@ -175,7 +154,7 @@ def test_a_question_asked_again_says_which_attempt_until_the_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A tool asking one question nine times: each re-ask is said, then the refusal and why."""
-    path = scenario(tmp_path, {"loop": LOOPING}, '{ tool = "loop" }')
+    path = local_tools(tmp_path, {"loop": LOOPING}, '{ tool = "loop" }')
     answers = '[[answers]]\ntool = "loop"\nvalue = true\n' * 8
     status, out, err = run(tmp_path, capsys, path, answers=answers)
     assert status == 1
@@ -224,7 +203,7 @@ def test_parallel_calls_are_grouped_and_each_answer_follows_its_question(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two calls at once: a header names the call whenever the lines turn to the other one."""
-    path = scenario(tmp_path, {"ask": TWO_QUESTIONS}, '{ tool = "ask" }, { tool = "ask" }')
+    path = local_tools(tmp_path, {"ask": TWO_QUESTIONS}, '{ tool = "ask" }, { tool = "ask" }')
     status, out, err = run(tmp_path, capsys, path, answers='[[answers]]\nvalue = "x"\n' * 4)
     assert (status, err) == (0, "")
     lines = out.splitlines()

@@ -19,10 +19,12 @@ import orjson
 import pexpect
 import pytest
 from run_helpers import (
+    LOOPING,
     TOUR_SECRET,
     TOUR_TOOLS,
     assert_paired,
     every_byte,
+    local_tools,
     outcomes,
     responses,
     seeded,
@@ -381,25 +383,6 @@ def test_a_second_ctrl_c_at_a_prompt_stops_the_run(
     assert tool_responses["call_1_1_1"].content == INPUT_CANCELLED
     assert tool_responses["call_1_2_1"].content == INPUT_CANCELLED
     assert "call_1_3_1" not in tool_responses  # the run stopped before the third cycle
-
-
-def local_tools(tmp_path: Path, tools: dict[str, str], calls: str, extra: str = "") -> Path:
-    """A one-turn, one-cycle scenario of unattended local tools given by their Python source."""
-    programs = {name: write(tmp_path / f"{name}.py", source) for name, source in tools.items()}
-    defined = "".join(
-        f'[tools.{name}]\ncommand = ["{sys.executable}", "{program}"]\nrun = "unattended"\n'
-        for name, program in programs.items()
-    )
-    turn = f'[[turns]]\nmessage = "Go."\n[[turns.cycles]]\ncalls = [{calls}]\n'
-    return write(tmp_path / "scenario.toml", defined + extra + turn)
-
-
-LOOPING = """
-import json, sys
-json.load(sys.stdin)
-question = {"id": "proceed", "text": "Proceed?", "answer_type": {"type": "boolean"}}
-print(json.dumps({"type": "needs_input", "question": question}))
-"""
 
 
 def test_a_question_asked_again_is_said_at_each_prompt_until_the_limit(
