@@ -104,9 +104,9 @@ CAUSE_LIMIT = 400
 _CAUSE_HEAD = 100
 
 #: The outcomes that count as a failed tool call (the exit status says so).
-FAILED_OUTCOMES = frozenset({CallOutcome.FAILED, CallOutcome.UNAVAILABLE})
+_FAILED_OUTCOMES = frozenset({CallOutcome.FAILED, CallOutcome.UNAVAILABLE})
 #: The resolutions of a question closed without an answer.
-UNANSWERED = frozenset({Resolution.CANCELLED, Resolution.REFUSED, Resolution.FAILED})
+_UNANSWERED = frozenset({Resolution.CANCELLED, Resolution.REFUSED, Resolution.FAILED})
 
 _ANSWERED_BY = {
     Resolution.PERSON: "by the person",
@@ -260,7 +260,7 @@ class Progress:
     @property
     def failed_calls(self) -> int:
         """How many tool calls failed (or named a tool that is not there)."""
-        return sum(outcome in FAILED_OUTCOMES for _, _, outcome in self.outcomes)
+        return sum(outcome in _FAILED_OUTCOMES for _, _, outcome in self.outcomes)
 
     # What the runner appends itself.
 
@@ -397,7 +397,7 @@ class Progress:
         # cancelled while it waited) is printed now, before what became of it.
         lines = self._question_line(asked)
         named = asked.named
-        if resolution in UNANSWERED:
+        if resolution in _UNANSWERED:
             self.unanswered += 1
             cancelled = _first(records, Cancelled)
             reason = cancelled.reason.as_str() if cancelled is not None else "?"
@@ -430,10 +430,10 @@ class Progress:
         content = response.content if response is not None else ""
         if outcome is CallOutcome.SUCCEEDED:
             return [f"  <- {label} succeeded: {_one_line(content)}"]
-        if outcome not in FAILED_OUTCOMES:
+        if outcome not in _FAILED_OUTCOMES:
             return [f"  <- {label} {outcome.value}"]
         question = facts.question
-        if closed is not None and question is not None and question.resolution in UNANSWERED:
+        if closed is not None and question is not None and question.resolution in _UNANSWERED:
             # The step closed the call's question unanswered: its cause is printed above.
             named = f"its question {closed.question}" if closed.question else "its question"
             return [f"  <- {label} {outcome.value}: {named} was not answered"]
