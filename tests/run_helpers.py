@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,40 @@ def seeded(path: Path) -> Path:
     return seed
 
 
+def local_tools(
+    tmp_path: Path,
+    tools: dict[str, str],
+    calls: str,
+    *,
+    runs: dict[str, str] | None = None,
+    extra: str = "",
+) -> Path:
+    """A one-turn, one-cycle scenario of local tools given by their Python source.
+
+    Each runs unattended, unless ``runs`` gives it another run mode; ``extra``
+    is TOML added after the tools (their questions' configuration, say).
+    """
+    defined = []
+    for name, source in tools.items():
+        program = write(tmp_path / f"{name}.py", source)
+        mode = (runs or {}).get(name, "unattended")
+        defined.append(
+            f'[tools.{name}]\ncommand = ["{sys.executable}", "{program}"]\nrun = "{mode}"\n'
+        )
+    turn = f'\n[[turns]]\nmessage = "Go."\n[[turns.cycles]]\ncalls = [{calls}]\n'
+    return write(tmp_path / "scenario.toml", "".join(defined) + extra + turn)
+
+
+#: A local tool asking ``proceed`` again at every run, whatever it was told:
+#: the bug a limit on attempts is for.
+LOOPING = """
+import json, sys
+json.load(sys.stdin)
+question = {"id": "proceed", "text": "Proceed?", "answer_type": {"type": "boolean"}}
+print(json.dumps({"type": "needs_input", "question": question}))
+"""
+
+
 def every_byte(directory: Path) -> bytes:
     """Every file under ``directory``, concatenated."""
     return b"".join(path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file())
@@ -134,6 +169,7 @@ def assert_paired(directory: Path) -> Conversation:
 
 
 __all__ = [
+    "LOOPING",
     "PROJECT",
     "TOKEN_SHA256",
     "TOOLS",
@@ -147,6 +183,7 @@ __all__ = [
     "calls",
     "cli",
     "every_byte",
+    "local_tools",
     "outcomes",
     "payloads",
     "responses",

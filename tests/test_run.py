@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -106,6 +107,29 @@ def test_the_assistants_question_is_recorded_as_the_assistants(
     assert request["source"] == {"source": "assistant"}
 
 
+def test_the_assistants_question_is_shown_without_its_made_up_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ask_user's question id is made up by the builtin: shown only with --verbose."""
+    _, out, _ = run_tour(tmp_path / "plain", capsys)
+    assert "? the assistant asks (boolean): Shall I open a pull request with these changes?" in out
+    assert "= ask_user: answered by the person: false" in out
+    made_up = re.compile(r"answer_[0-9a-f]{8}")
+    assert not made_up.search(out)
+    _, verbose, _ = cli(
+        "run",
+        TOUR_SCENARIO,
+        "--answers",
+        TOUR_ANSWERS,
+        "--verbose",
+        "--conversation",
+        tmp_path / "verbose",
+        capsys=capsys,
+    )
+    assert re.search(r"\? the assistant asks answer_[0-9a-f]{8} \(boolean\)", verbose)
+    assert re.search(r"= ask_user \[call_1_5_1\] · answer_[0-9a-f]{8}: answered", verbose)
+
+
 def test_running_again_appends_a_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A second run of the tour adds a second complete turn to the same conversation."""
     directory = tmp_path / "tour"
@@ -180,7 +204,7 @@ def test_no_terminal_sends_questions_to_the_model_and_cancels_secrets(
     status, out, _ = cli(
         "run", TOUR_SCENARIO, "--no-tty", "--conversation", directory, capsys=capsys
     )
-    assert status == 0
+    assert status == 1  # every call failed: its question went unanswered
     conversation = assert_paired(directory)
     found = outcomes(conversation)
     token = by_question(found, "token")[0]
@@ -298,7 +322,11 @@ def test_permission_replies_from_an_answers_file(
     assert found["call_1_3_1"].content == "Tool skipped by user."
     assert found["call_1_4_1"].content == "Tool skipped by user (remembered)."
     assert "with edited arguments" in out
-    assert "3 skipped" in out
+    assert "! permission for fs_modify_file: skip: not before lunch" in out
+    assert "! permission for release: skip (remembered for this turn)" in out
+    assert "! permission for release: skip, from an earlier N in this turn" in out
+    assert "2 skipped by the user" in out
+    assert "1 skipped, remembered" in out
 
 
 def test_a_scripted_cancellation_is_the_users(
@@ -316,7 +344,7 @@ def test_a_scripted_cancellation_is_the_users(
         cancel = true
         """,
     )
-    assert status == 0
+    assert status == 1  # a question ended without an answer
     conversation = assert_paired(directory)
     (cancelled,) = outcomes(conversation).values()
     assert cancelled == Cancelled(id="call_1_1_1.bump.1", reason=CancellationReason.USER)
@@ -373,7 +401,7 @@ def test_a_scripted_backend_failure_is_recorded(
         """,
         extra=TO_THE_MODEL,
     )
-    assert status == 0
+    assert status == 1
     conversation = assert_paired(directory)
     (cancelled,) = outcomes(conversation).values()
     assert cancelled == Cancelled(id="call_1_1_1.bump.1", reason=CancellationReason.BACKEND_ERROR)
@@ -381,6 +409,9 @@ def test_a_scripted_backend_failure_is_recorded(
     assert failed.is_error
     assert "overloaded" in failed.content
     assert "1 failed" in out
+    assert "x release · bump: cancelled (backend_error): the model could not answer" in out
+    (cause,) = [line for line in out.splitlines() if line.startswith("      cause: ")]
+    assert "overloaded" in cause
 
 
 def test_a_conversation_changed_under_the_run_is_not_overwritten(
@@ -418,7 +449,7 @@ def test_a_conversation_changed_under_the_run_is_not_overwritten(
 
 
 def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
-    """SIGINT mid-run: the running call is answered as interrupted, saved, exit 1."""
+    """SIGINT mid-run: the running call is answered as interrupted, saved, exit 3."""
     slow = write(
         tmp_path / "slow.py",
         """
@@ -458,7 +489,7 @@ def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
                 break  # the call is being run: interrupt it
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
-    assert process.returncode == 1
+    assert process.returncode == 3  # a turn left incomplete
     assert "interrupted: 0 of 2 turns completed" in err
     conversation = assert_paired(directory)
     assert responses(conversation)["call_1_1_1"].content == "Tool call was interrupted."
@@ -831,7 +862,7 @@ def test_the_scenarios_backend_is_checked_even_when_replaced(
 
 
 def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
-    """Output closed early (`| head`): no traceback, one line on stderr, exit 1, all saved."""
+    """Output closed early (`| head`): no traceback, one line on stderr, exit 3, all saved."""
     go = tmp_path / "go"
     # The tool finishes only once the reader has gone: its result is then the
     # first line written to the closed pipe.
@@ -878,7 +909,7 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
         process.stdout.close()
         go.touch()
         _, err = process.communicate(timeout=30)
-    assert process.returncode == 1
+    assert process.returncode == 3
     assert err == "inquiry: standard output was closed: stopped after 0 of 2 turns\n"
     conversation = assert_paired(directory)
     # The first cycle's call was answered and saved; the second cycle never began.

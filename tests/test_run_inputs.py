@@ -21,7 +21,7 @@ from coordinator.cli._run import run_scenario
 from coordinator.cli._run_players import WatchedPrompter
 from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunOptions
-from coordinator.cli._scenario import load_scenario, parse_scenario
+from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
 from coordinator.driver._toml_fields import check_keys
 from machines import CancellationReason, Cancelled, InquirySource, Question, ShowQuestion
@@ -330,8 +330,7 @@ def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
         async def ask_question(self, _prompt: ShowQuestion) -> QuestionAnswer:
             return QuestionAnswer(value=5)
 
-    stub = parse_scenario({"turns": [{"message": "m"}]}, origin="s.toml", directory=Path.cwd())
-    progress = Progress(lambda _: None, stub)
+    progress = Progress(lambda _: None)
     prompt = ShowQuestion(
         inquiry_id="c.q.1",
         tool_call_id="c",

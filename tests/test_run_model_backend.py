@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from typing import TYPE_CHECKING
 
 import pytest
@@ -162,7 +163,7 @@ def test_a_failing_provider_is_a_backend_error_on_the_record(
     with FakeAPI() as api:
         api.reply(kit.error(500, "the fake is down"))
         status, out, _, directory = run_with_backend(tmp_path, capsys, kit, api.base_url)
-    assert status == 0
+    assert status == 1  # the turn completed, but a question went unanswered
     conversation = assert_paired(directory)
     (fix,) = [r for i, r in outcomes(conversation).items() if ".fix." in i]
     assert fix == Cancelled(id=fix.id, reason=CancellationReason.BACKEND_ERROR)
@@ -204,3 +205,29 @@ def test_a_key_given_for_the_variables_name_is_not_echoed(
     assert "--api-key-env: no API key" in err
     assert "name of the variable" in err
     assert "Zx81kQ" not in err + out
+
+
+def test_a_backend_that_cannot_connect_shows_the_providers_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing listens at the base URL: the cause line under the cancelled question names it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    with socket.socket() as unused:  # a port nothing listens on once it is closed
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}"
+    status, out, err, _ = run_with_backend(tmp_path, capsys, PROVIDER_KITS[0], base_url)
+    assert status == 1
+    assert err == (
+        "inquiry: 1 of 6 tool calls failed and 1 question was not answered "
+        "(the summary lists them)\n"
+    )
+    lines = out.splitlines()
+    cancelled = lines.index(
+        "    x lint · fix: cancelled (backend_error): the model could not answer"
+    )
+    cause = lines[cancelled + 1]
+    assert cause.startswith("      cause: The tool 'lint' asked a follow-up question")
+    assert f"anthropic: could not connect to {base_url}" in cause
+    assert "..." not in cause  # whole: not cut
+    assert lines[cancelled + 2] == "  <- lint failed: its question fix was not answered"

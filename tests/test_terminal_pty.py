@@ -12,16 +12,19 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 from typing import TYPE_CHECKING
 
 import orjson
 import pexpect
 import pytest
 from run_helpers import (
+    LOOPING,
     TOUR_SECRET,
     TOUR_TOOLS,
     assert_paired,
     every_byte,
+    local_tools,
     outcomes,
     responses,
     seeded,
@@ -99,7 +102,7 @@ class Session:
 
     def expect(self, text: str) -> None:
         """Wait until ``text`` has been written to the terminal."""
-        self.child.expect_exact(text)
+        self.child.expect_exact(text.encode())
 
     def type(self, keys: str) -> None:
         """Type ``keys``."""
@@ -132,8 +135,8 @@ def session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     """
     started: list[Session] = []
 
-    def start(scenario: Path, *, verbose: bool = True) -> Session:
-        run = Session(tmp_path, scenario, ("--verbose",) if verbose else ())
+    def start(scenario: Path, *, verbose: bool = True, options: Sequence[str] = ()) -> Session:
+        run = Session(tmp_path, scenario, ("--verbose",) * verbose + tuple(options))
         started.append(run)
         return run
 
@@ -213,7 +216,7 @@ def test_cancelling_a_prompt_cancels_that_question_only(
     run.expect("call_1_2_1.apply_changes.1")
     run.expect(BOOLEAN)
     run.type("n\r")
-    assert run.finish() == 0
+    assert run.finish() == 1  # a question ended without an answer
     conversation = assert_paired(run.directory)
     found = outcomes(conversation)
     assert found[cancelled] == Cancelled(id=cancelled, reason=CancellationReason.USER)
@@ -288,7 +291,7 @@ def test_permission_print_reason_and_edit(tmp_path: Path, session: Callable[...,
     run.type("r\r")
     run.expect("Why skip it?")
     run.type("not now\r")
-    run.expect("Tool skipped by user: not now")
+    run.expect("skip: not now")
 
     run.expect("[call_1_2_1]")
     run.expect(PERMISSION)
@@ -368,7 +371,7 @@ def test_a_second_ctrl_c_at_a_prompt_stops_the_run(
     run.expect(BOOLEAN)
     run.type(CTRL_C)
     run.expect("stopping the run")
-    assert run.finish() == 1
+    assert run.finish() == 3  # a turn left incomplete
     assert "inquiry: interrupted" in run.screen
     conversation = assert_paired(run.directory)
     assert list(outcomes(conversation).values()) == [
@@ -380,3 +383,80 @@ def test_a_second_ctrl_c_at_a_prompt_stops_the_run(
     assert tool_responses["call_1_1_1"].content == INPUT_CANCELLED
     assert tool_responses["call_1_2_1"].content == INPUT_CANCELLED
     assert "call_1_3_1" not in tool_responses  # the run stopped before the third cycle
+
+
+def test_a_question_asked_again_is_said_at_each_prompt_until_the_limit(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """A tool asking one question nine times: each re-ask is said on screen, then the refusal."""
+    run = session(local_tools(tmp_path, {"loop": LOOPING}, '{ tool = "loop" }'), verbose=False)
+    for attempt in range(1, 9):
+        if attempt > 1:
+            run.expect(f"? loop asks proceed: asked again, attempt {attempt} of 8")
+        run.expect("Proceed?")
+        run.expect(BOOLEAN)
+        run.type("y\r")
+    run.expect("? loop asks proceed (boolean; asked again, attempt 9: more than the 8 allowed)")
+    run.expect("x loop · proceed: cancelled (attempts_exhausted): refused before anyone was asked")
+    run.expect("cause: The tool 'loop' asked question 'proceed' (\"Proceed?\") again after 8")
+    run.expect("<- loop failed: its question proceed was not answered")
+    assert run.finish() == 1
+    # Each prompt, then the refused ask (no prompt showed it) and its cause.
+    assert run.screen.count("Proceed?") == 8 + 2
+
+
+ASKS_A_NAME = """
+import json, sys
+answers = json.load(sys.stdin)["answers"]
+if "name" not in answers:
+    question = {"id": "name", "text": "Your name?", "answer_type": {"type": "text"}}
+    print(json.dumps({"type": "needs_input", "question": question}))
+    sys.exit(0)
+print(json.dumps({"type": "success", "content": "hello " + answers["name"]}))
+"""
+
+# Asks the model its question only once the other call's question is saved,
+# that is, while that question's prompt is on screen.
+ASKS_THE_MODEL_MEANWHILE = """
+import json, pathlib, sys, time
+answers = json.load(sys.stdin)["answers"]
+if "fix" in answers:
+    print(json.dumps({"type": "success", "content": "fixed"}))
+    sys.exit(0)
+events = pathlib.Path("../events.json")
+while b"call_1_1_1.name.1" not in (events.read_bytes() if events.exists() else b""):
+    time.sleep(0.01)
+question = {"id": "fix", "text": "Fix it?", "answer_type": {"type": "boolean"}}
+print(json.dumps({"type": "needs_input", "question": question}))
+"""
+
+
+def test_an_answer_is_printed_under_its_prompt_not_under_another_calls_lines(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """What a parallel call did while a prompt was open comes after the prompt's answer, headed."""
+    scenario = local_tools(
+        tmp_path,
+        {"asker": ASKS_A_NAME, "quick": ASKS_THE_MODEL_MEANWHILE},
+        '{ tool = "asker" }, { tool = "quick" }',
+        extra='[tools.quick.questions.fix]\ntarget = "assistant"\n',
+    )
+    answers = write(tmp_path / "answers.toml", '[[model]]\nquestion = "fix"\nvalue = true\n')
+    run = session(scenario, verbose=False, options=("--tty", "--answers", str(answers)))
+    run.expect("Your name?")
+    run.expect(">")
+    # The model's answer to the other call is saved before that call runs again.
+    events = run.directory / "events.json"
+    deadline = time.monotonic() + 30
+    while events.read_bytes().count(b"call_1_1_2.fix.1") < 2:
+        assert time.monotonic() < deadline, "the other call never asked the model"
+        time.sleep(0.02)
+    run.type("Ada\r")
+    assert run.finish() == 0
+    screen = run.screen
+    by_person = screen.index('= asker · name: answered by the person: "Ada"')
+    by_model = screen.index("= quick · fix: answered by the model: true")
+    assert by_person < by_model
+    assert screen.index("? quick asks fix (boolean; for the model): Fix it?") > by_person
+    assert by_person < screen.index("[quick]", by_person) < by_model
+    assert screen.count("Your name?") == 1

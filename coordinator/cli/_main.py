@@ -15,14 +15,15 @@
   play a scenario's turns through the tool coordinator into a conversation
   directory (created if missing, appended to if not), prompting at the
   terminal when there is one (:mod:`coordinator.cli._run`; the scenario and
-  answers formats are in ``examples/README.md``). Exit status 1 when a turn
-  did not complete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
-  (``docs/cli.md``).
+  answers formats are in ``examples/README.md``). Exit status 1 when a tool
+  call failed or a question went unanswered, 3 when a turn was left
+  incomplete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
+  (:mod:`coordinator.cli._run_result`, ``docs/cli.md``).
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
-success, 1 when diagrams are stale or a turn of ``inquiry run`` did not
-complete, 2 when an input cannot be read or an output cannot be written
-(nothing is written then). Paths are printed, and put in JSON, with any bytes
+success, 1 when diagrams are stale or a tool call of ``inquiry run`` failed,
+2 when an input cannot be read or an output cannot be written (nothing is
+written then). Paths are printed, and put in JSON, with any bytes
 of their names that are not UTF-8 shown as U+FFFD
 (:func:`coordinator._text.shown_path`), in errors too.
 
@@ -263,7 +264,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
 
     from coordinator.cli._run import run_scenario  # noqa: PLC0415 - see above
     from coordinator.cli._run_result import (  # noqa: PLC0415 - see above
-        EXIT_INCOMPLETE,
+        EXIT_INCOMPLETE_TURN,
         RunError,
         RunOptions,
     )
@@ -293,7 +294,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         return error.status
     except KeyboardInterrupt:
         _error("interrupted")
-        return EXIT_INCOMPLETE
+        return EXIT_INCOMPLETE_TURN
     if result.reason is not None:
         _error(result.reason)
     return result.status

@@ -9,12 +9,13 @@ a module of its own:
 
 - :mod:`coordinator.cli._run_result`: the options, the result and the exit
   statuses;
-- :mod:`coordinator.cli._run_players`: who plays the person and the model,
-  watched to learn who answered;
+- :mod:`coordinator.cli._run_players`: who plays the person and the model
+  (an answers file that does not fit them is a problem of the run);
 - :mod:`coordinator.cli._run_tools`: an executor for each tool
   (``build_executors``), and the environment local tools run with;
 - :mod:`coordinator.cli._run_workspace`: seeding the workspace;
-- :mod:`coordinator.cli._run_progress`: progress as it happens, and the summary;
+- :mod:`coordinator.cli._run_progress`: progress as it happens, from the
+  coordinator's typed step facts, and the summary;
 - :mod:`coordinator.cli._run_signals`: stopping on a signal;
 - :mod:`coordinator.cli._run_play`: the play loop itself.
 
@@ -25,10 +26,13 @@ Rules:
 2. The conversation is saved after each user message and at the end of each
    turn (the coordinator saves in between, before every question).
 3. Exit status (:mod:`coordinator.cli._run_result`): 0 when every turn
-   completed; 1 when one did not (interrupted, or the answers file had no
-   reply for a prompt, or one that does not fit it), with the reason as one
-   line on stderr; 2 when an input cannot be read or the conversation cannot
-   be written; 128 + N when signal N (SIGTERM, SIGHUP) stopped the run.
+   completed, every tool call that ran succeeded and every question was
+   answered (a skipped call is no failure); 1 when a tool call failed or a
+   question ended without an answer, or the answers file did not fit a
+   prompt; 2 when an input cannot be read or the conversation cannot be
+   written; 3 when a turn was left incomplete (Ctrl-C, the output closed);
+   128 + N when signal N (SIGTERM, SIGHUP) stopped the run. For any but 0,
+   the reason is one line on stderr.
 4. The run's secrets (the backend's API key, the answers file's
    ``value_env`` variables) are read, then withdrawn from the process's
    environment before anything is written or any tool runs
@@ -36,7 +40,7 @@ Rules:
 5. When standard output is closed under the run (``inquiry run ... | head``),
    nothing more is printed there (it is pointed at the null device, as the
    Python documentation advises) and the run stops as on Ctrl-C: every open
-   tool call and question is closed and saved, and the exit status is 1.
+   tool call and question is closed and saved, and the exit status is 3.
 6. At the end, the answers file's entries no prompt used are named.
 """
 
@@ -61,18 +65,22 @@ from coordinator.cli._run_players import (
 from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunResult
 from coordinator.cli._run_signals import Stop
-from coordinator.cli._run_tools import build_executors, mcp_toolbox, observing, withdraw_secrets
+from coordinator.cli._run_tools import build_executors, mcp_toolbox, withdraw_secrets
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
 from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import ScriptedPrompter
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._tool_coordinator import ToolCoordinator
 from coordinator.store._store import Conversation, load_conversation, save_conversation
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from coordinator.adapters.mcp import McpToolbox
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario
+    from coordinator.driver import InquiryBackend, Prompter, StepFacts
+    from coordinator.driver._executors import Executor
 
 __all__ = ["run_scenario"]
 
@@ -100,9 +108,7 @@ async def run_scenario(
     stop = Stop()
     player = person(options, script, terminal=terminal, out=out, stop=stop)
     prompter, emit = player.prompter, player.emit
-    progress = Progress(
-        emit, scenario, verbose=options.verbose, prompts_show_questions=player.interactive
-    )
+    progress = Progress(emit, verbose=options.verbose, prompts_show_questions=player.interactive)
 
     scripted_model = script.backend() if script else None
     model_player = model(options, scenario, scripted_model)
@@ -135,25 +141,26 @@ async def run_scenario(
         except OSError as error:
             raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
         seed_workspace(scenario, workspace, path)
-        watched = WatchedPrompter(prompter, progress) if prompter is not None else None
         mcp = mcp_toolbox(scenario, workspace)
         if mcp is not None:
             stack.push_async_callback(mcp.aclose)
-        coordinator = ToolCoordinator(
-            conversation,
+        tools = build_executors(
             # A tool is given the id as JSON text: U+FFFD for a byte of the name that is not UTF-8.
-            tools=build_executors(
-                scenario, workspace, shown_path(path.resolve().name), environment, mcp
-            ),
-            config=scenario.config,
-            # The MCP toolbox shows the person a URL request's whole link, which no record holds.
-            prompter=mcp.prompter(watched) if mcp is not None and watched is not None else watched,
-            backend=WatchedBackend(backend, progress) if backend is not None else None,
-            terminal=prompter is not None,
-            system_parts=scenario.system,
-            on_step=observing(progress.record, *([mcp.observe] if mcp else [])),
+            scenario,
+            workspace,
+            shown_path(path.resolve().name),
+            environment,
+            mcp,
         )
-        progress.turn_state = lambda: coordinator.turn_state
+        coordinator = _coordinator(
+            conversation,
+            scenario=scenario,
+            tools=tools,
+            mcp=mcp,
+            prompter=prompter,
+            backend=backend,
+            progress=progress,
+        )
         result = await play(
             scenario, conversation, coordinator, progress, player.output, stop=stop
         )
@@ -165,11 +172,49 @@ async def run_scenario(
     )
     unused = unused_entries(
         prompter if isinstance(prompter, ScriptedPrompter) else None,
-        scripted_model if backend is scripted_model else None,
+        scripted_model if model_player.backend is scripted_model else None,
     )
     if unused:
         emit(f"note: entries of the answers file no prompt used: {', '.join(unused)}")
     return result
+
+
+def _coordinator(
+    conversation: Conversation,
+    *,
+    scenario: Scenario,
+    tools: dict[str, Executor],
+    mcp: McpToolbox | None,
+    prompter: Prompter | None,
+    backend: InquiryBackend | None,
+    progress: Progress,
+) -> ToolCoordinator:
+    """The coordinator of the run: its steps told to ``progress`` (and to the MCP toolbox).
+
+    The person and the answers file's ``[[model]]`` are watched for an
+    answers file that does not fit the scenario; who answered what, the
+    progress learns from the steps.
+    """
+    watched = WatchedPrompter(prompter, progress) if prompter is not None else None
+    if isinstance(backend, ScriptedInquiryBackend):
+        backend = WatchedBackend(backend, progress)
+    observers = [progress.step, *([mcp.observe] if mcp is not None else [])]
+
+    def on_step(step: StepFacts) -> None:
+        for observe in observers:
+            observe(step)
+
+    return ToolCoordinator(
+        conversation,
+        tools=tools,
+        config=scenario.config,
+        # The MCP toolbox shows the person a URL request's whole link, which no record holds.
+        prompter=mcp.prompter(watched) if mcp is not None and watched is not None else watched,
+        backend=backend,
+        terminal=prompter is not None,
+        system_parts=scenario.system,
+        on_step=on_step,
+    )
 
 
 def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bool]:

@@ -4,8 +4,11 @@ Theory of operation: for each turn, :func:`play` appends a ``turn_start``
 and the user's ``chat_request`` and saves; for each cycle the assistant's
 ``chat_response`` and its ``tool_call_request`` entries, then awaits
 :meth:`~coordinator.ToolCoordinator.run`, which resolves every question and
-records every step (saving before every question). A closing reply, when
-the scenario gives one, ends the turn, and the turn is saved.
+records every step (saving before every question), telling each to the
+progress (:meth:`~coordinator.cli._run_progress.Progress.step`). A closing
+reply, when the scenario gives one, ends the turn, and the turn is saved.
+What the progress counted (failed calls, unanswered questions) goes into the
+:class:`~coordinator.cli._run_result.RunResult` with the turns completed.
 
 A stop (:mod:`coordinator.cli._run_signals`: Ctrl-C, SIGTERM, SIGHUP, or
 standard output closed under the run) cancels the batch in hand: the
@@ -95,6 +98,9 @@ async def play(
         turns=len(scenario.turns),
         completed=completed,
         problems=tuple(progress.problems),
+        tool_calls=len(progress.outcomes),
+        failed_calls=progress.failed_calls,
+        unanswered=progress.unanswered,
         interrupted=stop.requested() and not closed and stop.signal is None,
         output_closed=closed,
         stopped_by=stop.signal,
@@ -148,4 +154,7 @@ async def _play_cycle(
         stream.append(ChatResponse.message(cycle.message))
     for request in requests:
         stream.append(request)
-    await coordinator.run(requests)
+    try:
+        await coordinator.run(requests)
+    finally:
+        progress.cycle_done()

@@ -16,11 +16,13 @@ and where progress is printed:
 answers file's ``[[model]]`` entries, else the scenario's ``[backend]``
 table, else none (questions routed to it are cancelled as ``backend_error``).
 
-The coordinator is handed both wrapped (:class:`WatchedPrompter`,
-:class:`WatchedBackend`), so that :class:`~coordinator.cli._run_progress.Progress`
-learns who answered each question, and an answers file that does not fit
-the scenario (no reply for a prompt, or a reply the question cannot take)
-is a problem of the run, named by the file's entry. At the end,
+Who answered each question, and what was said to a permission prompt, the
+coordinator's step facts tell :class:`~coordinator.cli._run_progress.Progress`.
+What they cannot tell is the answers file's own fault: the coordinator is
+handed the person and the scripted model wrapped (:class:`WatchedPrompter`,
+:class:`WatchedBackend`), so that an answers file that does not fit the
+scenario (no reply for a prompt, or a reply the question cannot take) is a
+problem of the run, named by the file's entry. At the end,
 :func:`unused_entries` names the answers file's entries no prompt used.
 """
 
@@ -49,7 +51,6 @@ from coordinator.driver._prompting import (
     ScriptedPrompter,
     ScriptExhaustedError,
 )
-from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._toml_fields import join_key, name_key
 from machines import AnswerKind, SecretValue
 from machines._json import json_type
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from coordinator.cli._scenario import Scenario
     from coordinator.driver._backend import InquiryTask
     from coordinator.driver._prompting import PermissionAnswer, QuestionAnswer
+    from coordinator.driver._scripted_backend import ScriptedInquiryBackend
     from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion, ToolAnswer
 
 __all__ = [
@@ -180,7 +182,7 @@ def person(
 
 
 class WatchedPrompter:
-    """Passes prompts to the real prompter, noting who answered what."""
+    """Passes prompts to the real prompter; a scripted reply that does not fit is a problem."""
 
     def __init__(self, prompter: Prompter, progress: Progress) -> None:
         self.prompter = prompter
@@ -188,15 +190,13 @@ class WatchedPrompter:
 
     async def ask_permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
         try:
-            answer = await self.prompter.ask_permission(prompt)
-        except PromptCancelled:
-            self.progress.permission(prompt, None)
-            raise
+            return await self.prompter.ask_permission(prompt)
         except ScriptExhaustedError as error:
-            self.progress.problem(f"the answers file: {error} (the tool call was skipped)")
+            self.progress.problem(
+                f"the answers file: {error} (the tool call was skipped)",
+                call_id=prompt.tool_call_id,
+            )
             raise PromptCancelled from None  # reported here; the coordinator need not log it
-        self.progress.permission(prompt, answer)
-        return answer
 
     async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
         scripted = self.prompter if isinstance(self.prompter, ScriptedPrompter) else None
@@ -204,7 +204,10 @@ class WatchedPrompter:
         try:
             answer = await self.prompter.ask_question(prompt)
         except ScriptExhaustedError as error:
-            self.progress.problem(f"the answers file: {error} (the question was cancelled)")
+            self.progress.problem(
+                f"the answers file: {error} (the question was cancelled)",
+                call_id=prompt.tool_call_id,
+            )
             raise PromptCancelled from None  # reported here; the coordinator need not log it
         if scripted is not None and not _fits(prompt.question, answer.value):
             # The file does not fit the prompt, as when it has no reply: a
@@ -214,10 +217,10 @@ class WatchedPrompter:
             entry = f"answers[{taken[0]}]" if taken else "an entry"
             self.progress.problem(
                 f"the answers file's {entry} does not fit {_asked(prompt)}: "
-                f"{_misfit(prompt.question, answer.value)} (the question was cancelled)"
+                f"{_misfit(prompt.question, answer.value)} (the question was cancelled)",
+                call_id=prompt.tool_call_id,
             )
             raise PromptCancelled
-        self.progress.person_answered(prompt, remember=answer.remember)
         return answer
 
 
@@ -249,22 +252,22 @@ def _misfit(question: Question, value: ToolAnswer) -> str:
 
 
 class WatchedBackend:
-    """Passes questions to the real backend, noting which it was asked."""
+    """Passes questions to the answers file's ``[[model]]``; one without a reply is a problem."""
 
-    def __init__(self, backend: InquiryBackend, progress: Progress) -> None:
+    def __init__(self, backend: ScriptedInquiryBackend, progress: Progress) -> None:
         self.backend = backend
         self.progress = progress
 
     async def answer(self, task: InquiryTask) -> JsonValue:
-        self.progress.model_asked(task.inquiry_id)
-        scripted = self.backend if isinstance(self.backend, ScriptedInquiryBackend) else None
-        before = scripted.remaining if scripted is not None else 0
+        before = self.backend.remaining
         try:
             return await self.backend.answer(task)
         except InquiryBackendError as error:
-            if scripted is not None and scripted.remaining == before:
+            if self.backend.remaining == before:
                 # Nothing in the script matched: the answers file does not fit the scenario.
-                self.progress.problem(f"the answers file's [[model]]: {error}")
+                self.progress.problem(
+                    f"the answers file's [[model]]: {error}", call_id=task.tool_call_id
+                )
             raise
 
 

@@ -1,35 +1,63 @@
-"""Progress and the summary of ``inquiry run``: what happens, printed as it happens, and counted.
+"""Progress of ``inquiry run``: what happens, told as it happens, then the summary.
 
-Theory of operation: :class:`Progress` is told what happens from three
-sides, and prints one line for each: what the play loop appends itself (the
-user's message, the assistant's, each tool call), every record the
-coordinator appends (through ``on_record``: a question asked, its answer or
-cancellation, a tool call's response), and what the players saw (who
-answered a question, what was said to a permission prompt, a problem with
-the answers file; :mod:`coordinator.cli._run_players` tells it). At the end
-it prints the summary: turns, each tool call's outcome, and the questions by
-outcome and by who answered them.
+Theory of operation: :class:`Progress` is told two things. What the runner
+does itself (a user message, an assistant message, the calls of a cycle),
+and, as the coordinator's ``on_step`` (:meth:`Progress.step`), the typed
+facts of every machine step (:class:`~coordinator.driver.StepFacts`).
+Everything it says about a tool call comes from those facts:
 
-Who answered a question is known from the prompter and the backend, and
-otherwise from the configuration (a static answer) or the turn's memory (a
-remembered ``Y``). Which tool call asked a question is never read from its
-inquiry id, which is opaque (RFD 082): the coordinator's turn state counts
-each question per tool call, and the call whose count went up is the one
-that asked. Whether an answer was remembered is read from the turn's
-memory, not from what the person asked for.
+- the call that asked a question is the step's tool call (the step whose
+  records hold the ``InquiryRequest``); an inquiry id is opaque (RFD 082) and
+  never read;
+- who answered is the question's ``resolution`` (the person, the model, the
+  configuration, the turn's memory), and whether the turn now remembers the
+  answer is ``question.remembered``;
+- why a question went unanswered is its ``Cancelled`` record's reason, and
+  the cause is ``question.failure``, what the tool was told;
+- a re-asked question is ``question.attempt`` of ``question.max_attempts``;
+- a call's outcome is ``outcome``; the permission line is ``permission``; a
+  secret question's default is one of ``notices``.
+
+The players (:mod:`coordinator.cli._run_players`) add only what the facts
+cannot say: an answers file that does not fit the scenario (:meth:`Progress.problem`).
+Nothing here reads a response's text to learn what happened. The one thing
+read from a response is how to show it: a failed call's recorded content, when
+it is the local-tool protocol's error object (JSON with a ``message``), is
+spelled out as its parts, in words (:func:`failure_text`).
+
+Lines:
+
+- ``->`` a tool call and its arguments; ``?`` a question (who asks, its id,
+  its type, its text, and ``asked again, attempt 3 of 8`` when it is asked
+  again); ``=`` an answer, naming its call and question, and who gave it;
+  ``x`` a question closed without an answer, and why; ``!`` a permission
+  decision, or something the run must be told (a secret question's default);
+  ``<-`` the call's outcome; ``cause:`` under a failure, the whole reason in
+  plain words (at most :data:`CAUSE_LIMIT` characters: a longer one keeps its
+  beginning and its end, which names the error, and says how much was cut).
+- At a terminal a question the person's prompt shows is not printed again
+  (a re-ask gets a line of its own); every other question is printed once,
+  with ``for the model`` when it goes to the model.
+- Grouped by tool call: in a cycle of several calls, a header line
+  ``[lint]`` names the call whenever the lines turn to another call; and
+  while a call's prompt is open (its question or its permission, at the
+  terminal or from the answers file), the lines of the other calls are held
+  and printed, grouped by call, once it is answered: an answer is never
+  printed under another call's lines. A prompt is never held.
 
 Each tool call is named by its tool (``lint #2`` for the second call of
 ``lint`` in a cycle), each answer by its call and question
 (``release · bump``); the internal ids (tool calls', inquiries') are shown
-only with ``--verbose``. At a terminal the prompts show the person's
-questions, so a question is printed here only when it goes to the model.
+only with ``--verbose``.
 
 Rules:
 
 1. Nothing printed carries a secret: answers are printed from the records,
-   which never hold one; a redacted answer prints as ``<secret>``.
-2. Text from a tool, a file or a model is printed on one line, with control
-   characters replaced (:func:`_one_line`), and cut at 120 characters.
+   which never hold one (a redacted answer prints as ``<secret>``); a cause is
+   what was recorded or told the tool, masked by the driver.
+2. Text from a tool, a file or a model is printed on one line with its
+   control characters escaped, cut at 120 characters (a cause at
+   :data:`CAUSE_LIMIT`).
 3. Lines go to an :class:`Output` (or the terminal prompter's screen): once
    the reader of standard output has gone, nothing more is printed, and the
    run is told to stop.
@@ -38,7 +66,7 @@ Rules:
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 import attrs
 import orjson
@@ -46,42 +74,51 @@ import orjson
 from coordinator._text import shown_path, shown_text
 from coordinator.adapters._terminal import printable
 from coordinator.cli._check import to_null_device
-from coordinator.driver._prompting import Permit
+from coordinator.driver import CallOutcome, PermissionBy, Resolution
 from machines import (
     Answered,
+    AskAssistant,
     Cancelled,
     InquiryRequest,
-    Question,
-    Redacted,
+    QueueQuestion,
+    ShowPermissionPrompt,
+    ShowQuestion,
     SourceKind,
     ToolCallResponse,
 )
-from machines.wording import (
-    INPUT_CANCELLED,
-    INTERRUPTED,
-    SKIPPED_BY_CONFIGURATION,
-    SKIPPED_BY_USER,
-    SKIPPED_REMEMBERED,
-)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
-    from coordinator.cli._scenario import Scenario
-    from coordinator.driver._prompting import PermissionAnswer
-    from coordinator.stream._entries import EventEntry
-    from machines import (
-        JsonValue,
-        ShowPermissionPrompt,
-        ShowQuestion,
-        ToolCallRequest,
-        TurnState,
-    )
+    from coordinator.driver import Permission, QuestionFacts, StepFacts
+    from machines import Event, JsonValue, ToolCallRequest
 
-__all__ = ["Output", "Progress", "tool_call_outcome"]
+__all__ = ["CAUSE_LIMIT", "Output", "Progress", "failure_text"]
 
+_T = TypeVar("_T")
 _SHOWN = 120
+#: The most of a failure's cause printed; a longer one keeps its first
+#: :data:`_CAUSE_HEAD` characters and its end.
+CAUSE_LIMIT = 400
+_CAUSE_HEAD = 100
+
+#: The outcomes that count as a failed tool call (the exit status says so).
+_FAILED_OUTCOMES = frozenset({CallOutcome.FAILED, CallOutcome.UNAVAILABLE})
+#: The resolutions of a question closed without an answer.
+_UNANSWERED = frozenset({Resolution.CANCELLED, Resolution.REFUSED, Resolution.FAILED})
+
+_ANSWERED_BY = {
+    Resolution.PERSON: "by the person",
+    Resolution.MODEL: "by the model",
+    Resolution.CONFIGURATION: "by configuration (a static answer)",
+    Resolution.REMEMBERED: "from this turn's memory (an earlier Y or N)",
+}
+_WHY_UNANSWERED = {
+    Resolution.CANCELLED: "",
+    Resolution.FAILED: ": the model could not answer",
+    Resolution.REFUSED: ": refused before anyone was asked",
+}
 
 
 class Output:
@@ -118,43 +155,79 @@ def _one_line(value: str) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
+def _bounded(value: str) -> str:
+    """``value`` on one line, escaped, at most :data:`CAUSE_LIMIT` characters and a marker.
+
+    The middle is cut, not the end: a cause names what failed first and the
+    error itself last (an exception's message ends a traceback).
+    """
+    text = " ".join(printable(value).split())
+    if len(text) <= CAUSE_LIMIT:
+        return text
+    tail = CAUSE_LIMIT - _CAUSE_HEAD
+    cut = len(text) - CAUSE_LIMIT
+    return f"{text[:_CAUSE_HEAD]} [... {cut} characters cut ...] {text[-tail:]}"
+
+
 def _json(value: JsonValue | Mapping[str, JsonValue]) -> str:
     return orjson.dumps(value).decode()
 
 
-def tool_call_outcome(response: ToolCallResponse) -> str:
-    """What became of a tool call, from its response: succeeded, failed, skipped..."""
-    content = response.content
-    if content == INPUT_CANCELLED:
-        return "cancelled"
-    if content == INTERRUPTED:
-        return "interrupted"
-    skipped = (SKIPPED_BY_USER, SKIPPED_REMEMBERED, SKIPPED_BY_CONFIGURATION)
-    if content in skipped or content.startswith("Tool skipped by user: "):
-        return "skipped"
-    return "failed" if response.is_error else "succeeded"
+def failure_text(content: str) -> str:
+    """A failed call's recorded content, in words.
+
+    The local-tool protocol records a failure as a JSON object (``message``,
+    and ``stderr``, ``stdout``, ``trace`` as the tool gave them): it is
+    spelled out as its message, then each other part that is not empty
+    (``stderr: ...``). Any other content is shown as it is.
+    """
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return content
+    if not isinstance(value, dict) or not isinstance(value.get("message"), str):
+        return content
+    parts = [value["message"]]
+    for key, part in value.items():
+        if key == "message":
+            continue
+        if isinstance(part, list):
+            said = " / ".join(item if isinstance(item, str) else _json(item) for item in part)
+        else:
+            said = part if isinstance(part, str) else _json(part)
+        if said.strip():
+            parts.append(f"{key}: {said}")
+    return "; ".join(parts)
+
+
+def _first(records: Iterable[Event], kind: type[_T]) -> _T | None:
+    return next((record for record in records if isinstance(record, kind)), None)
 
 
 @attrs.define
-class _Inquiry:
-    tool: str
+class _Asked:
+    """A question a call has open, and its ``?`` line."""
+
+    #: Who asks what (``lint asks fix``), and how its answer is named (``lint · fix``).
+    asks: str
+    named: str
+    #: The question's id as shown, ``""`` where it is hidden.
     question: str
-    #: The asking call as progress names it, and the line that shows the question.
-    call: str = "?"
-    line: str = ""
-    answered_by: str | None = None
-    #: What the person was asked, and whether they asked to remember the answer.
-    asked: Question | None = None
-    remember: bool = False
+    kind: str
+    text: str
+    verbose_id: str
+    attempt: str
+    #: Printed already, or shown by the person's prompt.
+    shown: bool = False
+    for_model: bool = False
 
 
 class Progress:
-    """Prints what happens, and counts it for the summary."""
+    """Prints what happens, and counts it for the summary and the exit status."""
 
     def __init__(
         self,
         emit: Callable[[str], None],
-        scenario: Scenario,
         *,
         verbose: bool = False,
         prompts_show_questions: bool = False,
@@ -163,26 +236,31 @@ class Progress:
 
         ``verbose``: show the internal ids (tool calls', inquiries').
         ``prompts_show_questions``: the person's prompts show each question
-        they are asked (at the terminal), so a question is printed here only
-        once it is put to the model; otherwise when it is asked.
+        they are asked (at the terminal), so such a question is not printed.
         """
         self.emit = emit
-        self.scenario = scenario
         self.verbose = verbose
         self.prompts_show_questions = prompts_show_questions
-        self.calls: dict[str, str] = {}
         self.labels: dict[str, str] = {}
+        self._headers: dict[str, str] = {}
         self.call_turns: dict[str, int] = {}
         self.cycle: tuple[str, ...] = ()  # the ids of the calls running now
-        self.turn_state: Callable[[], TurnState] | None = None
-        self._counted: dict[tuple[str, str], int] = {}
-        self._counted_in: TurnState | None = None
-        self.inquiries: dict[str, _Inquiry] = {}
-        self.outcomes: list[tuple[int, str, str]] = []  # (turn, call, outcome)
+        self.outcomes: list[tuple[int, str, CallOutcome]] = []  # (turn, call, outcome)
         self.questions: Counter[str] = Counter()
         self.answered_by: Counter[str] = Counter()
+        self.unanswered = 0
         self.problems: list[str] = []
         self.turn = 0
+        self._open: dict[str, _Asked] = {}  # each call's open question
+        #: The call whose prompt is open: the other calls' lines wait for it.
+        self._prompting: str | None = None
+        self._held: list[tuple[str, list[str]]] = []
+        self._last: str | None = None  # the call whose lines were printed last
+
+    @property
+    def failed_calls(self) -> int:
+        """How many tool calls failed (or named a tool that is not there)."""
+        return sum(outcome in _FAILED_OUTCOMES for _, _, outcome in self.outcomes)
 
     # What the runner appends itself.
 
@@ -200,153 +278,246 @@ class Progress:
         its calls (``lint #2``), and with ``verbose`` by their ids too.
         """
         self.cycle = tuple(request.id for request in requests)
+        self._prompting, self._held, self._last = None, [], None
         of_tool = Counter(request.name for request in requests)
         seen: Counter[str] = Counter()
         for request in requests:
-            self.calls[request.id] = request.name
             self.call_turns[request.id] = self.turn
             seen[request.name] += 1
             label = printable(request.name)
             if of_tool[request.name] > 1:
                 label += f" #{seen[request.name]}"
+            self._headers[request.id] = f"  [{label}]"
             if self.verbose:
                 label += f" [{printable(request.id)}]"
             self.labels[request.id] = label
 
     def _label(self, call_id: str) -> str:
-        return self.labels.get(call_id) or printable(self.calls.get(call_id, "?"))
+        return self.labels.get(call_id) or printable(call_id)
 
     def call(self, request: ToolCallRequest) -> None:
         arguments = _one_line(_json(request.arguments))
         self.emit(f"  -> {self._label(request.id)} {arguments}")
 
-    # What the coordinator records.
+    def cycle_done(self) -> None:
+        """The cycle's batch has ended: whatever is held is printed."""
+        self._prompting = None
+        self._release()
 
-    def record(self, entry: EventEntry) -> None:
-        payload = entry.payload
-        if isinstance(payload, InquiryRequest):
-            self._request(payload)
-        elif isinstance(payload, Answered | Redacted | Cancelled):
-            self._response(payload)
-        elif isinstance(payload, ToolCallResponse):
-            label = self._label(payload.id)
-            outcome = tool_call_outcome(payload)
-            turn = self.call_turns.get(payload.id, self.turn)
-            self.outcomes.append((turn, label, outcome))
-            self.emit(f"  <- {label} {outcome}: {_one_line(payload.content)}")
+    # What the coordinator does: one machine step at a time.
 
-    def _caller(self, request: InquiryRequest) -> str | None:
-        """The id of the call that asked ``request``: the one whose count of its question rose.
+    def step(self, facts: StepFacts) -> None:
+        """Print what the step did (the coordinator's ``on_step``)."""
+        call = facts.tool_call_id
+        lines: list[str] = []
+        if facts.permission is not None:
+            lines += self._permission(call, facts.permission)
+        question = facts.question
+        request = _first(facts.records, InquiryRequest)
+        if question is not None and request is not None:
+            self._open[call] = self._asked(call, request, question)
+        asked = self._open.get(call)
+        if asked is not None and question is not None:
+            lines += self._routed(asked, facts)
+        lines += [f"  ! {printable(notice.message)}" for notice in facts.notices]
+        closed = None
+        if asked is not None and question is not None and question.resolution is not None:
+            closed = self._open.pop(call)
+            lines += self._resolved(asked, question, facts.records)
+        if facts.outcome is not None:
+            lines += self._ended(call, facts, closed)
+        prompt = any(isinstance(e, ShowQuestion | ShowPermissionPrompt) for e in facts.effects)
+        self._show(call, lines, prompt=prompt)
 
-        The coordinator counts each question per tool call in the turn state
-        (that count is what makes inquiry ids unique), and records a request
-        right after counting it; the id itself is never parsed.
-        """
-        question = request.question.id
-        if self.turn_state is None or question is None:
-            return None
-        turn = self.turn_state()
-        if turn is not self._counted_in:  # a new turn counts from nothing
-            self._counted_in, self._counted = turn, {}
-        for call_id in self.cycle:
-            counted = turn.attempts(call_id, question)
-            if counted > self._counted.get((call_id, question), 0):
-                self._counted[call_id, question] = counted
-                return call_id
-        return None
-
-    def _request(self, request: InquiryRequest) -> None:
-        question = request.question
-        call_id = self._caller(request)
-        tool = self.calls.get(call_id, "?") if call_id is not None else "?"
-        call = self._label(call_id) if call_id is not None else "?"
-        asked_by = "the assistant" if request.source.kind is SourceKind.ASSISTANT else call
-        inquiry_id = f" [{printable(request.id)}]" if self.verbose else ""
-        line = (
-            f"  ? {asked_by} asks {printable(question.id or '')} "
-            f"({question.answer_type.kind.value}): {_one_line(question.text)}{inquiry_id}"
+    def _asked(self, call: str, request: InquiryRequest, question: QuestionFacts) -> _Asked:
+        """A question the call has just asked: printed once :meth:`_routed` knows where it goes."""
+        asked = request.question
+        label = self._label(call)
+        shown = printable(question.question_id)
+        if request.source.kind is SourceKind.ASSISTANT and not self.verbose:
+            # The assistant's own question (ask_user): its id is made up, not a name.
+            asks, named, shown = "the assistant asks", label, ""
+        else:
+            who = "the assistant" if request.source.kind is SourceKind.ASSISTANT else label
+            asks, named = f"{who} asks {shown}", f"{label} · {shown}"
+        attempt = ""
+        if question.attempt > 1:
+            attempt = f"asked again, attempt {question.attempt} of {question.max_attempts}"
+            if question.attempt > question.max_attempts:
+                attempt = (
+                    f"asked again, attempt {question.attempt}: "
+                    f"more than the {question.max_attempts} allowed"
+                )
+        return _Asked(
+            asks=asks,
+            named=named,
+            question=shown,
+            kind=asked.answer_type.kind.value,
+            text=_one_line(asked.text),
+            verbose_id=f" [{printable(request.id)}]" if self.verbose else "",
+            attempt=attempt,
         )
-        self.inquiries[request.id] = _Inquiry(
-            tool=tool, question=question.id or "?", call=call, line=line
-        )
-        if not self.prompts_show_questions:
-            self.emit(line)
 
-    def _how(self, inquiry: _Inquiry) -> str:
-        if inquiry.answered_by is not None:
-            return inquiry.answered_by
-        config = self.scenario.config.question(inquiry.tool, inquiry.question)
-        return "configuration" if config.answer is not None else "remembered"
+    def _routed(self, asked: _Asked, facts: StepFacts) -> list[str]:
+        """The ``?`` line, once it is known the person's prompt will not show it."""
+        if any(isinstance(effect, AskAssistant) for effect in facts.effects):
+            asked.for_model = True
+            return self._question_line(asked)
+        to_prompt = any(isinstance(e, ShowQuestion | QueueQuestion) for e in facts.effects)
+        if not to_prompt or not self.prompts_show_questions:
+            return self._question_line(asked)
+        shown = any(isinstance(effect, ShowQuestion) for effect in facts.effects)
+        if shown and not asked.shown:
+            asked.shown = True  # the prompt shows it; a re-ask is said first
+            if asked.attempt:
+                return [f"  ? {asked.asks}: {asked.attempt}"]
+        return []
 
-    def _response(self, response: Answered | Redacted | Cancelled) -> None:
-        inquiry = self.inquiries.get(response.id, _Inquiry(tool="?", question="?"))
-        # Named, since with tools in parallel it may not follow its question.
-        named = f"{inquiry.call} · {printable(inquiry.question)}"
-        if isinstance(response, Cancelled):
-            reason = response.reason.as_str()
+    def _question_line(self, asked: _Asked) -> list[str]:
+        """The question's ``?`` line, the first time only."""
+        if asked.shown:
+            return []
+        asked.shown = True
+        notes = [asked.kind]
+        if asked.for_model:
+            notes.append("for the model")
+        if asked.attempt:
+            notes.append(asked.attempt)
+        notes_shown = "; ".join(notes)
+        line = f"  ? {asked.asks} ({notes_shown}): {asked.text}"
+        return [line + asked.verbose_id]
+
+    def _resolved(
+        self, asked: _Asked, question: QuestionFacts, records: tuple[Event, ...]
+    ) -> list[str]:
+        """How the question was closed: the ``=`` or ``x`` line (and a cause)."""
+        resolution = question.resolution
+        assert resolution is not None  # noqa: S101 - the caller checked
+        # A question closed before anyone saw it (from memory, refused,
+        # cancelled while it waited) is printed now, before what became of it.
+        lines = self._question_line(asked)
+        named = asked.named
+        if resolution in _UNANSWERED:
+            self.unanswered += 1
+            cancelled = _first(records, Cancelled)
+            reason = cancelled.reason.as_str() if cancelled is not None else "?"
             self.questions[f"cancelled ({reason})"] += 1
-            self.emit(f"    x {named}: cancelled ({reason})")
-            return
-        how = self._how(inquiry)
-        self.answered_by[how] += 1
-        shown = "<secret>" if isinstance(response, Redacted) else _one_line(_json(response.answer))
-        kind = "redacted" if isinstance(response, Redacted) else "answered"
+            lines.append(f"    x {named}: cancelled ({reason}){_WHY_UNANSWERED[resolution]}")
+            if resolution is not Resolution.CANCELLED and question.failure:
+                lines.append(f"      cause: {_bounded(question.failure)}")
+            return lines
+        self.answered_by[resolution.value] += 1
+        answered = _first(records, Answered)
+        if answered is None:  # redacted: no record holds a secret answer
+            kind, shown = "redacted", "<secret>"
+        else:
+            kind, shown = "answered", _one_line(_json(answered.answer))
         self.questions[kind] += 1
-        remembered = ", remembered for this turn" if self._remembered(inquiry, response) else ""
-        words = {
-            "person": "by the person",
-            "model": "by the model",
-            "configuration": "by configuration (a static answer)",
-            "remembered": "from this turn's memory (an earlier Y or N)",
-        }
-        self.emit(f"    = {named}: {kind} {words[how]}: {shown}{remembered}")
+        remembered = ", remembered for this turn" if question.remembered else ""
+        lines.append(f"    = {named}: {kind} {_ANSWERED_BY[resolution]}: {shown}{remembered}")
+        return lines
 
-    def _remembered(self, inquiry: _Inquiry, response: Answered | Redacted) -> bool:
-        """Whether the turn now remembers this answer: what the engine did, not what was asked.
+    def _ended(self, call: str, facts: StepFacts, closed: _Asked | None) -> list[str]:
+        """The call's ``<-`` line, and the cause of a failure.
 
-        The engine never remembers a secret, nor (from the terminal) anything
-        but a boolean's ``Y`` or ``N``.
+        ``closed``: the question the same step closed, if it did.
         """
-        if not inquiry.remember or inquiry.asked is None or not isinstance(response, Answered):
-            return False
-        if self.turn_state is None:
-            return False
-        cached = self.turn_state().remembered_tool_answer(inquiry.tool, inquiry.asked)
-        return cached is not None and cached.value == response.answer
+        outcome = facts.outcome
+        assert outcome is not None  # noqa: S101 - the caller checked
+        label = self._label(call)
+        self.outcomes.append((self.call_turns.get(call, self.turn), label, outcome))
+        response = _first(facts.records, ToolCallResponse)
+        content = response.content if response is not None else ""
+        if outcome is CallOutcome.SUCCEEDED:
+            return [f"  <- {label} succeeded: {_one_line(content)}"]
+        if outcome not in _FAILED_OUTCOMES:
+            return [f"  <- {label} {outcome.value}"]
+        question = facts.question
+        if closed is not None and question is not None and question.resolution in _UNANSWERED:
+            # The step closed the call's question unanswered: its cause is printed above.
+            named = f"its question {closed.question}" if closed.question else "its question"
+            return [f"  <- {label} {outcome.value}: {named} was not answered"]
+        return [f"  <- {label} {outcome.value}", f"    cause: {_bounded(failure_text(content))}"]
 
-    # What the prompter and the backend are asked.
-
-    def person_answered(self, prompt: ShowQuestion, *, remember: bool) -> None:
-        inquiry = self.inquiries.get(prompt.inquiry_id)
-        if inquiry is not None:
-            inquiry.answered_by = "person"
-            inquiry.asked = prompt.question
-            inquiry.remember = remember
-
-    def model_asked(self, inquiry_id: str) -> None:
-        inquiry = self.inquiries.get(inquiry_id)
-        if inquiry is not None:
-            inquiry.answered_by = "model"
-            if self.prompts_show_questions:  # no prompt shows it: it is shown now
-                self.emit(inquiry.line + " (for the model)")
-
-    def permission(self, prompt: ShowPermissionPrompt, answer: PermissionAnswer | None) -> None:
-        remembered = " (remembered for this turn)" if answer and answer.remember else ""
-        if answer is None:
-            said = "cancelled (skipped)"
-        elif isinstance(answer, Permit):
+    def _permission(self, call: str, permission: Permission) -> list[str]:
+        """The ``!`` line of a decision to run the call or skip it (none for its run mode's)."""
+        label = self._label(call)
+        if permission.by is PermissionBy.NO_TERMINAL:
+            nobody = 'run mode "ask", and nobody at a terminal to ask'
+            return [f"  ! {label}: {nobody}: it runs without asking (as JP does)"]
+        if permission.by is PermissionBy.REMEMBERED:
+            said = "run" if permission.run else "skip"
+            key = "Y" if permission.run else "N"
+            return [f"  ! permission for {label}: {said}, from an earlier {key} in this turn"]
+        if permission.by is not PermissionBy.PERSON:
+            return []  # run mode unattended or skip: the outcome says a skip
+        remembered = " (remembered for this turn)" if permission.remember else ""
+        if permission.cancelled:
+            said = "cancelled, so it is skipped"
+        elif permission.run:
             said = "run" + remembered
-            if answer.arguments is not None:
-                said += f" with edited arguments {_one_line(_json(answer.arguments))}"
+            if permission.arguments is not None:
+                said += f" with edited arguments {_one_line(_json(permission.arguments))}"
         else:
             said = "skip" + remembered
-            if answer.reason:
-                said += f": {_one_line(answer.reason)}"
-        self.emit(f"  ! permission for {self._label(prompt.tool_call_id)}: {said}")
+            if permission.reason:
+                said += f": {_one_line(permission.reason)}"
+        return [f"  ! permission for {label}: {said}"]
 
-    def problem(self, message: str) -> None:
+    def problem(self, message: str, *, call_id: str | None = None) -> None:
+        """The answers file does not fit the scenario (``call_id``: the call it concerns)."""
         self.problems.append(message)
-        self.emit(f"  problem: {message}")
+        line = f"  problem: {message}"
+        if call_id is None:
+            self.emit(line)
+        elif not self._held_back(call_id, [line]):
+            self._print(call_id, [line])
+
+    # Grouping by tool call.
+
+    def _held_back(self, call: str, lines: list[str]) -> bool:
+        """Hold ``lines`` of ``call`` if another call's prompt is open; whether they were."""
+        if self._prompting is None or self._prompting == call:
+            return False
+        if lines:
+            self._held.append((call, lines))
+        return True
+
+    def _show(self, call: str, lines: list[str], *, prompt: bool) -> None:
+        """Print the ``lines`` of a step of ``call``, or hold them while another call prompts.
+
+        ``prompt``: the step opens a prompt for ``call``. The next step of the
+        call whose prompt is open is the one that closed it.
+        """
+        if self._held_back(call, lines):
+            return
+        self._print(call, lines)
+        if self._prompting == call and not prompt:
+            # The step after its prompt: it has been answered (or closed).
+            self._prompting = None
+            self._release()
+        if prompt:
+            self._prompting = call
+            if self.prompts_show_questions:
+                self._last = call  # the prompt on screen names the tool itself
+
+    def _print(self, call: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        if len(self.cycle) > 1 and call != self._last:
+            self.emit(self._headers.get(call, f"  [{printable(call)}]"))
+        self._last = call
+        for line in lines:
+            self.emit(line)
+
+    def _release(self) -> None:
+        """Print the held lines, each call's together, in the order the calls first came."""
+        held, self._held = self._held, []
+        grouped: dict[str, list[str]] = {}
+        for call, lines in held:
+            grouped.setdefault(call, []).extend(lines)
+        for call, lines in grouped.items():
+            self._print(call, lines)
 
     # The summary.
 
@@ -356,10 +527,10 @@ class Progress:
             f"  turns: {completed} of {turns} completed; {shown_path(path)} now holds "
             f"{total_turns} turn{'s' if total_turns != 1 else ''}"
         )
-        counts = Counter(outcome for _, _, outcome in self.outcomes)
+        counts = Counter(outcome.value for _, _, outcome in self.outcomes)
         self.emit(f"  tool calls: {len(self.outcomes)} ({_counted(counts)})")
         for turn, label, outcome in self.outcomes:
-            self.emit(f"    turn {turn} · {label}: {outcome}")
+            self.emit(f"    turn {turn} · {label}: {outcome.value}")
         total = sum(self.questions.values())
         by = f"; answered or redacted: {_counted(self.answered_by)}" if self.answered_by else ""
         self.emit(f"  questions: {total} ({_counted(self.questions)}{by})")

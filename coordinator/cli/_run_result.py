@@ -2,18 +2,29 @@
 
 Theory of operation: :class:`RunOptions` is the command line, read;
 :class:`RunResult` is what the play loop (:mod:`coordinator.cli._run_play`)
-counted, and its :attr:`~RunResult.status` and :attr:`~RunResult.reason` are
-all ``inquiry`` prints and returns at the end. :class:`RunError` is raised
-wherever an input cannot be read or the conversation cannot be written; it
-carries its own status. Nothing here reads a file or prints.
+and its progress (:mod:`coordinator.cli._run_progress`) counted, and its
+:attr:`~RunResult.status` and :attr:`~RunResult.reason` are all ``inquiry``
+prints and returns at the end. :class:`RunError` is raised wherever an input
+cannot be read or the conversation cannot be written; it carries its own
+status. Nothing here reads a file or prints.
 
-Exit statuses (``docs/cli.md`` lists them for users):
+Exit statuses (``docs/cli.md`` lists them for users), the first that applies:
 
-- :data:`EXIT_OK` (0): every turn completed and nothing went wrong;
-- :data:`EXIT_INCOMPLETE` (1): a turn did not complete (interrupted by
-  Ctrl-C, the output closed, or the answers file had no reply that fits);
-- :data:`EXIT_UNREADABLE` (2): an input cannot be read, or the
-  conversation cannot be written;
+- ``128 + N`` (:func:`signal_status`): signal ``N`` stopped the run (SIGTERM
+  143, SIGHUP 129);
+- :data:`EXIT_INCOMPLETE_TURN` (3): a turn was left incomplete: the run was
+  interrupted by Ctrl-C, or standard output was closed under it;
+- :data:`EXIT_UNREADABLE` (2): an input cannot be read, or the conversation
+  cannot be written (a :class:`RunError`; nothing was written, or the error
+  says what was);
+- :data:`EXIT_FAILED` (1): every turn completed, but a tool call failed (its
+  tool reported an error, could not run, or is not there) or a question
+  ended without an answer (cancelled, refused, or the model could not answer
+  it), or the answers file did not fit a prompt;
+- :data:`EXIT_OK` (0): every turn completed, every tool call that ran
+  succeeded and every question was answered. A call skipped, by its run
+  mode or by the person (``n``, ``N``, ``r``, or an earlier ``N``), is not a
+  failure: it did what was asked of it.
 """
 
 from __future__ import annotations
@@ -27,7 +38,8 @@ import attrs
 from coordinator._errors import CoordinatorError
 
 __all__ = [
-    "EXIT_INCOMPLETE",
+    "EXIT_FAILED",
+    "EXIT_INCOMPLETE_TURN",
     "EXIT_OK",
     "EXIT_UNREADABLE",
     "RunError",
@@ -37,8 +49,9 @@ __all__ = [
 ]
 
 EXIT_OK = 0
-EXIT_INCOMPLETE = 1
+EXIT_FAILED = 1
 EXIT_UNREADABLE = 2
+EXIT_INCOMPLETE_TURN = 3
 _SIGNALLED = 128
 
 
@@ -78,11 +91,19 @@ class RunOptions:
 
 @attrs.frozen(kw_only=True)
 class RunResult:
-    """How a run went."""
+    """How a run went.
+
+    ``problems``: where the answers file did not fit a prompt, each in one
+    line. ``tool_calls`` counts the calls that ended, ``failed_calls`` those
+    that failed; ``unanswered`` counts the questions closed without an answer.
+    """
 
     turns: int
     completed: int
     problems: tuple[str, ...] = ()
+    tool_calls: int = 0
+    failed_calls: int = 0
+    unanswered: int = 0
     interrupted: bool = False
     #: Standard output was closed under the run, which then stopped.
     output_closed: bool = False
@@ -91,16 +112,21 @@ class RunResult:
 
     @property
     def status(self) -> int:
-        """The exit status: 0 when every turn completed and nothing went wrong."""
+        """The exit status (the module's docstring lists them)."""
         if self.stopped_by is not None:
             return signal_status(self.stopped_by)
-        if self.interrupted or self.output_closed or self.problems or self.completed < self.turns:
-            return EXIT_INCOMPLETE
+        if self.interrupted or self.output_closed or self.completed < self.turns:
+            return EXIT_INCOMPLETE_TURN
+        if self.problems or self.failed_calls or self.unanswered:
+            return EXIT_FAILED
         return EXIT_OK
 
     @property
     def reason(self) -> str | None:
-        """Why the run did not complete, in one line (``None`` when it did)."""
+        """Why the status is not 0, in one line (``None`` when it is)."""
+        return self._why_stopped() or self._why_failed()
+
+    def _why_stopped(self) -> str | None:
         if self.output_closed:
             return (
                 f"standard output was closed: stopped after {self.completed} of {self.turns} turns"
@@ -112,9 +138,20 @@ class RunResult:
             )
         if self.interrupted:
             return f"interrupted: {self.completed} of {self.turns} turns completed"
+        if self.completed < self.turns:
+            return f"only {self.completed} of {self.turns} turns completed"
+        return None
+
+    def _why_failed(self) -> str | None:
         if self.problems:
             more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
             return self.problems[0] + more
-        if self.completed < self.turns:
-            return f"only {self.completed} of {self.turns} turns completed"
+        failures = []
+        if self.failed_calls:
+            failures.append(f"{self.failed_calls} of {self.tool_calls} tool calls failed")
+        if self.unanswered:
+            questions = "question was" if self.unanswered == 1 else "questions were"
+            failures.append(f"{self.unanswered} {questions} not answered")
+        if failures:
+            return " and ".join(failures) + " (the summary lists them)"
         return None

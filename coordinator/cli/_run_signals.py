@@ -14,8 +14,9 @@ cancel the batch in hand. The coordinator then closes every open question
 (as cancelled by the user) and tool call (answered as interrupted), kills the
 tools' process groups, and saves; the loop plays no further turn and saves
 again. The run then exits with ``128 + N`` for signal ``N`` (SIGTERM 143,
-SIGHUP 129), as a shell reports a process that signal ended, and with 1 for
-Ctrl-C or a closed output (:mod:`coordinator.cli._run_result`).
+SIGHUP 129), as a shell reports a process that signal ended, and with 3 (a
+turn left incomplete) for Ctrl-C or a closed output
+(:mod:`coordinator.cli._run_result`).
 
 Rules:
 

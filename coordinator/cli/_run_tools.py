@@ -33,14 +33,12 @@ from coordinator.adapters._local_tools import LocalToolExecutor
 from coordinator.adapters.mcp import McpToolbox
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Mapping
+    from collections.abc import Collection, Mapping
 
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_players import Model
     from coordinator.cli._scenario import Scenario
-    from coordinator.driver import StepFacts
     from coordinator.driver._executors import Executor
-    from coordinator.stream._entries import EventEntry
 
 __all__ = ["build_executors", "withdraw_secrets"]
 
@@ -82,20 +80,6 @@ def mcp_toolbox(scenario: Scenario, workspace: Path) -> McpToolbox | None:
     return McpToolbox(
         attrs.evolve(server, cwd=workspace) for server in scenario.mcp_servers.values()
     )
-
-
-def observing(
-    record: Callable[[EventEntry], None], *steps: Callable[[StepFacts], None]
-) -> Callable[[StepFacts], None]:
-    """One ``on_step``: each entry a step appended to ``record``, then the step to ``steps``."""
-
-    def observe(step: StepFacts) -> None:
-        for appended in step.entries:
-            record(appended.entry)
-        for observer in steps:
-            observer(step)
-
-    return observe
 
 
 def withdraw_secrets(
