@@ -81,6 +81,10 @@ class QuestionConfig:
     )
 
 
+#: A question nothing configures (one value, shared: every question asked looks it up).
+_NO_CONFIG = QuestionConfig()
+
+
 @attrs.frozen(kw_only=True)
 class ToolConfig:
     """How a tool may run, and its questions' configuration."""
@@ -109,8 +113,8 @@ class ToolsConfig:
         """The configuration of one question (defaults when none is given)."""
         tool = self.tools.get(tool_name)
         if tool is None:
-            return QuestionConfig()
-        return tool.questions.get(question_id, QuestionConfig())
+            return _NO_CONFIG
+        return tool.questions.get(question_id, _NO_CONFIG)
 
     def facts(
         self, tool_name: str, question: Question, *, terminal: bool, turn: TurnState

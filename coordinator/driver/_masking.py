@@ -559,6 +559,8 @@ def unmasked_answers(
     ``originals`` maps (tool call id, question id) to what
     :meth:`SecretMasks.mask_question` had to mask for that question.
     """
+    if not originals:  # nothing was masked in any question: nothing to give back
+        return effect
     answers = dict(effect.answers)
     for question_id, answer in effect.answers.items():
         offered = originals.get((effect.tool_call_id, question_id))

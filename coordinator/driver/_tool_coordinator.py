@@ -220,6 +220,12 @@ class _Batch:
         self.tool_slots = asyncio.Semaphore(parallel_tools)
         self._closed_prefix = 0
 
+    def finished(self, task: asyncio.Task[None]) -> None:
+        """A task of the batch ended: forget it; an exception it raised goes to the loop."""
+        self.tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            self.events.put_nowait(_Crashed(error))
+
     @property
     def done(self) -> bool:
         # Asked after every event. A call never reopens, so the calls found
@@ -481,25 +487,19 @@ class ToolCoordinator:
             batch.pumping = False
 
     def _spawn(self, batch: _Batch, work: Coroutine[Any, Any, None]) -> None:
-        async def guarded() -> None:
-            try:
-                await work
-            except asyncio.CancelledError:
-                raise
-            except BaseException as error:  # noqa: BLE001 - reported to the loop, re-raised there
-                batch.events.put_nowait(_Crashed(error))
-
-        task = asyncio.get_running_loop().create_task(guarded())
+        # The work is the task's own coroutine, not wrapped in another: one
+        # coroutine and one callback a run, which a turn of a thousand tool
+        # calls feels. A task cancelled before it ran is closed by asyncio.
+        task = asyncio.get_running_loop().create_task(work)
         batch.tasks.add(task)
-        task.add_done_callback(batch.tasks.discard)
-        # A task stopped before it ever ran never awaited ``work``: close it, so
-        # the coroutine is not reported as "never awaited" when it is collected.
-        task.add_done_callback(lambda _: work.close())
+        task.add_done_callback(batch.finished)
 
     async def _execute(self, batch: _Batch, index: int, effect: RunTool) -> None:
-        request = ToolCallRequest(
-            id=effect.tool_call_id, name=effect.tool_name, arguments=effect.arguments
-        )
+        request = batch.calls[index].request
+        if effect.arguments is not request.arguments:  # edited at the permission prompt
+            request = ToolCallRequest(
+                id=effect.tool_call_id, name=effect.tool_name, arguments=effect.arguments
+            )
         result: ExecutorResult | BaseException
         async with batch.tool_slots:
             try:
