@@ -256,7 +256,7 @@ class _Reading:
         if not self.events:
             return None  # an empty turn: nothing was asked
         calls, asks = self._cycles()
-        stuck = [call.located for call in calls if not call.continuable]
+        stuck = [call.located for call in calls if call.closed_at is None and not call.continuable]
         open_calls = [call for call in calls if call.closed_at is None and call.continuable]
         answered = {pair.request.index: pair.response for pair in self.inquiries.pairs}
         pending_inquiries = {located.index for located in self.inquiries.pending}
