@@ -77,20 +77,18 @@ def left_on_disk(path: Path, *events: Event) -> Path:
     conversation = Conversation.new(
         metadata={"title": "crashed"}, clock=FixedClock(), new_id=CountingIds()
     )
-    for event in (
+    opening: tuple[Event, ...] = (
         TurnStart(),
         ChatRequest(content="Ship it."),
         ChatResponse.message("Deploying."),
-    ):
-        conversation.stream.append(event)
-    for event in events:
+    )
+    for event in (*opening, *events):
         conversation.stream.append(event)
     save_conversation(conversation, path)
     conversation.close()
     return path
 
 
-#: The memo's example: deploy's target answered, lint finished, deploy's secret waiting.
 def waiting_for_the_secret(path: Path) -> Path:
     """RFD 023 §6.4's turn: call_2 finished; call_1's target answered, its token waiting."""
     return left_on_disk(
