@@ -36,7 +36,8 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
-from run_helpers import answering, write
+from resume_scenario import CALLS, MODEL, SECRET, TAGS, resume_files, runs
+from run_helpers import answering
 
 from coordinator import find_incomplete_turn, load_conversation
 from coordinator.cli._check import EXIT_INCOMPLETE_TURN
@@ -57,72 +58,11 @@ if TYPE_CHECKING:
     from fake_api import Recorded, Reply
 
 HERE = Path(__file__).resolve().parent
-TOOL = HERE / "resume_tool.py"
 PAUSING = HERE / "resume_programs.py"
-SECRET = "pin-secret-4711"
 #: The seed of every random choice here: a failure is reproducible.
 SEED = 24
 #: How long any one run may take before the test gives up on it.
 PATIENCE = 60
-
-#: What the third call asks: a boolean, then a secret.
-ASKS = '[["go", "boolean"], ["pin", "secret"]]'
-#: Two turns: two tools at once (one slow), one asking the person (a boolean,
-#: then a secret), one asking the model; then a turn of one more tool.
-SCENARIO = f"""
-[defaults]
-run = "unattended"
-
-[tools.work]
-command = ["{sys.executable}", "{TOOL}"]
-
-[tools.work.questions.fix]
-target = "assistant"
-
-[[turns]]
-message = "one"
-reply = "done one"
-
-[[turns.cycles]]
-message = "Two at once."
-calls = [
-    {{ tool = "work", arguments = {{ tag = "a", sleep = 0.15 }} }},
-    {{ tool = "work", arguments = {{ tag = "b" }} }},
-]
-
-[[turns.cycles]]
-calls = [{{ tool = "work", arguments = {{ tag = "c", asks = {ASKS} }} }}]
-
-[[turns.cycles]]
-calls = [{{ tool = "work", arguments = {{ tag = "d", asks = [["fix", "boolean"]] }} }}]
-
-[[turns]]
-message = "two"
-reply = "done two"
-
-[[turns.cycles]]
-calls = [{{ tool = "work", arguments = {{ tag = "e", sleep = 0.05 }} }}]
-"""
-
-PERSON = f"""
-[[answers]]
-question = "go"
-value = true
-
-[[answers]]
-question = "pin"
-value = "{SECRET}"
-"""
-
-MODEL = """
-[[model]]
-question = "fix"
-value = true
-"""
-
-TAGS = ("a", "b", "c", "d", "e")
-#: The scenario's tool calls, by id.
-CALLS = ("call_1_1_1", "call_1_1_2", "call_1_2_1", "call_1_3_1", "call_2_1_1")
 
 
 class Crashes:
@@ -132,8 +72,7 @@ class Crashes:
         self, root: Path, *, model: str = MODEL, backend: list[str] | None = None
     ) -> None:
         """Write the scenario and answers under ``root``."""
-        self.scenario = write(root / "scenario.toml", SCENARIO)
-        self.answers = write(root / "answers.toml", PERSON + model)
+        self.scenario, self.answers = resume_files(root, model=model)
         self.directory = root / "conversation"
         self.backend = backend or []
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -166,9 +105,7 @@ class Crashes:
 
     def runs(self) -> Counter[str]:
         """How many times each tag's tool started, as ``runs.log`` counts them."""
-        log = self.directory / "workspace" / "runs.log"
-        text = log.read_text() if log.exists() else ""
-        return Counter(line.split()[1] for line in text.splitlines() if line.startswith("start "))
+        return runs(self.directory)
 
     def killed(self, process: subprocess.Popen[bytes]) -> None:
         """Kill ``process`` now (SIGKILL), and note what a kill must leave alone."""
