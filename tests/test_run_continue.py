@@ -99,7 +99,7 @@ FIRST_CYCLE: tuple[Event, ...] = (
     work("call_1_1_1", "a", sleep=0.15),
     work("call_1_1_2", "b"),
 )
-ASKS = [["go", "boolean"], ["pin", "secret"]]
+ASKS: JsonValue = [["go", "boolean"], ["pin", "secret"]]
 GO = InquiryRequest(
     id="call_1_2_1.go.1",
     source=InquirySource.tool("work"),
