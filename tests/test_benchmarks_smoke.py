@@ -9,7 +9,7 @@ import orjson
 from conftest import PROJECT
 
 RUNNER = PROJECT / "tests" / "benchmarks" / "run.py"
-GROUPS = ("store", "inquiry", "turn", "readers", "startup")
+GROUPS = ("store", "inquiry", "turn", "readers", "startup", "resume")
 
 
 def test_a_quick_run_prints_one_json_object_per_metric() -> None:

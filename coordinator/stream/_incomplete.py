@@ -72,6 +72,7 @@ from machines import (
     ChatRequest,
     ChatResponse,
     InquiryRequest,
+    InquirySource,
     JsonValue,
     RecordedCall,
     RecordedQuestion,
@@ -264,7 +265,7 @@ class _Reading:
         taken: set[int] = set()
         opened = []
         for call in open_calls:
-            mine = [(located, qid) for located, qid, owner in attributed if owner is call]
+            mine = attributed.get(call.located.index, [])
             built = _open_call(call, mine, answered, pending_inquiries)
             if built.waiting is not None:
                 taken.add(built.waiting.index)
@@ -319,42 +320,44 @@ class _Reading:
 
     def _attribute(
         self, calls: list[_Call], asks: list[tuple[Located, bool]]
-    ) -> list[tuple[Located, str, _Call]]:
-        """Each inquiry request attributed to exactly one call, with its question id."""
-        # The chat messages before each position: a call and the inquiries it
-        # asked lie in one model response (no message between them).
-        chats_before: dict[int, int] = {}
-        chats = 0
+    ) -> dict[int, list[tuple[Located, str]]]:
+        """Each inquiry request attributed to exactly one call (by its position), with its id.
+
+        One pass in stream order keeps the calls that could be asking: those
+        of the current model response (no chat message since their request)
+        still without a response, by the name a question's source gives.
+        """
+        by_index = {call.located.index: call for call in calls}
+        opened_by = {pair.response.index: pair.request.index for pair in self.tools.pairs}
+        asked_at = {located.index: located for located, _ in asks}
+        # (tool name, or None for the assistant's tools) -> open calls, by id, of this response.
+        asking: dict[str | None, dict[str, list[_Call]]] = {}
+        attributed: dict[int, list[tuple[Located, str]]] = {}
         for index, entry in self.events:
-            if isinstance(entry.payload, ChatRequest | ChatResponse):
-                chats += 1
-            chats_before[index] = chats
-        attributed = []
-        for located, _ in asks:
-            request = located.entry.payload
-            if not isinstance(request, InquiryRequest):  # pragma: no cover - built only so
-                continue
-            cycle = chats_before[located.index]
-            candidates = [
-                call
-                for call in calls
-                if call.cycle == cycle
-                and call.located.index < located.index
-                and (call.closed_at is None or call.closed_at > located.index)
-                and self._may_ask(call, request)
-            ]
-            found = _owner(candidates, request)
-            if found is not None:
-                attributed.append((located, found[1], found[0]))
+            payload = entry.payload
+            if isinstance(payload, ChatRequest | ChatResponse):
+                asking = {}  # a new model response: the calls before it asked what they asked
+            elif isinstance(payload, ToolCallRequest):
+                call = by_index[index]
+                for key in self._keys(call.name):
+                    asking.setdefault(key, {}).setdefault(call.located.id, []).append(call)
+            elif isinstance(payload, ToolCallResponse) and index in opened_by:
+                call = by_index[opened_by[index]]
+                for key in self._keys(call.name):
+                    group = asking.get(key, {}).get(call.located.id, [])
+                    if call in group:
+                        group.remove(call)
+            elif isinstance(payload, InquiryRequest) and index in asked_at:
+                found = _owner(_could_ask(asking, payload.source), payload)
+                if found is not None:
+                    owner, question_id = found
+                    mine = attributed.setdefault(owner.located.index, [])
+                    mine.append((asked_at[index], question_id))
         return attributed
 
-    def _may_ask(self, call: _Call, request: InquiryRequest) -> bool:
-        source = request.source
-        if source.kind is SourceKind.TOOL:
-            return source.name == call.name
-        if source.kind is SourceKind.ASSISTANT:
-            return call.name in self.assistant_tools
-        return False
+    def _keys(self, name: str) -> tuple[str | None, ...]:
+        """Under which sources a call of tool ``name`` may ask: its name, and the assistant's."""
+        return (name, None) if name in self.assistant_tools else (name,)
 
     def _phase(self, *, blocked: bool) -> ResumePhase | None:
         if blocked:
@@ -375,18 +378,46 @@ class _Reading:
         return None
 
 
-def _owner(candidates: list[_Call], request: InquiryRequest) -> tuple[_Call, str] | None:
-    """The one call that asked ``request`` and its question id, or ``None`` when not one."""
+def _could_ask(
+    asking: Mapping[str | None, dict[str, list[_Call]]], source: InquirySource
+) -> Mapping[str, list[_Call]]:
+    """The open calls that could have asked from ``source``, by id (see ``_keys``).
+
+    A tool's questions come from calls of that tool, the assistant's from the
+    assistant's tools; a user's or another's question, from no tool call.
+    """
+    if source.kind is SourceKind.TOOL:
+        return asking.get(source.name, {})
+    if source.kind is SourceKind.ASSISTANT:
+        return asking.get(None, {})
+    return {}
+
+
+def _owner(
+    candidates: Mapping[str, list[_Call]], request: InquiryRequest
+) -> tuple[_Call, str] | None:
+    """The one call that asked ``request`` and its question id, or ``None`` when not one.
+
+    ``candidates`` are the calls that could have asked it, by id (a list: ids
+    may repeat within a response).
+    """
     question_id = request.question.id
     if question_id is not None:
-        return (candidates[0], question_id) if len(candidates) == 1 else None
+        only = [call for calls in candidates.values() for call in calls[:2]][:2]
+        return (only[0], question_id) if len(only) == 1 else None
     # Recorded without its question id (another writer's): the one place an
     # inquiry id is read, and only when exactly one candidate's id starts it.
-    matching = [call for call in candidates if request.id.startswith(f"{call.located.id}.")]
+    inquiry_id = request.id
+    matching = [
+        call
+        for position, character in enumerate(inquiry_id)
+        if character == "."
+        for call in candidates.get(inquiry_id[:position], ())[:2]
+    ]
     if len(matching) != 1:
         return None
     (call,) = matching
-    rest = request.id[len(call.located.id) + 1 :]
+    rest = inquiry_id[len(call.located.id) + 1 :]
     question_id = _ATTEMPT.sub("", rest)
     if not question_id or _ATTEMPT.search(question_id):
         return None  # "q.2" after "c.": question "q" attempt 2, or a legacy "q.2"?

@@ -4,7 +4,7 @@ Prints a table of metric, value, baseline, ratio, target and whether the
 target is met; with ``--json``, one JSON object per metric per line, with
 ``metric``, ``value``, ``baseline`` and ``ratio`` first. ``--quick`` runs
 small sizes (a smoke run of a few seconds); ``--only`` runs one group
-(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``), and may be given
+(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``, ``resume``), and may be given
 more than once. Every baseline is measured in the same run as its metric.
 """
 
@@ -73,6 +73,12 @@ def _readers(sizes: Sizes) -> list[Metric]:
     return bench_readers.run(sizes)
 
 
+def _resume(sizes: Sizes) -> list[Metric]:
+    import bench_resume  # noqa: PLC0415 - each group loads only what it measures
+
+    return bench_resume.run(sizes)
+
+
 def _startup(sizes: Sizes) -> list[Metric]:
     import bench_startup  # noqa: PLC0415 - each group loads only what it measures
 
@@ -86,6 +92,7 @@ GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "turn": _turn,
     "readers": _readers,
     "startup": _startup,
+    "resume": _resume,
 }
 
 
