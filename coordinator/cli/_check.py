@@ -111,7 +111,8 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
     if incomplete is None:
         return None
     finished = []
-    for pair in incomplete.finished:
+    # In the order the calls were made (responses come as tools finish, in any order).
+    for pair in sorted(incomplete.finished, key=lambda pair: pair.request.index):
         request, response = pair.request.entry.payload, pair.response.entry.payload
         finished.append(
             {
