@@ -25,6 +25,7 @@ __all__ = [
     "TAGS",
     "TOOL",
     "resume_files",
+    "run_argv",
     "runs",
 ]
 
@@ -102,3 +103,16 @@ def runs(conversation: Path) -> Counter[str]:
     log = conversation / "workspace" / "runs.log"
     text = log.read_text() if log.exists() else ""
     return Counter(line.split()[1] for line in text.splitlines() if line.startswith("start "))
+
+
+def run_argv(scenario: Path, answers: Path, directory: Path, *extra: str) -> list[str]:
+    """``inquiry run`` of ``scenario`` into ``directory``, its answers file playing the person."""
+    return [
+        "run",
+        str(scenario),
+        "--answers",
+        str(answers),
+        "--conversation",
+        str(directory),
+        *extra,
+    ]

@@ -36,7 +36,7 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
-from resume_scenario import CALLS, MODEL, SECRET, TAGS, resume_files, runs
+from resume_scenario import CALLS, MODEL, SECRET, TAGS, resume_files, run_argv, runs
 from run_helpers import answering
 
 from coordinator import find_incomplete_turn, load_conversation
@@ -82,16 +82,7 @@ class Crashes:
 
     def argv(self, *extra: str) -> list[str]:
         """``inquiry run`` of the scenario into the directory, the person (and model) scripted."""
-        return [
-            "run",
-            str(self.scenario),
-            "--answers",
-            str(self.answers),
-            "--conversation",
-            str(self.directory),
-            *self.backend,
-            *extra,
-        ]
+        return run_argv(self.scenario, self.answers, self.directory, *self.backend, *extra)
 
     def start(self, *extra: str, pause: tuple[str, int] | None = None) -> subprocess.Popen[bytes]:
         """Start a run (paused in a save with ``pause``), its output kept in files."""

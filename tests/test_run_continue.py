@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING
 
 from coordinator_harness import assert_invariants
-from resume_scenario import SECRET, resume_files, runs
+from resume_scenario import SECRET, resume_files, run_argv, runs
 from run_helpers import every_byte
 
 from coordinator import EventEntry, find_incomplete_turn, load_conversation, save_conversation
@@ -57,15 +57,7 @@ class Left:
 
     def argv(self, *extra: str) -> list[str]:
         """``inquiry run`` of the scenario into the directory, the person and model scripted."""
-        return [
-            "run",
-            str(self.scenario),
-            "--answers",
-            str(self.answers),
-            "--conversation",
-            str(self.directory),
-            *extra,
-        ]
+        return run_argv(self.scenario, self.answers, self.directory, *extra)
 
     def died_in(self, turn: int, *events: Event, marked: bool = True) -> None:
         """Save the conversation with scenario turn ``turn`` (0: the first) begun as ``events``."""

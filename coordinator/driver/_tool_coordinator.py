@@ -107,6 +107,7 @@ from machines import (
     Question,
     QueuePermissionPrompt,
     QueueQuestion,
+    RecordedCall,
     RunTool,
     SecretValue,
     ShowPermissionPrompt,
@@ -367,19 +368,7 @@ class ToolCoordinator:
 
         def begin(batch: _Batch) -> None:
             for index, request in enumerate(requests):
-                call, step = ToolCall.begin(
-                    turn=self._turn,
-                    request=request,
-                    run_mode=self.config.run_mode(request.name),
-                    terminal=self.terminal,
-                    remembered_permission=self._turn.remembered_permission(request.name),
-                    available=request.name in self.tools,
-                    max_attempts=self.max_attempts,
-                    max_questions=self.max_questions,
-                )
-                batch.calls.append(call)
-                self._apply(batch, index, step)
-                _raise_observer_error(batch)
+                self._start_call(batch, index, request)
 
         return await self._drive(len(requests), begin)
 
@@ -465,32 +454,44 @@ class ToolCoordinator:
             for record in step.records:
                 stream.append(record)
         for index, open_call in enumerate(incomplete.open):
-            request = open_call.tool_call
-            if open_call.ran:
-                call, step = ToolCall.resume(
-                    turn=self._turn,
-                    request=request,
-                    recorded=open_call.recorded,
-                    run_mode=self.config.run_mode(request.name),
-                    terminal=self.terminal,
-                    available=request.name in self.tools,
-                    max_attempts=self.max_attempts,
-                    max_questions=self.max_questions,
-                )
-            else:
-                call, step = ToolCall.begin(
-                    turn=self._turn,
-                    request=request,
-                    run_mode=self.config.run_mode(request.name),
-                    terminal=self.terminal,
-                    remembered_permission=self._turn.remembered_permission(request.name),
-                    available=request.name in self.tools,
-                    max_attempts=self.max_attempts,
-                    max_questions=self.max_questions,
-                )
-            batch.calls.append(call)
-            self._apply(batch, index, step)
-            _raise_observer_error(batch)
+            # Nothing recorded shows a call ran (or was let run): it is begun as any call.
+            recorded = open_call.recorded if open_call.ran else None
+            self._start_call(batch, index, open_call.tool_call, recorded)
+
+    def _start_call(
+        self,
+        batch: _Batch,
+        index: int,
+        request: ToolCallRequest,
+        recorded: RecordedCall | None = None,
+    ) -> None:
+        """Begin the machine of call ``index`` (take it up from ``recorded``, when given)."""
+        name = request.name
+        if recorded is None:
+            call, step = ToolCall.begin(
+                turn=self._turn,
+                request=request,
+                run_mode=self.config.run_mode(name),
+                terminal=self.terminal,
+                remembered_permission=self._turn.remembered_permission(name),
+                available=name in self.tools,
+                max_attempts=self.max_attempts,
+                max_questions=self.max_questions,
+            )
+        else:
+            call, step = ToolCall.resume(
+                turn=self._turn,
+                request=request,
+                recorded=recorded,
+                run_mode=self.config.run_mode(name),
+                terminal=self.terminal,
+                available=name in self.tools,
+                max_attempts=self.max_attempts,
+                max_questions=self.max_questions,
+            )
+        batch.calls.append(call)
+        self._apply(batch, index, step)
+        _raise_observer_error(batch)
 
     # ------------------------------------------------------------ checks
 
