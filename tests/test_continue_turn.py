@@ -13,6 +13,7 @@ request paired, no id repeated in the turn, no secret on disk.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,7 +29,7 @@ from coordinator import (
     parse_tools_config,
     save_conversation,
 )
-from coordinator.driver import PermissionBy, Resolution, StepFacts
+from coordinator.driver import PermissionBy, Permit, QuestionAnswer, Resolution, StepFacts
 from machines import (
     Answered,
     CancellationReason,
@@ -384,3 +385,44 @@ def test_a_stuck_turn_cannot_be_continued(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="only sanitized"):
         run(coordinator.continue_turn(incomplete))
     assert len(conversation.stream) == incomplete.turn.stop  # nothing appended
+
+
+class _HoldsTheQuestion:
+    """A person who looks at the disk when asked, and answers only then."""
+
+    def __init__(self, path: Path) -> None:
+        """Look at the conversation in ``path``."""
+        self.path = path
+        self.seen: list[object] = []
+
+    async def ask_question(self, prompt: object) -> QuestionAnswer:
+        """What the disk holds now, noted; then the answer."""
+        del prompt
+        await asyncio.sleep(0.05)  # the other tool finishes meanwhile
+        self.seen = [entry.payload for entry in load_conversation(self.path).stream]  # type: ignore[union-attr]
+        return QuestionAnswer(value="staging")
+
+    async def ask_permission(self, prompt: object) -> Permit:
+        """Never asked: the calls run unattended."""
+        raise AssertionError(prompt)
+
+
+def test_a_finished_calls_response_is_on_disk_while_another_waits(tmp_path: Path) -> None:
+    """A call that finished is saved as finished before the driver waits on: not run again."""
+    path = left_on_disk(
+        tmp_path, deploy_call("call_1"), ToolCallRequest(id="call_2", name="lint", arguments={})
+    )
+    conversation = load_conversation(path)
+    person = _HoldsTheQuestion(path)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"deploy": executor(AskingTool([TARGET])), "lint": executor(AskingTool([]))},
+        config=UNATTENDED,
+        prompter=person,
+    )
+    incomplete = find_incomplete_turn(conversation.stream)
+    assert incomplete is not None
+    with conversation:
+        run(coordinator.continue_turn(incomplete))
+    lint_done = [p for p in person.seen if isinstance(p, ToolCallResponse) and p.id == "call_2"]
+    assert len(lint_done) == 1

@@ -29,9 +29,10 @@ Rules:
 3. Whatever happens — an explicit :meth:`ToolCoordinator.cancel`, the run's
    task being cancelled (once or again while it stops), an executor or
    prompter crashing or returning what it must not, the ``on_step``
-   callback raising — every open question is closed (``Cancelled(user)``)
+   callback raising — every open question is closed (``Cancelled(user)``;
+   one recorded before a restart and not yet asked again, ``interrupted``)
    and every tool call gets its response before :meth:`ToolCoordinator.run`
-   returns or raises.
+   (or :meth:`ToolCoordinator.continue_turn`) returns or raises.
 4. A secret answer is revealed only inside the executor. Should a tool echo
    one back (in its output, an error, or a question's text, context,
    options or default), it is masked before anything is recorded
@@ -44,11 +45,6 @@ Rules:
 5. A fresh :class:`~machines.TurnState` begins with each turn of the stream
    (a new ``turn_start``); ids of inquiries the turn already holds, say after
    a restart, are never reused.
-8. A turn that did not finish (its process died) is continued with
-   :meth:`ToolCoordinator.continue_turn` (RFD 023, ``docs/resume.md``): its
-   stray open questions are closed as ``interrupted``, and each open tool
-   call is taken up by its machine from what the stream recorded of it;
-   finished calls are never run again.
 6. At most ``max_parallel_tools`` tools run at once; the rest wait their
    turn, in the order they were started. A tool waiting for an answer holds
    no place.
@@ -56,6 +52,11 @@ Rules:
    RFD 082 says (its default is never offered at the prompt); a note saying
    so is added to its recorded context, and the observer is told once per
    tool and question (:class:`~coordinator.driver._observing.SecretDefaultNotice`).
+8. A turn that did not finish (its process died) is continued with
+   :meth:`ToolCoordinator.continue_turn` (RFD 023, ``docs/resume.md``): its
+   stray open questions are closed as ``interrupted``, and each open tool
+   call is taken up by its machine from what the stream recorded of it;
+   finished calls are never run again.
 """
 
 from __future__ import annotations
