@@ -97,6 +97,7 @@ def test_an_open_tool_call_blocks_the_turn() -> None:
     assert [call.tool_call.id for call in found.open] == ["c2"]
     assert not found.open[0].ran
     assert found.status == "interrupted (pending tool execution)"
+    assert complete_turns(stream) == []  # the one turn did not finish
 
 
 def test_results_without_a_model_response_after_them_await_the_follow_up() -> None:

@@ -179,6 +179,7 @@ def test_continue_turn_finishes_the_turn_then_plays_the_rest(
     status, out, err = run(left.argv("--continue-turn"), capsys)
     assert (status, err) == (0, "")
     assert "continued: waiting-for-input (work); 2 tool calls finished before the stop" in out
+    assert "    = work · go: answered by the person: true\n" in out  # the waiting one, named
     assert "turns: 2 of 2 completed" in out
     counted = runs(left.directory)
     assert (counted["a"], counted["b"]) == (0, 0)  # finished before the stop: kept as recorded

@@ -55,6 +55,7 @@ from machines import (
     Event,
     ToolCallRequest,
     TurnStart,
+    TurnState,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from coordinator.cli._scenario import Scenario, TurnPlan
     from coordinator.driver._tool_coordinator import ToolCoordinator
     from coordinator.store._store import Conversation
+    from coordinator.stream._incomplete import OpenCall
     from coordinator.stream._stream import Turn
     from machines import JsonValue
 
@@ -175,7 +177,30 @@ class Continuation:
             progress.emit(f"  -> {call.tool_call.name} [{call.tool_call.id}] {how}")
         for stray in incomplete.stray:
             progress.emit(f"  x {stray.id}: no open call asked it; closed (interrupted)")
+        for call in incomplete.waiting:
+            _tell_of_the_waiting_question(progress, call)
         await coordinator.continue_turn(incomplete)
+
+
+def _tell_of_the_waiting_question(progress: Progress, call: OpenCall) -> None:
+    """Show ``progress`` the question ``call`` waited on, as if asked now.
+
+    Adopted, it gets its answer under its recorded id, and progress names
+    an answer by the question it saw asked. Progress learns which call asked
+    from the turn's attempt count of the question (never from the id), and
+    the process that counted this one is gone: it is shown a count of its own.
+    """
+    waiting, recorded = call.waiting, call.recorded.waiting
+    if waiting is None or recorded is None:  # pragma: no cover - only waiting calls are told
+        return
+    counted = TurnState()
+    counted.allocate_inquiry_id(call.tool_call.id, recorded.question_id)
+    own = progress.turn_state
+    progress.turn_state = lambda: counted
+    try:
+        progress.record(waiting.entry)
+    finally:
+        progress.turn_state = own
 
 
 #: A run that starts with the scenario's first turn, its workspace seeded.
