@@ -60,7 +60,15 @@ if TYPE_CHECKING:
         parse_tools_config,
     )
     from coordinator.store import Conversation, load_conversation, save_conversation
-    from coordinator.stream import ConversationStream, EventEntry, pair_events, sanitize
+    from coordinator.stream import (
+        ConversationStream,
+        EventEntry,
+        IncompleteTurn,
+        complete_turns,
+        find_incomplete_turn,
+        pair_events,
+        sanitize,
+    )
 
 __all__ = [
     "Ask",
@@ -74,6 +82,7 @@ __all__ = [
     "EventEntry",
     "Executor",
     "Failure",
+    "IncompleteTurn",
     "InquiryBackend",
     "InquiryBackendError",
     "LocalTool",
@@ -88,7 +97,9 @@ __all__ = [
     "ToolsConfig",
     "backend_from_config",
     "builtin_executors",
+    "complete_turns",
     "export_markdown",
+    "find_incomplete_turn",
     "load_conversation",
     "load_tools_config",
     "pair_events",

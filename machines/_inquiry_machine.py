@@ -33,6 +33,12 @@ Rules:
    holds every question a tool asked.
 7. Only the person's answer can be remembered for the turn (their ``Y`` or
    ``N``); an answer from the model that asks to be is refused.
+8. A turn continued after its process stopped (RFD 023) holds requests
+   recorded before the stop. Such a request is never recorded again: when
+   the tool, run again, asks exactly that question, ``adopt`` takes the
+   recorded id and the question is resolved as any other (its one response
+   goes under that id); otherwise ``supersede`` closes it as
+   ``interrupted``, emitting only the response.
 """
 
 from __future__ import annotations
@@ -213,6 +219,34 @@ class Inquiry:
         inquiry.fire("ask")
         return inquiry, inquiry.buffer.take()
 
+    @classmethod
+    def supersede_recorded(
+        cls,
+        *,
+        turn: TurnState,
+        request: InquiryRequest,
+        question_id: str,
+        tool_call_id: str,
+        tool_name: str,
+    ) -> tuple[Inquiry, Step]:
+        """Close ``request``, recorded before the turn stopped, as ``interrupted``.
+
+        For a request no tool call of the continued turn will ask again (or
+        none is known to have asked: then ``tool_call_id`` and ``tool_name``
+        say what is known, and may be empty). Its question is never asked:
+        only its ids are read (:meth:`InquiryQuestion.as_asked`).
+        """
+        inquiry = cls(
+            turn=turn,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            question=request.question.as_asked(question_id),
+            source=request.source,
+            facts=InquiryFacts(terminal=False),
+        )
+        inquiry.fire("supersede", inquiry_id=request.id)
+        return inquiry, inquiry.buffer.take()
+
     @property
     def closed(self) -> bool:
         """Whether the question has its response."""
@@ -361,6 +395,12 @@ def _record_request(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     out.record(InquiryRequest(id=m.id, source=m.source, question=question))
 
 
+def _adopt_request(m: Inquiry, payload: Mapping[str, Any], _: Out) -> None:
+    # The request is on disk already, under this id; the turn state skips it
+    # (it was handed every recorded id), so no allocation is made.
+    m.id = payload["inquiry_id"]
+
+
 def _id(m: Inquiry) -> str:
     if m.id is None:  # pragma: no cover - every row after `ask` has one
         raise AssertionError("an inquiry past `new` has an id")
@@ -379,6 +419,11 @@ def _cancelled(m: Inquiry, out: Out, reason: CancellationReason, failure: str | 
 
 def _give_up(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     _cancelled(m, out, CancellationReason.ATTEMPTS_EXHAUSTED, m.facts.exhausted)
+
+
+def _supersede(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    m.id = payload["inquiry_id"]
+    _cancelled(m, out, CancellationReason.INTERRUPTED, None)
 
 
 def _deny_secret_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
@@ -503,6 +548,10 @@ _S = InquiryState
 INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="ask", source=_S.NEW, dest=_S.REQUESTED,
         action=_record_request, emits=(InquiryRequest,)),
+    # A request recorded before the turn stopped: asked again exactly, or closed.
+    Row(trigger="adopt", source=_S.NEW, dest=_S.REQUESTED, action=_adopt_request),
+    Row(trigger="supersede", source=_S.NEW, dest=_S.CANCELLED,
+        action=_supersede, emits=(Cancelled,)),
     # Resolution, in RFD 082's order: cache, static answer, routing guards, routing;
     # before them all, the tool-call machine's limit on asking again.
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=EXHAUSTED,

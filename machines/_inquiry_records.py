@@ -50,6 +50,11 @@ class CancellationReason(enum.Enum):
     INVALID_STATIC_ANSWER = "invalid_static_answer"
     #: The tool asked the same question more times in one call than it may.
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"
+    #: Asked before the process running its turn stopped (a crash, a kill), and
+    #: closed when the turn was continued without being put again as it stood:
+    #: the tool, run again, asked something else or nothing, or the continued
+    #: run stopped before it could ask (this project's own reason).
+    INTERRUPTED = "interrupted"
 
     def as_str(self) -> str:
         """The wire tag."""

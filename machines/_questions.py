@@ -249,6 +249,27 @@ class InquiryQuestion:
         """The fields, with a secret question's default hidden."""
         return _repr_hiding_secret_default(self)
 
+    def as_asked(self, question_id: str) -> Question:
+        """The tool-facing question this record holds, under the bare ``question_id``.
+
+        For a question recorded before its turn stopped and closed when the
+        turn is continued, without being asked again: only its ids are read
+        then. A record is lenient where a tool's question is strict, so a
+        default that does not fit is left out, and a select recorded without
+        options (which no tool can ask) reads as a text question.
+        """
+        answer_type = self.answer_type
+        if answer_type.kind is AnswerKind.SELECT and not answer_type.options:
+            answer_type = AnswerType.text()
+        default = self.default if answer_type.accepts(self.default) else None
+        return Question(
+            id=question_id,
+            text=self.text,
+            answer_type=answer_type,
+            context=self.context,
+            default=default,
+        )
+
     @classmethod
     def from_question(cls, question: Question) -> InquiryQuestion:
         """Record what the tool asked, answer type included (``secret`` too)."""

@@ -27,12 +27,23 @@ Rules:
 4. Permission decisions are remembered only in
    ``TurnState.remembered_permission_decisions``; question answers only in
    ``remembered_tool_answers``. Neither caller touches the other's map.
+5. A call left open when its turn stopped (RFD 023) is taken up with
+   ``resume`` and what the stream recorded of it (:class:`RecordedCall`):
+   a call whose last question was closed unanswered gets the response that
+   closing would have given, without running; any other runs again, not
+   asked permission again (its recorded questions prove it ran), with its
+   recorded answers and its attempt budgets counted from its recorded
+   questions. While a question recorded before the stop is still open, the
+   call is ``resuming``: the tool's first question, if it is exactly that
+   one, adopts its request (``needs_input`` [adopts]); anything else is met
+   only after ``supersede`` has closed it as ``interrupted``.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -41,9 +52,11 @@ from machines._effects import CompleteTool, QueuePermissionPrompt, RunTool, Show
 from machines._errors import IllegalTransitionError
 from machines._events import ToolCallRequest, ToolCallResponse
 from machines._inquiry_machine import INQUIRY_MACHINE, Inquiry, InquiryFacts, InquiryState
-from machines._inquiry_records import CancellationReason, Cancelled
+from machines._inquiry_records import CancellationReason, Cancelled, InquiryRequest
+from machines._json import JsonValue
+from machines._questions import InquiryQuestion
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
-from machines.validators import check_json
+from machines.validators import check_json, is_json, of_type, optional_of_type
 from machines.wording import (
     INPUT_CANCELLED,
     INTERRUPTED,
@@ -52,15 +65,14 @@ from machines.wording import (
     SKIPPED_REMEMBERED,
     attempts_exhausted,
     questions_exhausted,
+    secret_for_assistant,
+    secret_without_terminal,
     skipped_with_reason,
     unavailable,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from machines._effects import ToolAnswer
-    from machines._json import JsonValue
     from machines._questions import InquirySource, Question
     from machines._turn_state import CachedAnswer, PermissionDecision, TurnState
 
@@ -69,6 +81,8 @@ __all__ = [
     "DEFAULT_MAX_QUESTIONS",
     "TOOL_CALL_MACHINE",
     "TOOL_CALL_ROWS",
+    "RecordedCall",
+    "RecordedQuestion",
     "RunMode",
     "ToolCall",
     "ToolCallState",
@@ -87,6 +101,8 @@ class ToolCallState(enum.Enum):
     AWAITING_PERMISSION = "awaiting_permission"
     ASKING_PERMISSION = "asking_permission"
     RUNNING = "running"
+    #: Running again after a restart, a question recorded before it still open.
+    RESUMING = "resuming"
     AWAITING_INPUT = "awaiting_input"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -100,6 +116,80 @@ class RunMode(enum.Enum):
     ASK = "ask"
     UNATTENDED = "unattended"
     SKIP = "skip"
+
+
+def _answers(value: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
+    if not all(type(key) is str and is_json(answer) for key, answer in value.items()):
+        raise TypeError("recorded answers map question ids to JSON values")
+    return dict(value)
+
+
+def _counts(value: Mapping[str, int]) -> Mapping[str, int]:
+    if not all(type(k) is str and type(n) is int and n > 0 for k, n in value.items()):
+        raise TypeError("recorded questions are counted by question id, each at least once")
+    return dict(value)
+
+
+def _optional_declined(_instance: Any, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not (
+        isinstance(value, tuple)
+        and len(value) == 2  # noqa: PLR2004 - a pair
+        and isinstance(value[0], RecordedQuestion)
+        and isinstance(value[1], Cancelled)
+    ):
+        raise TypeError("declined is a (RecordedQuestion, Cancelled) pair")
+
+
+@attrs.frozen(kw_only=True)
+class RecordedQuestion:
+    """A request the stream holds for a call, and its bare question id (the tool's own)."""
+
+    request: InquiryRequest = attrs.field(validator=of_type(InquiryRequest))
+    question_id: str = attrs.field(validator=of_type(str))
+
+    def as_asked(self) -> Question:
+        """The question as the tool asked it (only its ids matter: it is not asked again)."""
+        return self.request.question.as_asked(self.question_id)
+
+    def same_as(self, question: Question, source: InquirySource) -> bool:
+        """Whether the tool, asking ``question`` from ``source``, asks exactly this again.
+
+        Source, question id, text, answer type with its options, default and
+        context must all be equal (a question recorded by another writer
+        without its id is compared under the id it was attributed).
+        """
+        recorded = self.request.question
+        if recorded.id is None:
+            recorded = attrs.evolve(recorded, id=self.question_id)
+        return (
+            self.request.source == source
+            and question.id == self.question_id
+            and InquiryQuestion.from_question(question) == recorded
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RecordedCall:
+    """What the stream holds of a tool call left open when its turn stopped.
+
+    ``answers``: each question's latest recorded answer, by bare question id,
+    given to the tool when it runs again (never a secret: none is recorded).
+    ``asked``: how often each question id was recorded for the call, which
+    its attempt and question budgets count. ``waiting``: its request still
+    open. ``declined``: its last question, closed without an answer and
+    nothing after it, with the response that closed it.
+    """
+
+    answers: Mapping[str, JsonValue] = attrs.field(factory=dict, converter=_answers)
+    asked: Mapping[str, int] = attrs.field(factory=dict, converter=_counts)
+    waiting: RecordedQuestion | None = attrs.field(
+        default=None, validator=optional_of_type(RecordedQuestion)
+    )
+    declined: tuple[RecordedQuestion, Cancelled] | None = attrs.field(
+        default=None, validator=_optional_declined
+    )
 
 
 class ToolCall:
@@ -124,6 +214,7 @@ class ToolCall:
         "state",
         "terminal",
         "turn",
+        "waiting",
     )
 
     def __init__(
@@ -155,6 +246,9 @@ class ToolCall:
         self.inquiry: Inquiry | None = None
         self.inquiries: list[Inquiry] = []
         self.response: ToolCallResponse | None = None
+        #: The request recorded before a restart that the call has not yet
+        #: adopted or superseded (state ``resuming``).
+        self.waiting: RecordedQuestion | None = None
 
     @classmethod
     def begin(
@@ -183,6 +277,36 @@ class ToolCall:
             max_questions=max_questions,
         )
         return call, call._fire("begin", remembered=remembered_permission, available=available)
+
+    @classmethod
+    def resume(
+        cls,
+        *,
+        turn: TurnState,
+        request: ToolCallRequest,
+        recorded: RecordedCall,
+        run_mode: RunMode,
+        terminal: bool,
+        available: bool = True,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_questions: int = DEFAULT_MAX_QUESTIONS,
+    ) -> tuple[ToolCall, Step]:
+        """Take up a call left open when its turn stopped, from what the stream ``recorded``.
+
+        A call with nothing recorded is begun (:meth:`begin`), not resumed:
+        nothing shows it ever got permission to run.
+        """
+        if not isinstance(recorded, RecordedCall):
+            raise TypeError(f"recorded must be a RecordedCall, not {type(recorded).__name__}")
+        call = cls(
+            turn=turn,
+            request=request,
+            run_mode=run_mode,
+            terminal=terminal,
+            max_attempts=max_attempts,
+            max_questions=max_questions,
+        )
+        return call, call._fire("resume", recorded=recorded, available=available)
 
     @property
     def id(self) -> str:
@@ -252,6 +376,19 @@ class ToolCall:
             accumulated=dict(accumulated_answers),
             facts=facts,
         )
+
+    def adopts(self, question: Question, source: InquirySource) -> bool:
+        """Whether ``question`` is exactly the request recorded before the restart."""
+        waiting = self.waiting
+        return (
+            self.state is ToolCallState.RESUMING
+            and waiting is not None
+            and waiting.same_as(question, source)
+        )
+
+    def supersede(self) -> Step:
+        """Close the request recorded before the restart as ``interrupted``; the run goes on."""
+        return self._fire("supersede")
 
     def answer(self, inquiry_id: str, value: ToolAnswer, *, remember: bool = False) -> Step:
         """The open question ``inquiry_id`` was answered ``value``."""
@@ -335,6 +472,43 @@ INQUIRY_FAILED = _g(
     "failed",
     "the question was cancelled for any other reason",
     lambda m, _: _cancel_reason(m) not in (None, CancellationReason.USER),
+)
+
+
+def _recorded(payload: Mapping[str, Any]) -> RecordedCall:
+    recorded: RecordedCall = payload["recorded"]
+    return recorded
+
+
+def _declined_reason(payload: Mapping[str, Any]) -> object:
+    declined = _recorded(payload).declined
+    return None if declined is None else declined[1].reason
+
+
+DECLINED_BY_USER = _g(
+    "declined_by_user",
+    "its last recorded question was cancelled by the user, and nothing came after",
+    lambda _, p: _declined_reason(p) is CancellationReason.USER,
+)
+DECLINED = _g(
+    "declined",
+    "its last recorded question was closed unanswered for another reason",
+    lambda _, p: _declined_reason(p) not in (None, CancellationReason.USER),
+)
+WAITING = _g(
+    "waiting",
+    "a question recorded before the restart is still open",
+    lambda _, p: _recorded(p).waiting is not None,
+)
+RAN = _g(
+    "ran",
+    "its recorded questions show it ran before the restart",
+    lambda _, p: bool(_recorded(p).asked),
+)
+ADOPTS = _g(
+    "adopts",
+    "the tool asks exactly the question recorded before the restart",
+    lambda m, p: m.waiting is not None and m.waiting.same_as(p["question"], p["source"]),
 )
 
 
@@ -442,6 +616,72 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     INQUIRY_MACHINE.fire(inquiry, "ask")  # its requests and responses are its own rows
 
 
+def _take_up(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    recorded = _recorded(payload)
+    m.answers = dict(recorded.answers)
+    m.asked = Counter(recorded.asked)
+    m.waiting = recorded.waiting
+    _run(m, out)
+
+
+def _cancelled_before(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, INPUT_CANCELLED, is_error=False)
+
+
+def _failed_before(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    declined = _recorded(payload).declined
+    if declined is None:  # pragma: no cover - the guard checked
+        raise AssertionError("a declined row without a declined question")
+    question, response = declined
+    # What the tool was told then, where the record alone says it; else JP's word.
+    if response.reason is CancellationReason.NO_PROMPT_BACKEND:
+        content = secret_without_terminal(m.name, question.as_asked())
+    elif response.reason is CancellationReason.ASSISTANT_ROUTING_DENIED:
+        content = secret_for_assistant(m.name, question.as_asked())
+    else:
+        content = INTERRUPTED
+    _finish(m, out, content, is_error=True)
+
+
+def _adopt(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
+    waiting = m.waiting
+    if waiting is None:  # pragma: no cover - the guard checked
+        raise AssertionError("adopting without a recorded question")
+    m.answers = dict(payload["accumulated"])
+    # Counted already: the budgets were counted from the record, this request included.
+    inquiry = Inquiry(
+        turn=m.turn,
+        tool_call_id=m.id,
+        tool_name=m.name,
+        question=payload["question"],
+        source=payload["source"],
+        facts=payload["facts"],
+        buffer=m.buffer,
+    )
+    m.waiting = None
+    m.inquiry = inquiry
+    m.inquiries.append(inquiry)
+    INQUIRY_MACHINE.fire(inquiry, "adopt", inquiry_id=waiting.request.id)
+
+
+def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
+    waiting = m.waiting
+    if waiting is None:  # pragma: no cover - every resuming call has one
+        raise AssertionError("superseding without a recorded question")
+    inquiry = Inquiry(
+        turn=m.turn,
+        tool_call_id=m.id,
+        tool_name=m.name,
+        question=waiting.as_asked(),
+        source=waiting.request.source,
+        facts=InquiryFacts(terminal=m.terminal),
+        buffer=m.buffer,
+    )
+    m.waiting = None
+    m.inquiries.append(inquiry)
+    INQUIRY_MACHINE.fire(inquiry, "supersede", inquiry_id=waiting.request.id)
+
+
 def _forward(trigger: str) -> Any:
     def forward(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
         INQUIRY_MACHINE.fire(m.inquiry, trigger, **payload)  # type: ignore[arg-type]
@@ -497,6 +737,22 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         action=_queue_permission, effects=(QueuePermissionPrompt,)),
     Row(trigger="interrupt", source=_S.NEW, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    # Taken up after a restart (RFD 023): closed as its last question was, or run again.
+    Row(trigger="resume", source=_S.NEW, dest=_S.CANCELLED, guard=DECLINED_BY_USER,
+        action=_cancelled_before, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="resume", source=_S.NEW, dest=_S.FAILED, guard=DECLINED,
+        action=_failed_before, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="resume", source=_S.NEW, dest=_S.FAILED, guard=UNAVAILABLE,
+        action=_not_available, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="resume", source=_S.NEW, dest=_S.RESUMING, guard=WAITING,
+        action=_take_up, effects=(RunTool,)),
+    Row(trigger="resume", source=_S.NEW, dest=_S.RUNNING, guard=RAN,
+        action=_take_up, effects=(RunTool,)),
+    # Run again while the recorded question is open: adopt it, or close it first.
+    Row(trigger="needs_input", source=_S.RESUMING, dest=_S.AWAITING_INPUT, guard=ADOPTS,
+        action=_adopt, delegates="inquiry.adopt"),
+    Row(trigger="supersede", source=_S.RESUMING, dest=_S.RUNNING,
+        action=_supersede, delegates="inquiry.supersede"),
     # A queued permission prompt is checked against the turn's decisions again.
     Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.RUNNING, guard=STILL_Y,
         action=_run_now, effects=(RunTool,)),

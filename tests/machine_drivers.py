@@ -20,11 +20,17 @@ from machines import (
     INQUIRY_MACHINE,
     TOOL_CALL_MACHINE,
     CachedAnswer,
+    CancellationReason,
+    Cancelled,
     Fired,
     Inquiry,
     InquiryFacts,
+    InquiryQuestion,
+    InquiryRequest,
     InquirySource,
     Question,
+    RecordedCall,
+    RecordedQuestion,
     Row,
     RunMode,
     SecretValue,
@@ -84,9 +90,9 @@ class InquiryCase:
         )
 
     def make(self, turn: TurnState | None = None) -> Inquiry:
-        """A new inquiry (state ``new``) for this case."""
+        """A new inquiry (state ``new``) for this case, in a turn holding ``RECORDED_IDS``."""
         return Inquiry(
-            turn=turn or TurnState(),
+            turn=turn or TurnState(recorded_ids=RECORDED_IDS),
             tool_call_id="call_1",
             tool_name="fs_modify_file",
             question=self.question,
@@ -118,7 +124,41 @@ def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
         return [model.checked_answer(VALID[kind], remember=remember) for remember in (False, True)]
     if trigger == "fail":
         return [{"error": "the provider returned 500"}]
+    if trigger in ("adopt", "supersede"):
+        return [{"inquiry_id": RECORDED_APPLY.request.id}]
     return [{}]
+
+
+#: The request a resumed call's ``apply`` question was recorded under before the restart.
+RECORDED_APPLY = RecordedQuestion(
+    request=InquiryRequest(
+        id="call_1.apply.1",
+        source=InquirySource.tool("fs_modify_file"),
+        question=InquiryQuestion.from_question(QUESTIONS["boolean"]),
+    ),
+    question_id="apply",
+)
+#: Every inquiry id a resumed turn already holds (a tool call's turn is seeded with them).
+RECORDED_IDS = frozenset({"call_1.apply.1", "call_1.branch.1"})
+
+#: What the stream may hold of a call left open when its turn stopped, by name.
+RECORDED: dict[str, RecordedCall] = {
+    "ran": RecordedCall(answers={"branch": "dev"}, asked={"branch": 1}),
+    "waiting": RecordedCall(
+        answers={"branch": "dev"}, asked={"branch": 1, "apply": 1}, waiting=RECORDED_APPLY
+    ),
+    "declined_by_user": RecordedCall(
+        asked={"apply": 1},
+        declined=(RECORDED_APPLY, Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)),
+    ),
+    "declined": RecordedCall(
+        asked={"apply": 1},
+        declined=(
+            RECORDED_APPLY,
+            Cancelled(id="call_1.apply.1", reason=CancellationReason.NO_PROMPT_BACKEND),
+        ),
+    ),
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -130,9 +170,13 @@ class ToolCallCase:
     max_attempts: int = 8
 
     def make(self, turn: TurnState | None = None) -> ToolCall:
-        """A new tool call (state ``new``) for this case."""
+        """A new tool call (state ``new``) for this case, in a turn holding ``RECORDED_IDS``.
+
+        The turn holds them as a continued turn would: ids allocated anew skip
+        them, whether the call is begun or resumed.
+        """
         return ToolCall(
-            turn=turn or TurnState(),
+            turn=turn or TurnState(recorded_ids=RECORDED_IDS),
             request=ToolCallRequest(
                 id="call_1", name="fs_modify_file", arguments={"path": "README.md"}
             ),
@@ -178,6 +222,8 @@ _TOOL_CALL_PAYLOADS: dict[str, list[dict[str, Any]]] = {
     "deny": [{"remember": False, "reason": None}, {"remember": True, "reason": "not now"}],
     "completed": [{"content": "done", "is_error": False}, {"content": "boom", "is_error": True}],
     "fail_input": [{"error": "the provider returned 500"}],
+    "resume": [{"recorded": recorded, "available": True} for recorded in RECORDED.values()]
+    + [{"recorded": RECORDED["ran"], "available": False}],
 }
 
 
@@ -290,6 +336,9 @@ __all__ = [
     "DRIVERS",
     "NEEDS_INPUT",
     "QUESTIONS",
+    "RECORDED",
+    "RECORDED_APPLY",
+    "RECORDED_IDS",
     "VALID",
     "InquiryCase",
     "MachineDriver",

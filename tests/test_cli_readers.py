@@ -29,6 +29,7 @@ from reader_streams import (
 )
 
 from coordinator import Conversation, load_conversation, save_conversation
+from coordinator.cli._check import EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def blocked(tmp_path: Path) -> Path:
 def test_check_prints_pairing_totals(blocked: Path) -> None:
     """The human summary gives paired, pending and orphaned totals for both kinds."""
     status, out = run("check", str(blocked))
-    assert status == 0
+    assert status == EXIT_INCOMPLETE_TURN  # its last turn is blocked
     assert "  inquiry pairs: 1 paired, 1 pending (blocking), 1 orphaned responses\n" in out
     assert "  tool-call pairs: 1 paired, 1 pending (blocking), 0 orphaned responses\n" in out
 
@@ -73,7 +74,7 @@ def test_check_prints_pairing_totals(blocked: Path) -> None:
 def test_check_json_pairs_per_turn(blocked: Path) -> None:
     """``--json`` gives each turn's counts and the ids left open or orphaned."""
     status, out = run("check", str(blocked), "--json")
-    assert status == 0
+    assert status == EXIT_INCOMPLETE_TURN
     pairing = json.loads(out)["pairing"]
     assert pairing["inquiries"] == {
         "totals": {"paired": 1, "pending": 1, "orphaned": 1},
@@ -274,7 +275,7 @@ def test_json_output_shows_a_name_that_is_not_utf8_with_replacement_characters(
 ) -> None:
     """The path in ``--json`` has U+FFFD for each undecodable byte; sanitize still saves."""
     status, out = run(command, str(undecodable), "--json")
-    assert status == 0
+    assert status == (EXIT_INCOMPLETE_TURN if command == "check" else 0)  # check: it is blocked
     report = json.loads(out)
     shown = f"{undecodable.parent}/caf\ufffd"
     assert report["path"] == shown
@@ -285,7 +286,7 @@ def test_json_output_shows_a_name_that_is_not_utf8_with_replacement_characters(
 
 @pytest.mark.parametrize("command", ["check", "sanitize"])
 def test_a_name_that_is_not_utf8_reaches_a_utf8_terminal(undecodable: Path, command: str) -> None:
-    """The installed command prints such a path on a strict UTF-8 stdout, exit 0."""
+    """The installed command prints such a path on a strict UTF-8 stdout (check: blocked, 3)."""
     script = Path(sys.executable).parent / "inquiry"
     launcher = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator"]
     done = subprocess.run(
@@ -294,7 +295,7 @@ def test_a_name_that_is_not_utf8_reaches_a_utf8_terminal(undecodable: Path, comm
         check=False,
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == (EXIT_INCOMPLETE_TURN if command == "check" else 0), done.stderr
     assert done.stdout.decode().startswith(f"{undecodable.parent}/caf\ufffd")
 
 

@@ -23,6 +23,7 @@ from test_terminal import asked, at_terminal
 
 from coordinator._text import shown_text
 from coordinator.adapters._terminal import printable
+from coordinator.cli._check import EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
 from machines import InquirySource, Question, SelectOption, ShowPermissionPrompt
 
@@ -190,7 +191,8 @@ def test_a_crafted_conversation_drives_no_terminal(
     directory = tmp_path / _NAME
     crafted(directory)
     status, written = _run_cli([*command, str(directory)], capfdbinary)
-    assert status == 0, written
+    # check exits 3: the crafted conversation's last turn is blocked (and reported, escaped).
+    assert status == (EXIT_INCOMPLETE_TURN if command[0] == "check" else 0), written
     assert_defused(written, lines_kept=command == ["export"])
     assert b"FORGED" in written  # the text is there, escaped, not dropped
     if command[0] == "sanitize" and "--json" not in command:

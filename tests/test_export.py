@@ -377,6 +377,10 @@ def test_a_tool_call_that_ran_gets_no_permission_note() -> None:
             "more often than one tool call may._",
         ),
         (
+            cancel("q", CancellationReason.INTERRUPTED),
+            "was not asked again as it stood when the turn was continued._",
+        ),
+        (
             Cancelled(id="q", reason=parse_cancellation_reason("later")),
             "_Closed without an answer, for a reason this build does not know._",
         ),

@@ -16,6 +16,8 @@ import pytest
 from machine_drivers import (
     DRIVERS,
     QUESTIONS,
+    RECORDED,
+    RECORDED_APPLY,
     VALID,
     InquiryCase,
     ToolCallCase,
@@ -68,8 +70,12 @@ ROUTED = InquiryCase(terminal=True, target=Target.USER)
 SECRET_ROUTED = InquiryCase(answer_type="secret", terminal=True, target=Target.USER)
 TO_MODEL = InquiryCase(target=Target.ASSISTANT)
 
+RECORDED_ID = {"inquiry_id": RECORDED_APPLY.request.id}
+
 INQUIRY_WITNESSES: dict[str, Witness] = {
     "ask:new->requested": Witness(InquiryCase(), (), _fixed({})),
+    "adopt:new->requested": Witness(InquiryCase(), (), _fixed(RECORDED_ID)),
+    "supersede:new->cancelled": Witness(InquiryCase(), (), _fixed(RECORDED_ID)),
     "resolve:requested->cancelled[exhausted]": Witness(
         InquiryCase(exhausted=True), (("ask", {}),), _fixed({})
     ),
@@ -140,6 +146,13 @@ def _tool_answer(model: Any) -> dict[str, Any]:
     return _answer(model.inquiry)
 
 
+def _resumed(name: str, *, available: bool = True) -> Callable[[Any], dict[str, Any]]:
+    return _fixed({"recorded": RECORDED[name], "available": available})
+
+
+RESUMED_WAITING = (("resume", {"recorded": RECORDED["waiting"], "available": True}),)
+
+
 TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "begin:new->failed[unavailable]": Witness(
         UNATTENDED, (), _fixed({"remembered": None, "available": False})
@@ -163,6 +176,15 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
         ASK, (), _fixed({"remembered": None, "available": True})
     ),
     "interrupt:new->cancelled": Witness(ASK, (), _fixed({})),
+    "resume:new->cancelled[declined_by_user]": Witness(ASK, (), _resumed("declined_by_user")),
+    "resume:new->failed[declined]": Witness(ASK, (), _resumed("declined")),
+    "resume:new->failed[unavailable]": Witness(ASK, (), _resumed("ran", available=False)),
+    "resume:new->resuming[waiting]": Witness(ASK, (), _resumed("waiting")),
+    "resume:new->running[ran]": Witness(ASK, (), _resumed("ran")),
+    "needs_input:resuming->awaiting_input[adopts]": Witness(
+        ASK, RESUMED_WAITING, lambda _: _needs_input(ROUTED)[1]
+    ),
+    "supersede:resuming->running": Witness(ASK, RESUMED_WAITING, _fixed({})),
     "terminal_ready:awaiting_permission->running[remembered_y]": Witness(
         ASK, BEGUN, _fixed({"remembered": "y", "cached": None})
     ),
@@ -212,16 +234,23 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
 
 WITNESSES = {"inquiry": INQUIRY_WITNESSES, "tool_call": TOOL_CALL_WITNESSES}
 
+#: How a question comes to be requested: recorded now, or adopted after a restart.
+_REQUESTED = ("ask:new->requested", "adopt:new->requested")
+
 #: Simple paths the table admits but the guards rule out, and why.
 INFEASIBLE: dict[str, str] = {
-    "ask:new->requested > resolve:requested->routed[to_assistant] > "
-    "terminal_ready:routed->cached[cached] > use_cached:cached->answered": (
-        "a question routed to the assistant never waits for the terminal"
-    ),
     **{
-        f"ask:new->requested > resolve:requested->routed[to_assistant] > {rest}": (
+        f"{start} > resolve:requested->routed[to_assistant] > "
+        "terminal_ready:routed->cached[cached] > use_cached:cached->answered": (
+            "a question routed to the assistant never waits for the terminal"
+        )
+        for start in _REQUESTED
+    },
+    **{
+        f"{start} > resolve:requested->routed[to_assistant] > {rest}": (
             "a question routed to the assistant is never shown at the terminal"
         )
+        for start in _REQUESTED
         for rest in (
             "terminal_ready:routed->shown[uncached] > answer:shown->redacted[secret]",
             "terminal_ready:routed->shown[uncached] > answer:shown->answered[plain]",
@@ -229,9 +258,10 @@ INFEASIBLE: dict[str, str] = {
         )
     },
     **{
-        f"ask:new->requested > resolve:requested->routed[to_user] > {rest}": (
+        f"{start} > resolve:requested->routed[to_user] > {rest}": (
             "a question routed to the user never hears from the model"
         )
+        for start in _REQUESTED
         for rest in (
             "answer:routed->answered[from_model]",
             "fail:routed->cancelled[with_model]",
@@ -338,8 +368,13 @@ def test_every_simple_path_runs(name: str, path: Any) -> None:
     records = [record for fired in run.fired for record in fired.records]
     requests = [r for r in records if isinstance(r, InquiryRequest)]
     responses = [r for r in records if isinstance(r, Answered | Cancelled | Redacted)]
-    # Whatever the path, each recorded question has exactly one response, same id.
-    assert [r.id for r in requests] == [r.id for r in responses]
+    # Whatever the path, each question recorded has exactly one response, same id; so
+    # does one recorded before a restart once adopted or superseded (its request is on
+    # disk already), and no id is answered twice.
+    taken_up = any(fired.row.startswith(("adopt:", "supersede:")) for fired in run.fired)
+    recorded = [RECORDED_APPLY.request.id] if taken_up else []
+    assert sorted(r.id for r in responses) == sorted(recorded + [r.id for r in requests])
+    assert len({r.id for r in responses}) == len(responses)
     machine = DRIVERS[name].machine
     final = machine.rows[[row.id for row in machine.rows].index(path[-1].id)].target
     assert final in machine.final

@@ -232,6 +232,7 @@ def test_cancellation_reasons_are_the_known_wire_tags() -> None:
         "assistant_routing_denied",
         "invalid_static_answer",
         "attempts_exhausted",
+        "interrupted",
     ]
 
 

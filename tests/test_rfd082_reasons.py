@@ -22,9 +22,20 @@ import attrs
 import pytest
 from run_helpers import write
 
-from coordinator import export_markdown, load_conversation
+from coordinator import export_markdown, load_conversation, save_conversation
 from coordinator.cli._main import main
-from machines import CancellationReason
+from coordinator.cli._run_continue import turn_marker
+from coordinator.cli._scenario import load_scenario
+from machines import (
+    AnswerType,
+    CancellationReason,
+    ChatRequest,
+    InquiryQuestion,
+    InquiryRequest,
+    InquirySource,
+    ToolCallRequest,
+    TurnStart,
+)
 
 #: The reasons RFD 082's enum names; every other tag is ``Unknown(tag)``.
 RFD_082_REASONS = ("user", "backend_error", "no_prompt_backend", "assistant_routing_denied")
@@ -115,16 +126,32 @@ def own_reasons(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = root / "conversation"
     argv = ["run", str(scenario), "--no-tty", "--conversation", str(directory)]
     assert main(argv, out=io.StringIO()) == 1  # both calls fail, as they are meant to
+    # A second run of the loop that died while its question ("Before?") waited;
+    # continued, the tool asks "Again?" instead: the waiting one is interrupted.
+    again = write(root / "again.toml", scenario.read_text().replace('"go"', '"again"'))
+    conversation = load_conversation(directory)
+    stream = conversation.stream
+    stream.append(TurnStart(), metadata=turn_marker(load_scenario(again), 0))
+    stream.append(ChatRequest(content="again"))
+    stream.append(ToolCallRequest(id="call_2_1_1", name="loop", arguments={}))
+    stream.append(ToolCallRequest(id="call_2_1_2", name="misfit", arguments={}))
+    before = InquiryQuestion(text="Before?", answer_type=AnswerType.text(), id="q")
+    source = InquirySource.tool("loop")
+    stream.append(InquiryRequest(id="call_2_1_1.q.1", source=source, question=before))
+    save_conversation(conversation)
+    conversation.close()
+    argv = ["run", str(again), "--no-tty", "--conversation", str(directory), "--continue-turn"]
+    assert main(argv, out=io.StringIO()) == 1
     return directory
 
 
 def test_our_own_reasons_load_as_unknown_in_a_reader_of_rfd_082(own_reasons: Path) -> None:
-    """attempts_exhausted and invalid_static_answer land in Unknown, kept and written verbatim."""
+    """Our own reasons (attempts_exhausted, invalid_static_answer, interrupted) land in Unknown."""
     raw = json.loads((own_reasons / "events.json").read_text())
     responses = [entry for entry in raw if entry["type"] == "inquiry_response"]
     read = [rfd082_response(entry) for entry in responses]
     unknown = {value.tag for outcome, _, value in read if isinstance(value, Unknown)}
-    assert unknown == {"attempts_exhausted", "invalid_static_answer"}
+    assert unknown == {"attempts_exhausted", "invalid_static_answer", "interrupted"}
     for entry, (outcome, inquiry_id, value) in zip(responses, read, strict=True):
         kept = {key: entry[key] for key in ("outcome", "id", "answer", "reason") if key in entry}
         assert rfd082_serialize(outcome, inquiry_id, value) == kept
@@ -144,6 +171,7 @@ def test_our_export_shows_each_response_as_a_reader_of_rfd_082_does(own_reasons:
     assert lines == expected
     assert "Cancelled (attempts_exhausted)" in lines
     assert "Cancelled (invalid_static_answer)" in lines
+    assert "Cancelled (interrupted)" in lines
 
 
 def test_the_conformance_page_lists_every_reason_and_whose_it_is() -> None:
@@ -153,3 +181,4 @@ def test_the_conformance_page_lists_every_reason_and_whose_it_is() -> None:
     assert {tag for tag, origin in rows.items() if origin == "RFD 082"} == set(RFD_082_REASONS)
     assert rows["invalid_static_answer"] == "RFD 083"
     assert rows["attempts_exhausted"] == "this project"
+    assert rows["interrupted"] == "this project"

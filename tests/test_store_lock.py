@@ -31,6 +31,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
+from coordinator.cli._check import EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
 from coordinator.store import ConversationLockedError
 from coordinator.store._lock import LOCK_FILE
@@ -143,7 +144,7 @@ def test_readers_need_no_lock(
     """check, export and a plain load work while another process writes."""
     directory, _ = holder
     assert len(load_conversation(directory).stream) == 4
-    assert cli("check", directory, capsys=capsys)[0] == 0
+    assert cli("check", directory, capsys=capsys)[0] == EXIT_INCOMPLETE_TURN  # an open call
     status, markdown, _ = cli("export", directory, capsys=capsys)
     assert status == 0
     assert markdown.startswith("# shared")
@@ -294,7 +295,7 @@ def test_the_lock_file_holds_the_writers_pid_and_is_ignored_by_readers(tmp_path:
     directory = _conversation(tmp_path / "conv")
     assert (directory / LOCK_FILE).read_bytes() == f"{os.getpid()}\n".encode()
     out = io.StringIO()
-    assert main(["check", str(directory), "--json"], out=out) == 0
+    assert main(["check", str(directory), "--json"], out=out) == EXIT_INCOMPLETE_TURN
     assert orjson.loads(out.getvalue())["entries"] == 3
 
 

@@ -5,6 +5,14 @@ turn (:mod:`coordinator.stream._pairing`): how many pairs, how many requests sti
 wait for a response (their turn is blocked on them) and how many responses
 answer no request, per turn and in total.
 
+It also reads the last turn (:func:`~coordinator.stream.find_incomplete_turn`):
+when it did not finish, the summary says where it stands (RFD 023's status
+and phase), which tool calls finished, which are open and what each asked,
+which question waits, and what is stray. A turn *blocked* on an open tool
+call or question makes ``inquiry check`` exit with
+:data:`EXIT_INCOMPLETE_TURN` (3); one that only waits for the model is
+reported, and the exit status stays 0.
+
 Paths are reported as :func:`coordinator._text.shown_path` gives them: a file
 name's bytes that are not UTF-8 appear as U+FFFD, as JP shows them.
 """
@@ -18,14 +26,27 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from coordinator._text import shown_path
 from coordinator.stream._entries import EventEntry
+from coordinator.stream._incomplete import find_incomplete_turn
 from coordinator.stream._pairing import pair_events
-from machines import Answered, Cancelled, InquiryRequest, Redacted
+from machines import Answered, Cancelled, InquiryRequest, Redacted, ToolCallResponse
 
 if TYPE_CHECKING:
     from coordinator.store._store import Conversation
-    from coordinator.stream._pairing import Pairing
+    from coordinator.stream._incomplete import IncompleteTurn, OpenCall
+    from coordinator.stream._pairing import Located, Pairing
 
-__all__ = ["pairing_summary", "summarize", "to_null_device"]
+__all__ = [
+    "EXIT_INCOMPLETE_TURN",
+    "incomplete_lines",
+    "incomplete_summary",
+    "pairing_summary",
+    "summarize",
+    "to_null_device",
+]
+
+#: ``inquiry check``'s exit status when the last turn is blocked on an open
+#: tool call or question (RFD 023: it is to be continued or discarded).
+EXIT_INCOMPLETE_TURN = 3
 
 
 def pairing_summary(pairing: Pairing) -> dict[str, Any]:
@@ -46,6 +67,118 @@ def pairing_summary(pairing: Pairing) -> dict[str, Any]:
             for turn in pairing.turns
         ],
     }
+
+
+def _question(located: Located, question_id: str | None = None) -> dict[str, Any]:
+    request = located.entry.payload
+    if not isinstance(request, InquiryRequest):  # pragma: no cover - requests only
+        raise TypeError("an inquiry request was expected")
+    return {
+        "inquiry_id": located.id,
+        "question_id": question_id or request.question.id,
+        "source": request.source.name or request.source.kind.value,
+        "answer_type": request.question.answer_type.kind.value,
+        "text": request.question.text,
+    }
+
+
+def _open_call(call: OpenCall) -> dict[str, Any]:
+    declined = call.declined
+    reason = None
+    if declined is not None and isinstance(declined.entry.payload, Cancelled):
+        reason = declined.entry.payload.reason.as_str()
+    waiting = call.recorded.waiting
+    return {
+        "id": call.tool_call.id,
+        "tool": call.tool_call.name,
+        "ran": call.ran,
+        "asked": dict(call.recorded.asked),
+        "answered": sorted(call.replay),
+        "ask_again": sorted(call.reask),
+        "waiting": (
+            _question(call.waiting, waiting.question_id)
+            if call.waiting is not None and waiting is not None
+            else None
+        ),
+        "declined": (
+            {"inquiry_id": declined.id, "reason": reason} if declined is not None else None
+        ),
+    }
+
+
+def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | None:
+    """What blocks the last turn, for JSON: ``None`` when it finished."""
+    if incomplete is None:
+        return None
+    finished = []
+    # In the order the calls were made (responses come as tools finish, in any order).
+    for pair in sorted(incomplete.finished, key=lambda pair: pair.request.index):
+        request, response = pair.request.entry.payload, pair.response.entry.payload
+        finished.append(
+            {
+                "id": pair.id,
+                "tool": getattr(request, "name", None),
+                "is_error": isinstance(response, ToolCallResponse) and response.is_error,
+            }
+        )
+    return {
+        "turn": incomplete.turn.index,
+        "status": incomplete.status,
+        "phase": incomplete.phase.value,
+        "blocked": incomplete.blocked,
+        "finished_calls": finished,
+        "open_calls": [_open_call(call) for call in incomplete.open],
+        "stray_requests": [_question(located) for located in incomplete.stray],
+        "stuck_requests": [located.id for located in incomplete.stuck],
+    }
+
+
+def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
+    """The incomplete turn as lines of text (unescaped: the caller shows them)."""
+    if summary is None:
+        return []
+    blocked = "" if summary["blocked"] else "; not blocked (nothing open)"
+    lines = [
+        (
+            f"  last turn (turn {summary['turn'] + 1}) did not finish: {summary['status']} "
+            f"(RFD 023 phase: {summary['phase']}){blocked}"
+        )
+    ]
+    if summary["finished_calls"]:
+        done = ", ".join(
+            f"{call['tool']} [{call['id']}]{' (error)' if call['is_error'] else ''}"
+            for call in summary["finished_calls"]
+        )
+        lines.append(f"    finished (kept, not run again): {done}")
+    for call in summary["open_calls"]:
+        how = "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
+        if call["declined"] is not None:
+            how = f"its question was cancelled ({call['declined']['reason']}); it ends so"
+        answered = f"; answered: {', '.join(call['answered'])}" if call["answered"] else ""
+        again = f"; asked again: {', '.join(call['ask_again'])}" if call["ask_again"] else ""
+        lines.append(f"    open: {call['tool']} [{call['id']}]: {how}{answered}{again}")
+        waiting = call["waiting"]
+        if waiting is not None:
+            lines.append(
+                f"      waits for {waiting['question_id']} ({waiting['answer_type']}): "
+                f"{waiting['text']!r} [{waiting['inquiry_id']}]"
+            )
+    lines.extend(
+        f"    open question no open call is known to have asked: {stray['inquiry_id']} "
+        "(closed as interrupted when the turn is continued)"
+        for stray in summary["stray_requests"]
+    )
+    if summary["stuck_requests"]:
+        lines.append(
+            f"    cannot be closed by continuing: {', '.join(summary['stuck_requests'])} "
+            "(their ids were asked again later in the turn)"
+        )
+    if summary["blocked"]:
+        lines.append(
+            f"  continue it: inquiry run SCENARIO --conversation {path} --continue-turn; "
+            f"or discard it: inquiry sanitize {path}"
+        )
+    return lines
 
 
 def summarize(conversation: Conversation) -> dict[str, Any]:
@@ -85,6 +218,7 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
             "assigned": conversation.id_repairs.assigned,
             "regenerated": conversation.id_repairs.regenerated,
         },
+        "incomplete_turn": incomplete_summary(find_incomplete_turn(stream)),
     }
 
 

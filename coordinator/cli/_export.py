@@ -606,6 +606,10 @@ _CLOSED_BY: dict[CancellationReason, str] = {
         "the answer the configuration gives it does not fit it"
     ),
     CancellationReason.ATTEMPTS_EXHAUSTED: ("the tool asked it more often than one tool call may"),
+    CancellationReason.INTERRUPTED: (
+        "it waited when the process running the turn stopped, and was not asked again as it "
+        "stood when the turn was continued"
+    ),
 }
 _REDACTED_BY = (
     "Answered by the person at the terminal or by the configuration (a secret is never "

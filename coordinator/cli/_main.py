@@ -11,7 +11,8 @@
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
 - ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
-  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]] [--verbose]``:
+  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]] [--verbose]
+  [--continue-turn]``:
   play a scenario's turns through the tool coordinator into a conversation
   directory (created if missing, appended to if not), prompting at the
   terminal when there is one (:mod:`coordinator.cli._run`; the scenario and
@@ -19,6 +20,11 @@
   call failed or a question went unanswered, 3 when a turn was left
   incomplete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
   (:mod:`coordinator.cli._run_result`, ``docs/cli.md``).
+  A conversation whose last turn did not finish is refused (exit 2) unless
+  ``--continue-turn`` continues it (``docs/resume.md``).
+
+``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
+when the conversation's last turn is blocked on an open tool call or question.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when diagrams are stale or a tool call of ``inquiry run`` failed,
@@ -57,7 +63,12 @@ import orjson
 
 from coordinator._errors import CoordinatorError, os_reason
 from coordinator._text import shown_path, shown_text
-from coordinator.cli._check import summarize, to_null_device
+from coordinator.cli._check import (
+    EXIT_INCOMPLETE_TURN,
+    incomplete_lines,
+    summarize,
+    to_null_device,
+)
 from coordinator.store._atomic import write_output
 from coordinator.store._store import load_conversation, save_conversation
 from coordinator.stream._sanitize import (
@@ -99,9 +110,12 @@ def _error(problem: str) -> None:
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     conversation = load_conversation(args.path)
     summary = summarize(conversation)
+    # Blocked on an open tool call or question: continue it or discard it (docs/resume.md).
+    blocked = summary["incomplete_turn"] is not None and summary["incomplete_turn"]["blocked"]
+    status = EXIT_INCOMPLETE_TURN if blocked else EXIT_OK
     if args.json:
         _print_json(summary, out)
-        return EXIT_OK
+        return status
     out.write(f"{_shown(str(summary['path']))} ({summary['layout']} layout)\n")
     turns = summary["turns"]
     out.write(f"  entries: {summary['entries']} in {turns} turn{'' if turns == 1 else 's'}\n")
@@ -125,7 +139,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     out.write(
         f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
     )
-    return EXIT_OK
+    lines = incomplete_lines(summary["incomplete_turn"], str(summary["path"]))
+    out.writelines(f"{_shown(line)}\n" for line in lines)
+    return status
 
 
 def _describe_removal(removal: Removal) -> str:
@@ -288,7 +304,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         verbose=args.verbose,
     )
     try:
-        result = asyncio.run(run_scenario(options, out=out))
+        result = asyncio.run(run_scenario(options, out=out, continue_turn=args.continue_turn))
     except RunError as error:
         _error(str(error))
         return error.status
@@ -394,6 +410,12 @@ def _parser() -> argparse.ArgumentParser:
         "-v",
         action="store_true",
         help="show the internal ids of tool calls and questions",
+    )
+    run.add_argument(
+        "--continue-turn",
+        action="store_true",
+        help="continue the conversation's last turn where it stopped (a killed run), then the "
+        "rest of the scenario; finished tool calls are not run again",
     )
     run.set_defaults(handler=_run)
     return parser

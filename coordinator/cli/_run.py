@@ -17,7 +17,10 @@ a module of its own:
 - :mod:`coordinator.cli._run_progress`: progress as it happens, from the
   coordinator's typed step facts, and the summary;
 - :mod:`coordinator.cli._run_signals`: stopping on a signal;
-- :mod:`coordinator.cli._run_play`: the play loop itself.
+- :mod:`coordinator.cli._run_play`: the play loop itself;
+- :mod:`coordinator.cli._run_continue`: where the play starts: with
+  ``--continue-turn``, where the scenario stood in the conversation; without
+  it, a conversation whose last turn is blocked is refused (``docs/resume.md``).
 
 Rules:
 
@@ -54,6 +57,7 @@ from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
+from coordinator.cli._run_continue import start_from
 from coordinator.cli._run_play import play
 from coordinator.cli._run_players import (
     WatchedBackend,
@@ -66,7 +70,7 @@ from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunResult
 from coordinator.cli._run_signals import Stop
 from coordinator.cli._run_tools import build_executors, mcp_toolbox, withdraw_secrets
-from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
+from coordinator.cli._run_workspace import WORKSPACE
 from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import ScriptedPrompter
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
@@ -90,21 +94,32 @@ async def run_scenario(
     *,
     out: TextIO,
     terminal: bool | None = None,
+    continue_turn: bool = False,
 ) -> RunResult:
     """Play ``options.scenario`` into ``options.conversation``, printing progress on ``out``.
 
     ``terminal`` says whether stdin and ``out`` are terminals (by default, it
-    is asked of them). Raises :class:`RunError` or another
-    :class:`~coordinator.CoordinatorError` when an input cannot be read or
-    the conversation cannot be written (and then nothing was written, or the
-    error says what was).
+    is asked of them). ``continue_turn`` (``--continue-turn``): go on where
+    the scenario stood in the conversation (:mod:`coordinator.cli._run_continue`);
+    without it, a conversation whose last turn is blocked is refused. Raises
+    :class:`RunError` or another :class:`~coordinator.CoordinatorError` when
+    an input cannot be read or the conversation cannot be written (and then
+    nothing was written, or the error says what was).
     """
     scenario = load_scenario(options.scenario)
     script = load_answer_script(options.answers) if options.answers is not None else None
     if terminal is None:
         terminal = sys.stdin.isatty() and out.isatty()
     conversation, created = _open_conversation(options.conversation, scenario)
-    check_seed(scenario, options.conversation / WORKSPACE, options.conversation)
+    # Where the play starts; a continued conversation is held under its writer lock.
+    conversation, start = start_from(
+        conversation,
+        created=created,
+        scenario=scenario,
+        path=options.conversation,
+        continue_turn=continue_turn,
+    )
+    start.check_seed(scenario, options.conversation)
     stop = Stop()
     player = person(options, script, terminal=terminal, out=out, stop=stop)
     prompter, emit = player.prompter, player.emit
@@ -140,7 +155,7 @@ async def run_scenario(
             save_conversation(conversation, path)
         except OSError as error:
             raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
-        seed_workspace(scenario, workspace, path)
+        start.seed(scenario, path)
         mcp = mcp_toolbox(scenario, workspace)
         if mcp is not None:
             stack.push_async_callback(mcp.aclose)
@@ -162,7 +177,7 @@ async def run_scenario(
             progress=progress,
         )
         result = await play(
-            scenario, conversation, coordinator, progress, player.output, stop=stop
+            scenario, conversation, coordinator, progress, player.output, stop=stop, start=start
         )
     progress.summary(
         path=path,

@@ -10,6 +10,12 @@ reply, when the scenario gives one, ends the turn, and the turn is saved.
 What the progress counted (failed calls, unanswered questions) goes into the
 :class:`~coordinator.cli._run_result.RunResult` with the turns completed.
 
+Where the loop starts, and how each turn is entered, is
+:class:`~coordinator.cli._run_continue.Continuation`'s: a new turn is begun
+(its ``turn_start`` noting the scenario turn, so that a run that dies can be
+continued), and with ``--continue-turn`` the turn a dead run began has its
+open tool calls continued and only its remaining cycles played.
+
 A stop (:mod:`coordinator.cli._run_signals`: Ctrl-C, SIGTERM, SIGHUP, or
 standard output closed under the run) cancels the batch in hand: the
 coordinator closes and saves every open tool call and question, and no
@@ -33,9 +39,10 @@ from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError, RunResult
 from coordinator.cli._run_signals import stop_signals
 from coordinator.store._store import save_conversation
-from machines import ChatRequest, ChatResponse, ToolCallRequest, TurnStart
+from machines import ChatResponse, ToolCallRequest
 
 if TYPE_CHECKING:
+    from coordinator.cli._run_continue import Continuation
     from coordinator.cli._run_progress import Output, Progress
     from coordinator.cli._run_signals import Stop
     from coordinator.cli._scenario import Cycle, Scenario
@@ -53,8 +60,9 @@ async def play(
     output: Output | None,
     *,
     stop: Stop,
+    start: Continuation,
 ) -> RunResult:
-    """Play every turn of ``scenario`` (until ``stop`` is requested); how it went."""
+    """Play the turns of ``scenario`` from ``start`` (until ``stop`` is requested); how it went."""
     stream = conversation.stream
 
     def stopping(why: str) -> None:
@@ -71,15 +79,17 @@ async def play(
     completed = 0
     with stop_signals(stop):
         try:
-            for plan in scenario.turns:
+            for index, plan in enumerate(scenario.turns[start.turn :], start.turn):
                 if stop.requested():
                     break
-                stream.append(TurnStart())
-                stream.append(ChatRequest(content=plan.message))
-                number = len(stream.turns())
-                progress.user(number, plan.message)
-                save_conversation(conversation)
-                for cycle_number, cycle in enumerate(plan.cycles, 1):
+                # Begun, or continued where a dead run left it (coordinator/cli/_run_continue.py).
+                number, played = await start.enter(
+                    index, scenario, conversation, coordinator, progress
+                )
+                if stop.requested():
+                    save_conversation(conversation)
+                    break
+                for cycle_number, cycle in enumerate(plan.cycles[played:], played + 1):
                     numbering = f"{number}_{cycle_number}"
                     await _play_cycle(cycle, numbering, coordinator, progress, stop)
                     if stop.requested():
@@ -95,7 +105,7 @@ async def play(
             raise RunError(f"{where}: cannot be written: {os_reason(error)}") from None
     closed = output is not None and output.closed
     return RunResult(
-        turns=len(scenario.turns),
+        turns=len(scenario.turns) - start.turn,
         completed=completed,
         problems=tuple(progress.problems),
         tool_calls=len(progress.outcomes),

@@ -252,6 +252,8 @@ class Progress:
         self.problems: list[str] = []
         self.turn = 0
         self._open: dict[str, _Asked] = {}  # each call's open question
+        #: Questions recorded before a stop that a continued call takes up (no new request).
+        self._taken_up: dict[str, InquiryRequest] = {}
         #: The call whose prompt is open: the other calls' lines wait for it.
         self._prompting: str | None = None
         self._held: list[tuple[str, list[str]]] = []
@@ -299,6 +301,14 @@ class Progress:
         arguments = _one_line(_json(request.arguments))
         self.emit(f"  -> {self._label(request.id)} {arguments}")
 
+    def taken_up(self, call: str, request: InquiryRequest) -> None:
+        """``call`` waited on ``request`` when its run stopped: its answer is named as asked.
+
+        A continued call whose question is adopted records no new request, so
+        the step that takes it up names it from here.
+        """
+        self._taken_up[call] = request
+
     def cycle_done(self) -> None:
         """The cycle's batch has ended: whatever is held is printed."""
         self._prompting = None
@@ -314,6 +324,8 @@ class Progress:
             lines += self._permission(call, facts.permission)
         question = facts.question
         request = _first(facts.records, InquiryRequest)
+        if request is None and question is not None and call not in self._open:
+            request = self._taken_up.pop(call, None)
         if question is not None and request is not None:
             self._open[call] = self._asked(call, request, question)
         asked = self._open.get(call)
@@ -397,6 +409,12 @@ class Progress:
         # cancelled while it waited) is printed now, before what became of it.
         lines = self._question_line(asked)
         named = asked.named
+        if resolution is Resolution.INTERRUPTED:
+            # Left open by a run that stopped; the continued call asked on
+            # without it. No failure of this run: the call goes on.
+            self.questions["closed (interrupted)"] += 1
+            lines.append(f"    x {named}: closed (interrupted): the continued call did not ask it")
+            return lines
         if resolution in _UNANSWERED:
             self.unanswered += 1
             cancelled = _first(records, Cancelled)

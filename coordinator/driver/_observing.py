@@ -105,6 +105,9 @@ class Resolution(enum.Enum):
     CANCELLED = "cancelled"
     #: The model could not answer it.
     FAILED = "failed"
+    #: Asked before its turn stopped, and closed when the turn was continued
+    #: without being asked again as it stood (``supersede``: ``interrupted``).
+    INTERRUPTED = "interrupted"
 
 
 class PermissionBy(enum.Enum):
@@ -117,6 +120,9 @@ class PermissionBy(enum.Enum):
     #: A ``Y`` or ``N`` the person gave earlier in the turn.
     REMEMBERED = "remembered"
     PERSON = "person"
+    #: A call taken up after a restart whose recorded questions show it had run:
+    #: it was let run then, and is not asked again (RFD 023).
+    EARLIER_RUN = "earlier run"
 
 
 @attrs.frozen(kw_only=True)
@@ -320,9 +326,12 @@ def resolution(row: FiredRow) -> Resolution | None:
     if row.machine != INQUIRY_MACHINE.name or row.dest not in INQUIRY_MACHINE.final:
         return None
     if row.dest is InquiryState.CANCELLED:
-        if row.trigger == "cancel":
-            return Resolution.CANCELLED
-        return Resolution.FAILED if row.trigger == "fail" else Resolution.REFUSED
+        by_trigger = {
+            "cancel": Resolution.CANCELLED,
+            "fail": Resolution.FAILED,
+            "supersede": Resolution.INTERRUPTED,
+        }
+        return by_trigger.get(row.trigger, Resolution.REFUSED)
     return _ANSWERED_FROM[row.source]
 
 
@@ -335,13 +344,15 @@ _ANSWERED_FROM: Mapping[ToolCallState | InquiryState, Resolution] = {
 }
 
 
-_DECIDES = (ToolCallState.RUNNING, ToolCallState.SKIPPED)
+_DECIDES = (ToolCallState.RUNNING, ToolCallState.RESUMING, ToolCallState.SKIPPED)
 _PERMISSION_BY_GUARD = {
     "unattended": PermissionBy.CONFIGURATION,
     "skip": PermissionBy.CONFIGURATION,
     "no_terminal": PermissionBy.NO_TERMINAL,
     "remembered_y": PermissionBy.REMEMBERED,
     "remembered_n": PermissionBy.REMEMBERED,
+    "ran": PermissionBy.EARLIER_RUN,
+    "waiting": PermissionBy.EARLIER_RUN,
 }
 
 
@@ -358,7 +369,7 @@ def permission(row: FiredRow, told: Told = NOTHING_TOLD) -> Permission | None:
         or row.dest not in _DECIDES
     ):
         return None
-    run = row.dest is ToolCallState.RUNNING
+    run = row.dest is not ToolCallState.SKIPPED
     if row.source is ToolCallState.ASKING_PERMISSION:
         return Permission(
             run=run,

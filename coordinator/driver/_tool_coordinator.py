@@ -22,14 +22,17 @@ Rules:
    due, and the driver saves it before it next yields to the event loop,
    which is when that work can begin. So a tool call's request is on disk
    before its tool runs, and a question's before it is shown or sent; one
-   save covers every step handled in between. It is saved again when the
-   batch ends.
+   save covers every step handled in between. A tool call's response is
+   saved before the driver next waits for anything (so a finished tool is
+   not run again should the process die), and everything when the batch
+   ends.
 3. Whatever happens — an explicit :meth:`ToolCoordinator.cancel`, the run's
    task being cancelled (once or again while it stops), an executor or
    prompter crashing or returning what it must not, the ``on_step``
-   callback raising — every open question is closed (``Cancelled(user)``)
+   callback raising — every open question is closed (``Cancelled(user)``;
+   one recorded before a restart and not yet asked again, ``interrupted``)
    and every tool call gets its response before :meth:`ToolCoordinator.run`
-   returns or raises.
+   (or :meth:`ToolCoordinator.continue_turn`) returns or raises.
 4. A secret answer is revealed only inside the executor. Should a tool echo
    one back (in its output, an error, or a question's text, context,
    options or default), it is masked before anything is recorded
@@ -49,6 +52,11 @@ Rules:
    RFD 082 says (its default is never offered at the prompt); a note saying
    so is added to its recorded context, and the observer is told once per
    tool and question (:class:`~coordinator.driver._observing.SecretDefaultNotice`).
+8. A turn that did not finish (its process died) is continued with
+   :meth:`ToolCoordinator.continue_turn` (RFD 023, ``docs/resume.md``): its
+   stray open questions are closed as ``interrupted``, and each open tool
+   call is taken up by its machine from what the stream recorded of it;
+   finished calls are never run again.
 """
 
 from __future__ import annotations
@@ -85,12 +93,14 @@ from coordinator.driver._observing import (
 from coordinator.driver._prompting import Deny, PermissionAnswer, PromptCancelled, QuestionAnswer
 from coordinator.store._store import save_conversation
 from coordinator.stream._entries import EventEntry
+from coordinator.stream._incomplete import IncompleteTurn
 from machines import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_QUESTIONS,
     AskAssistant,
     CompleteTool,
     Effect,
+    Inquiry,
     InquiryRequest,
     InquirySource,
     InvalidAnswerError,
@@ -98,6 +108,7 @@ from machines import (
     Question,
     QueuePermissionPrompt,
     QueueQuestion,
+    RecordedCall,
     RunTool,
     SecretValue,
     ShowPermissionPrompt,
@@ -194,6 +205,24 @@ class _Cancel:
 
 
 @attrs.frozen
+class _Asked:
+    """A tool stopped to ask: its question as it is recorded (masked), and what comes with it."""
+
+    question: Question
+    source: InquirySource
+    accumulated: Mapping[str, Any]
+    told: Told
+
+
+@attrs.frozen
+class _Ended:
+    """A tool ended: what the model is told (masked)."""
+
+    content: str
+    is_error: bool = attrs.field(kw_only=True)
+
+
+@attrs.frozen
 class _Crashed:
     error: BaseException
 
@@ -216,6 +245,8 @@ class _Batch:
         self.observer_error: Exception | None = None
         #: Work outside the driver was started or queued since the last save.
         self.save_due = False
+        #: A tool call got its response since the last save.
+        self.results_due = False
         #: Places for running tools (made here: a semaphore belongs to one event loop).
         self.tool_slots = asyncio.Semaphore(parallel_tools)
         self._closed_prefix = 0
@@ -341,30 +372,62 @@ class ToolCoordinator:
         requests = list(tool_calls)
         self._check_pending(requests)
         self._enter_turn()
+
+        def begin(batch: _Batch) -> None:
+            for index, request in enumerate(requests):
+                self._start_call(batch, index, request)
+
+        return await self._drive(len(requests), begin)
+
+    async def continue_turn(self, incomplete: IncompleteTurn) -> list[ToolCallResponse]:
+        """Continue a turn that did not finish; return its open calls' responses, in order.
+
+        ``incomplete`` is :func:`~coordinator.stream.find_incomplete_turn` of
+        this coordinator's conversation, as it is now (load the conversation,
+        take its writer lock with ``with conversation:``, then find it). What
+        it recorded stays: finished calls are not run again. Every open
+        question no open call is known to have asked is closed as
+        ``interrupted``. Each open call is taken up by its machine
+        (:meth:`~machines.ToolCall.resume`): one whose last question was
+        closed unanswered gets the response that closing gives, without
+        running; one whose recorded questions show it ran runs again, not
+        asked permission again, with the answers its questions received (a
+        secret, never recorded, is asked again); one with nothing recorded is
+        begun as any call (permission per its run mode). A question that
+        waited when the turn stopped is adopted when the tool, run again,
+        asks exactly it (its one response goes under the recorded id), and
+        closed as ``interrupted`` otherwise; a new question gets an id the
+        turn does not hold yet. The turn's state (ids, attempt counts) then
+        carries on into the batches :meth:`run` plays in the same turn.
+
+        With no open call and nothing stray (the turn waits for the model),
+        nothing is done and ``[]`` returned: the model loop continues it.
+        Raises ``ValueError`` when ``incomplete`` is not this conversation's
+        last turn as it stands, or holds a request nothing appended can close.
+        """
+        if self._batch is not None:
+            raise RuntimeError("this coordinator is already running a batch")
+        self._check_incomplete(incomplete)
+        if not incomplete.blocked:
+            return []
+        self._resume_turn(incomplete)
+        return await self._drive(
+            len(incomplete.open), lambda batch: self._take_up(batch, incomplete)
+        )
+
+    async def _drive(self, size: int, start: Callable[[_Batch], None]) -> list[ToolCallResponse]:
+        """Start a batch of ``size`` calls with ``start``, and carry it out to the end."""
         # Again at each batch: the conversation may have been saved to a directory
         # since, whose masks (another coordinator's over it) it then shares.
         self._masks = masks_for(self.conversation)
-        batch = _Batch(len(requests), self.max_parallel_tools)
+        batch = _Batch(size, self.max_parallel_tools)
         self._batch = batch
         try:
-            for index, request in enumerate(requests):
-                call, step = ToolCall.begin(
-                    turn=self._turn,
-                    request=request,
-                    run_mode=self.config.run_mode(request.name),
-                    terminal=self.terminal,
-                    remembered_permission=self._turn.remembered_permission(request.name),
-                    available=request.name in self.tools,
-                    max_attempts=self.max_attempts,
-                    max_questions=self.max_questions,
-                )
-                batch.calls.append(call)
-                self._apply(batch, index, step)
-                _raise_observer_error(batch)
+            start(batch)
             while not batch.done:
-                if batch.save_due:
+                if batch.save_due or (batch.results_due and batch.events.empty()):
                     # Before the event loop runs what the steps started (rule 2).
-                    batch.save_due = False
+                    batch.save_due = batch.results_due = False
                     self._save_changes()
                 self._handle(batch, await batch.events.get())
                 _raise_observer_error(batch)
@@ -381,6 +444,61 @@ class ToolCoordinator:
                 self._batch = None
         self._save()
         return [response for response in batch.responses if response is not None]
+
+    def _take_up(self, batch: _Batch, incomplete: IncompleteTurn) -> None:
+        """Close the stray questions, then take up each open call (see :meth:`continue_turn`)."""
+        stream = self.conversation.stream
+        for stray in incomplete.stray:
+            asked = cast("InquiryRequest", stray.entry.payload)
+            # No tool call is known to have asked it: no observer step belongs to it.
+            _, step = Inquiry.supersede_recorded(
+                turn=self._turn,
+                request=asked,
+                question_id=asked.question.id or asked.id,
+                tool_call_id="",
+                tool_name=asked.source.name or "",
+            )
+            for record in step.records:
+                stream.append(record)
+        for index, open_call in enumerate(incomplete.open):
+            # Nothing recorded shows a call ran (or was let run): it is begun as any call.
+            recorded = open_call.recorded if open_call.ran else None
+            self._start_call(batch, index, open_call.tool_call, recorded)
+
+    def _start_call(
+        self,
+        batch: _Batch,
+        index: int,
+        request: ToolCallRequest,
+        recorded: RecordedCall | None = None,
+    ) -> None:
+        """Begin the machine of call ``index`` (take it up from ``recorded``, when given)."""
+        name = request.name
+        if recorded is None:
+            call, step = ToolCall.begin(
+                turn=self._turn,
+                request=request,
+                run_mode=self.config.run_mode(name),
+                terminal=self.terminal,
+                remembered_permission=self._turn.remembered_permission(name),
+                available=name in self.tools,
+                max_attempts=self.max_attempts,
+                max_questions=self.max_questions,
+            )
+        else:
+            call, step = ToolCall.resume(
+                turn=self._turn,
+                request=request,
+                recorded=recorded,
+                run_mode=self.config.run_mode(name),
+                terminal=self.terminal,
+                available=name in self.tools,
+                max_attempts=self.max_attempts,
+                max_questions=self.max_questions,
+            )
+        batch.calls.append(call)
+        self._apply(batch, index, step)
+        _raise_observer_error(batch)
 
     # ------------------------------------------------------------ checks
 
@@ -401,6 +519,36 @@ class ToolCoordinator:
                     "in the conversation's current turn: append its ToolCallRequest first"
                 )
             waiting.remove(request)
+
+    def _check_incomplete(self, incomplete: IncompleteTurn) -> None:
+        if not isinstance(incomplete, IncompleteTurn):
+            raise TypeError(f"expected an IncompleteTurn, not {type(incomplete).__name__}")
+        stream = self.conversation.stream
+        turn = incomplete.turn
+        if not (
+            len(stream) == turn.stop
+            and turn.entries
+            and stream[turn.start] is turn.entries[0]
+            and stream[turn.stop - 1] is turn.entries[-1]
+        ):
+            raise ValueError(
+                "the incomplete turn was read from another state of the conversation: "
+                "find it again (find_incomplete_turn) on the conversation as it is now"
+            )
+        if incomplete.stuck:
+            ids = ", ".join(repr(located.id) for located in incomplete.stuck)
+            raise ValueError(
+                f"the turn holds requests nothing appended can close ({ids}: their ids were "
+                "asked again in a later cycle of the turn); it cannot be continued, only "
+                "sanitized"
+            )
+
+    def _resume_turn(self, incomplete: IncompleteTurn) -> None:
+        """Begin the turn's state anew, holding every inquiry id the turn recorded."""
+        first = incomplete.turn.entries[0]
+        self._turn = TurnState(recorded_ids=incomplete.recorded_inquiry_ids)
+        self._turn_key = first.event_id if isinstance(first, EventEntry) else None
+        self._originals = {}
 
     def _enter_turn(self) -> None:
         turn = self.conversation.stream.current_turn()
@@ -460,6 +608,7 @@ class ToolCoordinator:
                 self._spawn(batch, self._ask_backend(batch, index, effect))
             case CompleteTool():
                 batch.responses[index] = effect.response
+                batch.results_due = True
             case _:
                 assert_never(effect)
 
@@ -585,7 +734,7 @@ class ToolCoordinator:
         if call.closed:
             return  # a late result for a call an interrupt already answered
         if isinstance(event, _ToolDone):
-            self._apply(batch, event.index, *self._tool_done(call, event.result))
+            self._tool_done(batch, event.index, call, event.result)
         elif isinstance(event, _PermissionDone):
             batch.terminal_holder = None
             if call.state is ToolCallState.ASKING_PERMISSION:
@@ -599,39 +748,50 @@ class ToolCoordinator:
         elif call.inquiry is not None and call.inquiry.id == event.inquiry_id:
             self._apply(batch, event.index, self._backend_done(call, event))
 
-    def _tool_done(self, call: ToolCall, result: object) -> tuple[Step, Told]:
-        # ``object``: an executor is the embedder's code, and may return anything.
+    def _tool_done(self, batch: _Batch, index: int, call: ToolCall, result: object) -> None:
+        """Feed ``call`` what its tool did (``object``: an executor is the embedder's code)."""
+        outcome = self._read_result(call, result)
+        if call.state is ToolCallState.RESUMING and not (
+            isinstance(outcome, _Asked) and call.adopts(outcome.question, outcome.source)
+        ):
+            # Not the question that waited when the turn stopped: it is closed first.
+            self._apply(batch, index, call.supersede())
+        if isinstance(outcome, _Asked):
+            facts = self.config.facts(
+                call.name, outcome.question, terminal=self.terminal, turn=self._turn
+            )
+            step = call.needs_input(
+                outcome.question,
+                source=outcome.source,
+                accumulated_answers=outcome.accumulated,
+                facts=facts,
+            )
+            self._apply(batch, index, step, outcome.told)
+        else:
+            self._apply(batch, index, call.completed(outcome.content, is_error=outcome.is_error))
+
+    def _read_result(self, call: ToolCall, result: object) -> _Asked | _Ended:
         if isinstance(result, BaseException):
             _LOG.warning("tool %s (%s) raised %s", call.name, call.id, type(result).__name__)
-            return self._tool_failed(call, f"{type(result).__name__}: {result}"), NOTHING_TOLD
+            return self._tool_failed(call, f"{type(result).__name__}: {result}")
         if isinstance(result, Completed):
             if type(result.content) is not str or type(result.is_error) is not bool:
-                return self._tool_failed(call, "its executor returned a malformed Completed"), (
-                    NOTHING_TOLD
-                )
-            content = self._masks.mask(result.content)
-            return call.completed(content, is_error=result.is_error), NOTHING_TOLD
+                return self._tool_failed(call, "its executor returned a malformed Completed")
+            return _Ended(self._masks.mask(result.content), is_error=result.is_error)
         problem = _not_needs_input(result)
         if problem is not None:
             # The executor broke its protocol: only its own call fails.
-            return self._tool_failed(call, f"its executor returned {problem}"), NOTHING_TOLD
+            return self._tool_failed(call, f"its executor returned {problem}")
         result = cast("NeedsInput", result)
         self._originals.pop((call.id, result.question.id), None)
         try:
             masked = self._masks.mask_question(result.question)
         except UnmaskableQuestionError as error:
-            return self._tool_failed(call, str(error)), NOTHING_TOLD
+            return self._tool_failed(call, str(error))
         if masked.originals:
             self._originals[call.id, result.question.id] = masked.originals
         question, told = self._secret_default(call, masked.question)
-        facts = self.config.facts(call.name, question, terminal=self.terminal, turn=self._turn)
-        step = call.needs_input(
-            question,
-            source=result.source,
-            accumulated_answers=result.accumulated_answers,
-            facts=facts,
-        )
-        return step, told
+        return _Asked(question, result.source, result.accumulated_answers, told)
 
     def _secret_default(self, call: ToolCall, question: Question) -> tuple[Question, Told]:
         """A secret question with a default: asked as it is, with a note in its context.
@@ -654,9 +814,8 @@ class ToolCoordinator:
         _LOG.warning("%s", notice.message)
         return question, Told(notices=(notice,))
 
-    def _tool_failed(self, call: ToolCall, problem: str) -> Step:
-        message = self._masks.mask(f"Tool '{call.name}' failed: {problem}")
-        return call.completed(message, is_error=True)
+    def _tool_failed(self, call: ToolCall, problem: str) -> _Ended:
+        return _Ended(self._masks.mask(f"Tool '{call.name}' failed: {problem}"), is_error=True)
 
     def _permission_done(
         self, call: ToolCall, answer: PermissionAnswer | BaseException
@@ -712,6 +871,9 @@ class ToolCoordinator:
     def _close_everything(self, batch: _Batch) -> None:
         for index, call in enumerate(batch.calls):
             if not call.closed:
+                if call.state is ToolCallState.RESUMING:
+                    # Stopped before the tool, run again, asked: never put again.
+                    self._apply(batch, index, call.supersede())
                 self._apply(batch, index, call.interrupt())
         batch.waiting.clear()
 

@@ -8,7 +8,9 @@ verbatim). Turns begin at ``turn_start``. The readers work on a stream and
 nothing else: :func:`pair_events` pairs requests with responses turn by turn,
 :func:`sanitize` repairs a stream as JP does before a provider request, and
 :meth:`ConversationStream.provider_view` is the only way events reach a
-model provider (the :func:`machines.is_provider_visible` allowlist).
+model provider (the :func:`machines.is_provider_visible` allowlist), and
+:func:`find_incomplete_turn` says whether the last turn finished, and what is
+left of it when it did not (RFD 023).
 
 Rules:
 
@@ -29,6 +31,14 @@ from coordinator.stream._entries import (
     UnknownEntry,
 )
 from coordinator.stream._event_ids import new_event_id
+from coordinator.stream._incomplete import (
+    ASSISTANT_TOOLS,
+    IncompleteTurn,
+    OpenCall,
+    ResumePhase,
+    complete_turns,
+    find_incomplete_turn,
+)
 from coordinator.stream._pairing import (
     Located,
     Pair,
@@ -54,6 +64,7 @@ from coordinator.stream._stream import ConversationStream, ProviderView, Turn
 from coordinator.stream._timestamps import Timestamp
 
 __all__ = [
+    "ASSISTANT_TOOLS",
     "EVENT_KINDS",
     "INTERRUPTED_TOOL_CALL",
     "Compaction",
@@ -61,9 +72,11 @@ __all__ = [
     "ConversationStream",
     "EventEntry",
     "GlobalEntry",
+    "IncompleteTurn",
     "Insertion",
     "InsertionReason",
     "Located",
+    "OpenCall",
     "Pair",
     "PairCounts",
     "PairKind",
@@ -71,6 +84,7 @@ __all__ = [
     "ProviderView",
     "Removal",
     "RemovalReason",
+    "ResumePhase",
     "SanitizePlan",
     "SanitizeReport",
     "StreamEntry",
@@ -79,6 +93,8 @@ __all__ = [
     "Turn",
     "TurnPairing",
     "UnknownEntry",
+    "complete_turns",
+    "find_incomplete_turn",
     "new_event_id",
     "pair_events",
     "plan_sanitize",

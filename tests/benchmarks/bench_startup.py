@@ -31,7 +31,10 @@ def _best_process(command: list[str], runs: int, env: dict[str, str] | None = No
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+        done = subprocess.run(command, check=False, stdout=subprocess.DEVNULL, env=env)
+        # Exit 3: the conversation's last turn is blocked (a generated stream cut mid-turn is).
+        if done.returncode not in (0, 3):
+            raise subprocess.CalledProcessError(done.returncode, command)
         best = min(best, time.perf_counter() - start)
     return best
 

@@ -4,11 +4,11 @@ Prints a table of metric, value, baseline, ratio, target and whether the
 target is met; with ``--json``, one JSON object per metric per line, with
 ``metric``, ``value``, ``baseline`` and ``ratio`` first. ``--quick`` runs
 small sizes (a smoke run of a few seconds); ``--only`` runs one group
-(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``, ``peers``), and
-``--skip`` leaves one out; either may be given more than once. Every
-baseline is measured in the same run as its metric. The ``peers`` group
-builds the peers' own environment on its first run (see ``bench_peers.py``),
-and is skipped, saying why, when it cannot.
+(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``, ``resume``,
+``peers``), and ``--skip`` leaves one out; either may be given more than
+once. Every baseline is measured in the same run as its metric. The
+``peers`` group builds the peers' own environment on its first run (see
+``bench_peers.py``), and is skipped, saying why, when it cannot.
 """
 
 from __future__ import annotations
@@ -82,6 +82,12 @@ def _readers(sizes: Sizes) -> list[Metric]:
     return bench_readers.run(sizes)
 
 
+def _resume(sizes: Sizes) -> list[Metric]:
+    import bench_resume  # noqa: PLC0415 - each group loads only what it measures
+
+    return bench_resume.run(sizes)
+
+
 def _startup(sizes: Sizes) -> list[Metric]:
     import bench_startup  # noqa: PLC0415 - each group loads only what it measures
 
@@ -101,6 +107,7 @@ GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "turn": _turn,
     "readers": _readers,
     "startup": _startup,
+    "resume": _resume,
     "peers": _peers,
 }
 

@@ -1,0 +1,480 @@
+"""Incomplete turns: what a turn that did not finish holds, read from the stream (RFD 023).
+
+Theory of operation: a process can die in the middle of a turn (a crash, a
+``kill -9``, a closed laptop). What it saved is a prefix of the turn: requests
+whose responses never came. :func:`find_incomplete_turn` reads the last turn
+of a loaded stream and says whether it finished, and if not, what is left:
+the stream itself is not split or changed (it re-saves byte for byte), the
+:class:`IncompleteTurn` is a view over it. Only the last turn is examined: an
+earlier turn left open was followed by another, and repairing it is
+:func:`~coordinator.stream.sanitize`'s business.
+
+A turn is complete (RFD 023) when, from its ``turn_start`` to the end, it
+has a ``chat_request`` and a ``chat_response`` after it, every tool-call
+request has its response, and a ``chat_response`` follows the last tool-call
+response. Global entries (``config_delta``, ``compaction``, unknown kinds) do
+not count, and a turn holding nothing but its ``turn_start`` is empty, not
+incomplete. What is missing says where the turn stands (:class:`ResumePhase`):
+waiting for the model's response, executing tool calls (some call or some
+question still open: the turn is *blocked*), or waiting for the model's
+follow-up to the tool results.
+
+For each tool call left open (:class:`OpenCall`) the view gathers what the
+stream recorded of it, as the machines take it up (:class:`~machines.RecordedCall`):
+the latest answer to each of its questions (replayed to the tool when it runs
+again), the questions whose latest answer was redacted (a secret is never
+recorded, so it is asked again), how often each question was asked (its
+budgets count them), the request still waiting for an answer, and a last
+question closed unanswered with nothing after it.
+
+Which call asked an inquiry is not written down: the process that knew is
+gone, and inquiry ids are opaque (RFD 082). So an inquiry is attributed to a
+call by what RFD 082 lets a reader use: its position (after the call's
+request, in the same model response, before the call's response), its source
+(``tool`` named as the call's tool, or ``assistant`` for a tool that asks as
+the assistant: ``ask_user``), and its question id from ``question.id``. A
+request recorded without ``question.id`` (JP writes none) is the one case
+where the id is read: among the candidate calls, the one whose id followed by
+a dot starts the inquiry id, when exactly one does; the rest, less a trailing
+``.<attempt>``, is the question id, and a question id that itself ends in
+``.<digits>`` is ambiguous. An inquiry that cannot be attributed to exactly
+one call is never replayed to any: its call asks again (asking twice is safe,
+feeding an answer to the wrong call is not), and a request of it still open
+is *stray*, closed when the turn is continued.
+
+Rules:
+
+1. Nothing here changes the stream; the view is computed in one pass over
+   the last turn (plus the pairing of that turn): linear in its length.
+2. Pairing is :mod:`coordinator.stream._pairing`'s (by id, cycle, then
+   order), never by sets of ids: ids repeat within and across turns.
+3. A request that no response appended at the end of the turn could close
+   (its id was asked again in a later cycle of the turn, whose request took
+   the response) is *stuck*: the turn cannot be continued, only sanitized.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import attrs
+
+from coordinator.stream._entries import EventEntry
+from coordinator.stream._pairing import Located, Pair, TurnPairing, pair_indexed
+from coordinator.stream._stream import Turn
+from machines import (
+    Answered,
+    CancellationReason,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    InquiryRequest,
+    InquirySource,
+    JsonValue,
+    RecordedCall,
+    RecordedQuestion,
+    Redacted,
+    SourceKind,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+
+    from coordinator.stream._stream import ConversationStream
+
+__all__ = [
+    "ASSISTANT_TOOLS",
+    "IncompleteTurn",
+    "OpenCall",
+    "ResumePhase",
+    "complete_turns",
+    "find_incomplete_turn",
+]
+
+#: The tools whose questions are recorded with the assistant as their source
+#: (RFD 083's ``ask_user``), unless the caller names others.
+ASSISTANT_TOOLS = ("ask_user",)
+
+#: The attempt RFD 082 appends to an inquiry id: ``<call>.<question>.<attempt>``.
+_ATTEMPT = re.compile(r"\.[0-9]+\Z")
+
+
+class ResumePhase(enum.Enum):
+    """Where an incomplete turn stands: what it waits for (RFD 023's resume phase)."""
+
+    #: A user message and no model response after it: the model is to be asked.
+    AWAITING_MODEL = "awaiting_model"
+    #: A tool call or a question still open: the turn is blocked on it.
+    EXECUTING = "executing"
+    #: Every tool call answered, and no model response after the last result.
+    AWAITING_FOLLOW_UP = "awaiting_follow_up"
+
+
+@attrs.frozen
+class OpenCall:
+    """A tool call of the turn without a response, and what the stream recorded of it.
+
+    ``inquiries`` are the requests attributed to it, in order (their question
+    ids in ``question_ids``); ``recorded`` is what a
+    :class:`~machines.ToolCall` resumes from. ``reask`` are the question ids
+    whose latest answer was redacted: the tool asks them again.
+    """
+
+    request: Located
+    inquiries: tuple[Located, ...]
+    question_ids: tuple[str, ...]
+    recorded: RecordedCall
+    reask: frozenset[str]
+    waiting: Located | None = None
+    declined: Located | None = None
+
+    @property
+    def tool_call(self) -> ToolCallRequest:
+        """The call's request, as recorded."""
+        payload = self.request.entry.payload
+        if not isinstance(payload, ToolCallRequest):  # pragma: no cover - built only so
+            raise TypeError("an open call's request is a ToolCallRequest")
+        return payload
+
+    @property
+    def replay(self) -> Mapping[str, JsonValue]:
+        """The latest recorded answer to each of its questions, by question id."""
+        return self.recorded.answers
+
+    @property
+    def ran(self) -> bool:
+        """Whether a recorded question shows the call ran before the turn stopped."""
+        return bool(self.inquiries)
+
+
+@attrs.frozen
+class IncompleteTurn:
+    """The last turn of a stream, which did not finish: where it stands and what is open.
+
+    ``turn`` is the stream's own turn (its entries as they are, global ones
+    included). ``finished`` are its tool calls with a response (never run
+    again), ``open`` those without, in stream order. ``stray`` are inquiry
+    requests still open that no open call is known to have asked, ``stuck``
+    requests nothing appended can close (see the module's rule 3).
+    ``recorded_inquiry_ids`` is every inquiry id the turn holds: ids allocated
+    when it is continued skip them.
+    """
+
+    turn: Turn
+    phase: ResumePhase
+    finished: tuple[Pair, ...]
+    open: tuple[OpenCall, ...]
+    stray: tuple[Located, ...]
+    stuck: tuple[Located, ...]
+    recorded_inquiry_ids: frozenset[str]
+
+    @property
+    def blocked(self) -> bool:
+        """Whether a tool call or a question is still open (RFD 082's pending; a crash's doing)."""
+        return bool(self.open or self.stray or self.stuck)
+
+    @property
+    def waiting(self) -> tuple[OpenCall, ...]:
+        """The open calls whose question waits for an answer."""
+        return tuple(call for call in self.open if call.waiting is not None)
+
+    @property
+    def status(self) -> str:
+        """RFD 023's words for it: ``waiting-for-input (tool)``, ``interrupted (pending ...)``."""
+        if self.waiting:
+            return f"waiting-for-input ({self.waiting[0].tool_call.name})"
+        if self.phase is ResumePhase.EXECUTING:
+            return "interrupted (pending tool execution)"
+        if self.phase is ResumePhase.AWAITING_FOLLOW_UP:
+            return "interrupted (pending follow-up)"
+        return "interrupted (pending LLM response)"
+
+
+def complete_turns(stream: ConversationStream) -> list[Turn]:
+    """The stream's turns without its last one when that did not finish."""
+    turns = stream.turns()
+    if turns and find_incomplete_turn(stream) is not None:
+        turns.pop()
+    return turns
+
+
+def find_incomplete_turn(
+    stream: ConversationStream, *, assistant_tools: Collection[str] = ASSISTANT_TOOLS
+) -> IncompleteTurn | None:
+    """The last turn of ``stream`` when it did not finish, else ``None``.
+
+    ``assistant_tools`` names the tools whose questions are recorded as the
+    assistant's (``ask_user``, and any other name a built-in asking as the
+    assistant runs under).
+    """
+    turn = stream.current_turn()
+    if turn is None:
+        return None
+    return _Reading(turn, frozenset(assistant_tools)).result()
+
+
+# ------------------------------------------------------------------ reading
+
+
+@attrs.define
+class _Call:
+    """A tool-call request of the turn, where it stands."""
+
+    located: Located
+    name: str
+    cycle: int
+    closed_at: int | None  # the position of its response, if it has one
+    continuable: bool
+
+
+class _Reading:
+    """One reading of the last turn."""
+
+    def __init__(self, turn: Turn, assistant_tools: frozenset[str]) -> None:
+        self.turn = turn
+        self.assistant_tools = assistant_tools
+        indexed = [(turn.start + offset, entry) for offset, entry in enumerate(turn.entries)]
+        pairing = pair_indexed(indexed)
+        self.tools: TurnPairing = (
+            pairing.tool_calls.turns[-1] if pairing.tool_calls.turns else TurnPairing(0)
+        )
+        self.inquiries: TurnPairing = (
+            pairing.inquiries.turns[-1] if pairing.inquiries.turns else TurnPairing(0)
+        )
+        self.events = [
+            (index, entry)
+            for index, entry in indexed
+            if isinstance(entry, EventEntry) and not isinstance(entry.payload, TurnStart)
+        ]
+
+    def result(self) -> IncompleteTurn | None:
+        if not self.events:
+            return None  # an empty turn: nothing was asked
+        calls, asks = self._cycles()
+        stuck = [call.located for call in calls if call.closed_at is None and not call.continuable]
+        open_calls = [call for call in calls if call.closed_at is None and call.continuable]
+        answered = {pair.request.index: pair.response for pair in self.inquiries.pairs}
+        pending_inquiries = {located.index for located in self.inquiries.pending}
+        attributed = self._attribute(calls, asks)
+        taken: set[int] = set()
+        opened = []
+        for call in open_calls:
+            mine = attributed.get(call.located.index, [])
+            built = _open_call(call, mine, answered, pending_inquiries)
+            if built.waiting is not None:
+                taken.add(built.waiting.index)
+            opened.append(built)
+        stray: list[Located] = []
+        for located, continuable in asks:
+            if located.index in pending_inquiries and located.index not in taken:
+                (stray if continuable else stuck).append(located)
+        phase = self._phase(blocked=bool(opened or stray or stuck))
+        if phase is None:
+            return None
+        return IncompleteTurn(
+            turn=self.turn,
+            phase=phase,
+            finished=self.tools.pairs,
+            open=tuple(opened),
+            stray=tuple(stray),
+            stuck=tuple(sorted(stuck, key=lambda located: located.index)),
+            recorded_inquiry_ids=frozenset(located.id for located, _ in asks),
+        )
+
+    def _cycles(self) -> tuple[list[_Call], list[tuple[Located, bool]]]:
+        """Every tool-call request with its cycle, and every inquiry request, each as it stands.
+
+        A request is continuable when no request of its id comes in a later
+        cycle (pairing's cycles: chat messages for tool calls, chat messages
+        and tool calls for inquiries).
+        """
+        closed = {pair.request.index: pair.response.index for pair in self.tools.pairs}
+        chats = calls_seen = 0
+        calls: list[_Call] = []
+        asks: list[tuple[Located, int]] = []
+        last_call_cycle: dict[str, int] = {}
+        last_ask_cycle: dict[str, int] = {}
+        for index, entry in self.events:
+            payload = entry.payload
+            if isinstance(payload, ChatRequest | ChatResponse):
+                chats += 1
+            elif isinstance(payload, ToolCallRequest):
+                located = Located(index, entry, payload.id)
+                calls.append(
+                    _Call(located, payload.name, chats, closed.get(index), continuable=True)
+                )
+                last_call_cycle[payload.id] = chats
+                calls_seen += 1
+            elif isinstance(payload, InquiryRequest):
+                asks.append((Located(index, entry, payload.id), chats + calls_seen))
+                last_ask_cycle[payload.id] = chats + calls_seen
+        for call in calls:
+            call.continuable = last_call_cycle[call.located.id] == call.cycle
+        return calls, [(located, last_ask_cycle[located.id] == cycle) for located, cycle in asks]
+
+    def _attribute(
+        self, calls: list[_Call], asks: list[tuple[Located, bool]]
+    ) -> dict[int, list[tuple[Located, str]]]:
+        """Each inquiry request attributed to exactly one call (by its position), with its id.
+
+        One pass in stream order keeps the calls that could be asking: those
+        of the current model response (no chat message since their request)
+        still without a response, by the name a question's source gives.
+        """
+        by_index = {call.located.index: call for call in calls}
+        opened_by = {pair.response.index: pair.request.index for pair in self.tools.pairs}
+        asked_at = {located.index: located for located, _ in asks}
+        # (tool name, or None for the assistant's tools) -> open calls, by id, of this response.
+        asking: dict[str | None, dict[str, list[_Call]]] = {}
+        attributed: dict[int, list[tuple[Located, str]]] = {}
+        for index, entry in self.events:
+            payload = entry.payload
+            if isinstance(payload, ChatRequest | ChatResponse):
+                asking = {}  # a new model response: the calls before it asked what they asked
+            elif isinstance(payload, ToolCallRequest):
+                call = by_index[index]
+                for key in self._keys(call.name):
+                    asking.setdefault(key, {}).setdefault(call.located.id, []).append(call)
+            elif isinstance(payload, ToolCallResponse) and index in opened_by:
+                call = by_index[opened_by[index]]
+                for key in self._keys(call.name):
+                    group = asking.get(key, {}).get(call.located.id, [])
+                    if call in group:
+                        group.remove(call)
+            elif isinstance(payload, InquiryRequest) and index in asked_at:
+                found = _owner(_could_ask(asking, payload.source), payload)
+                if found is not None:
+                    owner, question_id = found
+                    mine = attributed.setdefault(owner.located.index, [])
+                    mine.append((asked_at[index], question_id))
+        return attributed
+
+    def _keys(self, name: str) -> tuple[str | None, ...]:
+        """Under which sources a call of tool ``name`` may ask: its name, and the assistant's."""
+        return (name, None) if name in self.assistant_tools else (name,)
+
+    def _phase(self, *, blocked: bool) -> ResumePhase | None:
+        if blocked:
+            return ResumePhase.EXECUTING
+        last_request = last_response = last_result = None
+        for index, entry in self.events:
+            payload = entry.payload
+            if isinstance(payload, ChatRequest):
+                last_request = index
+            elif isinstance(payload, ChatResponse):
+                last_response = index
+            elif isinstance(payload, ToolCallResponse):
+                last_result = index
+        if last_request is not None and (last_response is None or last_response < last_request):
+            return ResumePhase.AWAITING_MODEL
+        if last_result is not None and (last_response is None or last_response < last_result):
+            return ResumePhase.AWAITING_FOLLOW_UP
+        return None
+
+
+def _could_ask(
+    asking: Mapping[str | None, dict[str, list[_Call]]], source: InquirySource
+) -> Mapping[str, list[_Call]]:
+    """The open calls that could have asked from ``source``, by id (see ``_keys``).
+
+    A tool's questions come from calls of that tool, the assistant's from the
+    assistant's tools; a user's or another's question, from no tool call.
+    """
+    if source.kind is SourceKind.TOOL:
+        return asking.get(source.name, {})
+    if source.kind is SourceKind.ASSISTANT:
+        return asking.get(None, {})
+    return {}
+
+
+def _owner(
+    candidates: Mapping[str, list[_Call]], request: InquiryRequest
+) -> tuple[_Call, str] | None:
+    """The one call that asked ``request`` and its question id, or ``None`` when not one.
+
+    ``candidates`` are the calls that could have asked it, by id (a list: ids
+    may repeat within a response).
+    """
+    question_id = request.question.id
+    if question_id is not None:
+        only = [call for calls in candidates.values() for call in calls[:2]][:2]
+        return (only[0], question_id) if len(only) == 1 else None
+    # Recorded without its question id (another writer's): the one place an
+    # inquiry id is read, and only when exactly one candidate's id starts it.
+    inquiry_id = request.id
+    matching = [
+        call
+        for position, character in enumerate(inquiry_id)
+        if character == "."
+        for call in candidates.get(inquiry_id[:position], ())[:2]
+    ]
+    if len(matching) != 1:
+        return None
+    (call,) = matching
+    rest = inquiry_id[len(call.located.id) + 1 :]
+    question_id = _ATTEMPT.sub("", rest)
+    if not question_id or _ATTEMPT.search(question_id):
+        return None  # "q.2" after "c.": question "q" attempt 2, or a legacy "q.2"?
+    return call, question_id
+
+
+def _open_call(
+    call: _Call,
+    mine: Iterable[tuple[Located, str]],
+    answered: Mapping[int, Located],
+    pending: Collection[int],
+) -> OpenCall:
+    """What the stream recorded of an open call: its questions, in order."""
+    inquiries: list[Located] = []
+    question_ids: list[str] = []
+    latest: dict[str, object] = {}
+    asked: Counter[str] = Counter()
+    for located, question_id in mine:
+        inquiries.append(located)
+        question_ids.append(question_id)
+        asked[question_id] += 1
+        response = answered.get(located.index)
+        latest[question_id] = response.entry.payload if response is not None else None
+    waiting = declined = None
+    recorded_waiting: RecordedQuestion | None = None
+    recorded_declined: tuple[RecordedQuestion, Cancelled] | None = None
+    if inquiries:
+        last, last_id = inquiries[-1], question_ids[-1]
+        request = last.entry.payload
+        if isinstance(request, InquiryRequest):
+            asked_so = RecordedQuestion(request=request, question_id=last_id)
+            response = answered.get(last.index)
+            closing = response.entry.payload if response is not None else None
+            if last.index in pending:
+                waiting, recorded_waiting = last, asked_so
+            elif (
+                response is not None
+                and isinstance(closing, Cancelled)
+                and closing.reason is not CancellationReason.INTERRUPTED
+            ):
+                # Closed unanswered, nothing after: the call ended there, its
+                # response unwritten. Closed as interrupted (by a continued
+                # run that stopped again) it was never put to anyone: it runs.
+                declined, recorded_declined = response, (asked_so, closing)
+    replay = {qid: value.answer for qid, value in latest.items() if isinstance(value, Answered)}
+    reask = frozenset(qid for qid, value in latest.items() if isinstance(value, Redacted))
+    return OpenCall(
+        request=call.located,
+        inquiries=tuple(inquiries),
+        question_ids=tuple(question_ids),
+        recorded=RecordedCall(
+            answers=replay,
+            asked=dict(asked),
+            waiting=recorded_waiting,
+            declined=recorded_declined,
+        ),
+        reask=reask,
+        waiting=waiting,
+        declined=declined,
+    )

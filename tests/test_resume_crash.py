@@ -1,0 +1,349 @@
+"""A real ``inquiry run`` killed (SIGKILL) at random moments, then ``--continue-turn``.
+
+The scenario's tools count their runs in the workspace (``resume_tool.py``
+appends ``start <tag>`` to ``runs.log`` each time it starts). It is killed
+during tool runs, between them, while a question waits for the person at a
+terminal (a pty), while one waits for the model (the fake API made slow),
+and in the middle of a save of ``events.json`` (paused there by
+``resume_programs.py``) — dozens of times with a fixed seed. After each
+kill, ``--continue-turn`` (itself killed again now and then) completes the
+scenario, and then: no tool call whose response was on disk at a kill ran
+again, every request has its one response, no inquiry id repeats within a
+turn, both turns of the scenario are there whole, and no secret is on disk.
+``inquiry check`` exits 3 exactly when a kill left the last turn blocked, and
+``inquiry run`` without ``--continue-turn`` refuses such a conversation.
+
+Two writers: while a continued run holds the conversation (its question on
+screen), a second ``inquiry run --continue-turn`` and an ``inquiry sanitize``
+are refused, naming it; the first then completes, and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pexpect
+import pytest
+from coordinator_harness import assert_invariants
+from fake_api import KEY, PROVIDER_KITS, FakeAPI
+from resume_scenario import CALLS, MODEL, SECRET, TAGS, resume_files, run_argv, runs
+from run_helpers import answering
+
+from coordinator import find_incomplete_turn, load_conversation
+from coordinator.cli._check import EXIT_INCOMPLETE_TURN
+from coordinator.cli._main import main
+from coordinator.stream import EventEntry
+from machines import (
+    Answered,
+    Cancelled,
+    InquiryRequest,
+    Redacted,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from fake_api import Recorded, Reply
+
+HERE = Path(__file__).resolve().parent
+PAUSING = HERE / "resume_programs.py"
+#: The seed of every random choice here: a failure is reproducible.
+SEED = 24
+#: How long any one run may take before the test gives up on it.
+PATIENCE = 60
+
+
+class Crashes:
+    """A scenario, its answers and a conversation directory; runs of it, killed and continued."""
+
+    def __init__(
+        self, root: Path, *, model: str = MODEL, backend: list[str] | None = None
+    ) -> None:
+        """Write the scenario and answers under ``root``."""
+        self.scenario, self.answers = resume_files(root, model=model)
+        self.directory = root / "conversation"
+        self.backend = backend or []
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        #: Each kill's view of the finished calls: tag -> runs counted then.
+        self.finished_at_kills: list[dict[str, int]] = []
+        self.blocked_kills = 0
+
+    def argv(self, *extra: str) -> list[str]:
+        """``inquiry run`` of the scenario into the directory, the person (and model) scripted."""
+        return run_argv(self.scenario, self.answers, self.directory, *self.backend, *extra)
+
+    def start(self, *extra: str, pause: tuple[str, int] | None = None) -> subprocess.Popen[bytes]:
+        """Start a run (paused in a save with ``pause``), its output kept in files."""
+        if pause is None:
+            command = [sys.executable, "-m", "coordinator", *self.argv(*extra)]
+        else:
+            command = [sys.executable, str(PAUSING), pause[0], str(pause[1]), *self.argv(*extra)]
+        return subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env
+        )
+
+    def runs(self) -> Counter[str]:
+        """How many times each tag's tool started, as ``runs.log`` counts them."""
+        return runs(self.directory)
+
+    def killed(self, process: subprocess.Popen[bytes]) -> None:
+        """Kill ``process`` now (SIGKILL), and note what a kill must leave alone."""
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=PATIENCE)
+        self.note_the_kill()
+
+    def note_the_kill(self) -> None:
+        """The calls finished at this kill, and check the readers' view of what it left."""
+        if not (self.directory / "events.json").exists():
+            return  # killed before the conversation existed
+        stream = load_conversation(self.directory).stream
+        calls = {
+            entry.payload.id: str(entry.payload.arguments["tag"])
+            for entry in stream
+            if isinstance(entry, EventEntry) and isinstance(entry.payload, ToolCallRequest)
+        }
+        done = {
+            calls[entry.payload.id]
+            for entry in stream
+            if isinstance(entry, EventEntry) and isinstance(entry.payload, ToolCallResponse)
+        }
+        counted = self.runs()
+        self.finished_at_kills.append({tag: counted[tag] for tag in done})
+        incomplete = find_incomplete_turn(stream)
+        blocked = incomplete is not None and incomplete.blocked
+        self.blocked_kills += blocked
+        status = main(["check", str(self.directory)], out=io.StringIO())
+        assert status == (EXIT_INCOMPLETE_TURN if blocked else 0)
+
+    def refused_without_the_flag(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """A blocked conversation: inquiry run without --continue-turn refuses, writing nothing."""
+        before = (self.directory / "events.json").read_bytes()
+        capsys.readouterr()
+        assert main(self.argv(), out=io.StringIO()) == 2
+        err = capsys.readouterr().err
+        assert "--continue-turn" in err
+        assert "inquiry sanitize" in err
+        assert (self.directory / "events.json").read_bytes() == before
+
+    def continue_until_done(self, rng: random.Random, *, kill_again: float = 0.0) -> None:
+        """Run ``--continue-turn`` until it completes, killing it again now and then."""
+        for _ in range(6):
+            process = self.start("--continue-turn")
+            if rng.random() < kill_again:
+                time.sleep(rng.uniform(0.2, 0.9))
+                if process.poll() is None:
+                    self.killed(process)
+                    continue
+            _, err = process.communicate(timeout=PATIENCE)
+            assert process.returncode == 0, err.decode()
+            return
+        pytest.fail("--continue-turn never completed")
+
+    def assert_whole(self) -> None:
+        """Both turns whole, each call answered once, nothing finished ran again, no secret."""
+        conversation = load_conversation(self.directory)
+        assert find_incomplete_turn(conversation.stream) is None
+        assert len(conversation.stream.turns()) == 2
+        responses = Counter(
+            entry.payload.id
+            for entry in conversation.stream
+            if isinstance(entry, EventEntry) and isinstance(entry.payload, ToolCallResponse)
+        )
+        assert sorted(responses) == [*CALLS]
+        assert set(responses.values()) == {1}
+        assert_invariants(conversation, [SECRET])  # paired, ids unique per turn, no secret
+        counted = self.runs()
+        for finished in self.finished_at_kills:
+            assert {tag: counted[tag] for tag in finished} == finished, "a finished tool ran again"
+        assert all(counted[tag] >= 1 for tag in TAGS)
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    """The seeded source of every random moment."""
+    return random.Random(SEED)  # noqa: S311 - a reproducible schedule, not a secret
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_killed_at_random_moments_the_run_is_continued_whole(
+    tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str], round_: int
+) -> None:
+    """Five kills a round at random moments (tools running, between steps), then continued."""
+    rng.seed(SEED + round_)
+    for attempt in range(5):
+        crashes = Crashes(tmp_path / f"{attempt}")
+        process = crashes.start()
+        # From the interpreter's start (some 0.4 s) to the run's end (some 1.3 s).
+        time.sleep(rng.uniform(0.35, 1.3))
+        if process.poll() is None:
+            crashes.killed(process)
+        else:
+            process.communicate(timeout=PATIENCE)
+        if crashes.blocked_kills:
+            crashes.refused_without_the_flag(capsys)
+        crashes.continue_until_done(rng, kill_again=0.3)
+        crashes.assert_whole()
+
+
+def test_killed_in_the_middle_of_saves_the_run_is_continued_whole(
+    tmp_path: Path, rng: random.Random
+) -> None:
+    """Paused in a save of events.json (written not synced, not renamed, half appended), killed."""
+    # A whole run passes these points some 20, 18 and 1 times (resume_programs.py counts them).
+    points = [("fsync", n) for n in rng.sample(range(1, 19), 3)]
+    points += [("pwrite", n) for n in rng.sample(range(1, 17), 3)] + [("replace", 1)]
+    for number, pause in enumerate(points):
+        crashes = Crashes(tmp_path / str(number))
+        process = crashes.start(pause=pause)
+        assert process.stderr is not None
+        line = process.stderr.readline().decode()
+        if line.startswith("paused"):
+            crashes.killed(process)
+        else:  # the run finished before that save: nothing to continue, nothing broken
+            process.communicate(timeout=PATIENCE)
+        crashes.continue_until_done(rng)
+        crashes.assert_whole()
+
+
+def _pty(crashes: Crashes, *extra: str) -> pexpect.spawn[bytes]:
+    """A run at a pseudo-terminal (the person types; the answers file plays only the model)."""
+    env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "coordinator", *crashes.argv("--tty", "--verbose", *extra)],
+        env=env,
+        dimensions=(50, 200),
+        timeout=PATIENCE,
+    )
+
+
+@pytest.mark.parametrize("prompt", ["c: go?", "c: pin?"])
+def test_killed_while_a_question_waits_for_the_person_it_is_adopted(
+    tmp_path: Path, prompt: str
+) -> None:
+    """Killed at the prompt: continued, the same question is answered under its recorded id."""
+    crashes = Crashes(tmp_path)
+    run = _pty(crashes)
+    try:
+        if prompt == "c: pin?":
+            run.expect_exact("c: go?")
+            run.expect_exact("[y/n/Y/N] >")
+            run.send("y\r")
+        run.expect_exact(prompt)
+        waiting = "call_1_2_1.go.1" if prompt == "c: go?" else "call_1_2_1.pin.1"
+        run.kill(signal.SIGKILL)
+        run.close()
+    finally:
+        if run.isalive():
+            run.terminate(force=True)
+    crashes.note_the_kill()
+    incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
+    assert incomplete is not None
+    (call,) = incomplete.waiting
+    assert call.waiting is not None
+    assert call.waiting.id == waiting
+    crashes.continue_until_done(random.Random(SEED))  # noqa: S311 - not a secret
+    crashes.assert_whole()
+    conversation = load_conversation(crashes.directory)
+    ids = [
+        payload.id
+        for entry in conversation.stream
+        if isinstance(entry, EventEntry)
+        and isinstance(payload := entry.payload, InquiryRequest | Answered | Cancelled | Redacted)
+        and payload.id.startswith("call_1_2_1.")
+    ]
+    # Adopted: the waiting request got its one response under its own id, and nothing was re-asked.
+    assert ids.count(waiting) == 2
+    assert "call_1_2_1.go.2" not in ids
+    assert "call_1_2_1.pin.2" not in ids
+
+
+def test_killed_while_the_model_is_asked_its_question_is_adopted(tmp_path: Path) -> None:
+    """Killed while the (slow) model works on a question: continued, the model answers it."""
+    kit = PROVIDER_KITS[0]
+    answer = answering(kit)
+    first = threading.Event()
+
+    def slow(request: Recorded) -> Reply:
+        if not first.is_set():
+            first.set()
+            time.sleep(1.5)  # the first request: the run is killed meanwhile
+        return answer(request)
+
+    with FakeAPI(slow) as api:
+        backend = [
+            "--backend",
+            kit.name,
+            "--model",
+            "m",
+            "--base-url",
+            api.base_url + kit.url_suffix,
+        ]
+        crashes = Crashes(tmp_path, model="", backend=backend)
+        crashes.env[f"{kit.name.upper()}_API_KEY"] = KEY
+        process = crashes.start()
+        assert api.wait_for_requests(1, timeout=PATIENCE)
+        crashes.killed(process)
+        incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
+        assert incomplete is not None
+        assert [call.waiting.id for call in incomplete.waiting if call.waiting] == [
+            "call_1_3_1.fix.1"
+        ]
+        crashes.continue_until_done(random.Random(SEED))  # noqa: S311 - not a secret  # noqa: S311 - not a secret
+    crashes.assert_whole()
+    assert len(api.requests) == 2
+
+
+def test_a_second_writer_of_a_continued_run_is_refused_and_nothing_is_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While --continue-turn waits at its prompt, another run and a sanitize are refused."""
+    crashes = Crashes(tmp_path)
+    first = _pty(crashes)
+    continued = None
+    try:
+        first.expect_exact("c: go?")
+        first.kill(signal.SIGKILL)
+        first.close()
+        crashes.note_the_kill()
+        continued = _pty(crashes, "--continue-turn")
+        continued.expect_exact("c: go?")
+        continued.expect_exact("[y/n/Y/N] >")
+        before = (crashes.directory / "events.json").read_bytes()
+        capsys.readouterr()
+        assert main(crashes.argv("--continue-turn"), out=io.StringIO()) == 2
+        assert f"another process (pid {continued.pid})" in capsys.readouterr().err
+        assert main(["sanitize", str(crashes.directory)], out=io.StringIO()) == 2
+        assert f"(pid {continued.pid})" in capsys.readouterr().err
+        assert (crashes.directory / "events.json").read_bytes() == before
+        continued.send("y\r")
+        continued.expect_exact("c: pin?")
+        continued.expect_exact("(hidden) >")
+        continued.send(SECRET + "\r")
+        continued.expect(pexpect.EOF)
+        continued.close()
+        assert continued.exitstatus == 0
+    finally:
+        for run in (first, continued):
+            if run is not None and run.isalive():
+                run.terminate(force=True)
+    crashes.assert_whole()
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_processes() -> Iterator[None]:
+    """The killed runs' tools finish on their own (a sleep at most): wait for them."""
+    yield
+    time.sleep(0.2)

@@ -1,0 +1,283 @@
+"""``inquiry run --continue-turn`` and ``inquiry check`` on a turn a dead run left.
+
+Each test writes the conversation a run of the scenario left when it died
+(its turns marked with the scenario turn they play, as ``inquiry run`` marks
+them), then runs the command in process: ``check`` says what blocks the turn
+and exits 3; ``run`` without ``--continue-turn`` refuses, writing nothing;
+``run --continue-turn`` continues the turn, finished calls untouched, then
+plays the rest of the scenario; a turn the scenario does not play is not
+continued. The real kills are in ``test_resume_crash.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import TYPE_CHECKING
+
+from coordinator_harness import assert_invariants
+from resume_scenario import SECRET, resume_files, run_argv, runs
+from run_helpers import every_byte
+
+from coordinator import EventEntry, find_incomplete_turn, load_conversation, save_conversation
+from coordinator.cli._check import EXIT_INCOMPLETE_TURN
+from coordinator.cli._main import main
+from coordinator.cli._run_continue import TURN_MARKER, turn_marker
+from coordinator.cli._scenario import load_scenario
+from coordinator.store import Conversation
+from coordinator.store._lock import LOCK_FILE
+from machines import (
+    Answered,
+    AnswerType,
+    ChatRequest,
+    ChatResponse,
+    Event,
+    InquiryQuestion,
+    InquiryRequest,
+    InquirySource,
+    JsonValue,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
+
+
+class Left:
+    """The scenario, its answers, and a conversation directory a dead run left."""
+
+    def __init__(self, root: Path) -> None:
+        """Write the scenario and its answers under ``root``."""
+        self.scenario, self.answers = resume_files(root)
+        self.directory = root / "conversation"
+
+    def argv(self, *extra: str) -> list[str]:
+        """``inquiry run`` of the scenario into the directory, the person and model scripted."""
+        return run_argv(self.scenario, self.answers, self.directory, *extra)
+
+    def died_in(self, turn: int, *events: Event, marked: bool = True) -> None:
+        """Save the conversation with scenario turn ``turn`` (0: the first) begun as ``events``."""
+        conversation = Conversation.new(metadata={"title": "left"}, base_config={})
+        metadata = turn_marker(load_scenario(self.scenario), turn) if marked else None
+        conversation.stream.append(TurnStart(), metadata=metadata)
+        for event in events:
+            conversation.stream.append(event)
+        save_conversation(conversation, self.directory)
+        conversation.close()
+        (self.directory / "workspace").mkdir()
+
+    def files(self) -> dict[str, bytes]:
+        """Every file of the conversation but the lock file."""
+        return {
+            path.name: path.read_bytes()
+            for path in self.directory.iterdir()
+            if path.is_file() and path.name != LOCK_FILE
+        }
+
+
+def work(call_id: str, tag: str, **arguments: JsonValue) -> ToolCallRequest:
+    """A call of the scenario's tool, as the scenario makes it."""
+    return ToolCallRequest(id=call_id, name="work", arguments={"tag": tag, **arguments})
+
+
+#: The first cycle of the scenario's first turn, as played: its message and two calls.
+FIRST_CYCLE: tuple[Event, ...] = (
+    ChatRequest(content="one"),
+    ChatResponse.message("Two at once."),
+    work("call_1_1_1", "a", sleep=0.15),
+    work("call_1_1_2", "b"),
+)
+ASKS: JsonValue = [["go", "boolean"], ["pin", "secret"]]
+GO = InquiryRequest(
+    id="call_1_2_1.go.1",
+    source=InquirySource.tool("work"),
+    question=InquiryQuestion(text="c: go?", answer_type=AnswerType.boolean(), id="go"),
+)
+
+
+def done(call_id: str, tag: str) -> ToolCallResponse:
+    """The response the tool gave ``call_id``."""
+    return ToolCallResponse(id=call_id, content=f"done {tag}", is_error=False)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``inquiry`` in process: its status, stdout and stderr."""
+    capsys.readouterr()
+    out = io.StringIO()
+    status = main(argv, out=out)
+    return status, out.getvalue(), capsys.readouterr().err
+
+
+def waiting_for_go(left: Left) -> None:
+    """Died while c's go waited: a and b finished, c asked go."""
+    left.died_in(
+        0,
+        *FIRST_CYCLE,
+        done("call_1_1_1", "a"),
+        done("call_1_1_2", "b"),
+        work("call_1_2_1", "c", asks=ASKS),
+        GO,
+    )
+
+
+def test_a_blocked_last_turn_is_refused_without_continue_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2, one line saying how to continue or discard, and nothing written."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    before = left.files()
+    status, _, err = run(left.argv(), capsys)
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "its last turn did not finish (waiting-for-input (work))" in err
+    assert "--continue-turn" in err
+    assert f"inquiry sanitize {left.directory}" in err
+    assert left.files() == before
+    assert runs(left.directory) == {}
+
+
+def test_check_says_what_blocks_the_turn_and_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Which calls finished, which are open, which question waits; in text and JSON."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    status, out, _ = run(["check", str(left.directory)], capsys)
+    assert status == EXIT_INCOMPLETE_TURN
+    assert (
+        "  last turn (turn 1) did not finish: waiting-for-input (work) "
+        "(RFD 023 phase: executing)\n"
+    ) in out
+    assert "    finished (kept, not run again): work [call_1_1_1], work [call_1_1_2]\n" in out
+    assert "    open: work [call_1_2_1]: ran before, runs again\n" in out
+    assert "      waits for go (boolean): 'c: go?' [call_1_2_1.go.1]\n" in out
+    status, out, _ = run(["check", "--json", str(left.directory)], capsys)
+    assert status == EXIT_INCOMPLETE_TURN
+    report = json.loads(out)["incomplete_turn"]
+    assert (report["status"], report["phase"], report["blocked"]) == (
+        "waiting-for-input (work)",
+        "executing",
+        True,
+    )
+    assert [call["id"] for call in report["finished_calls"]] == ["call_1_1_1", "call_1_1_2"]
+    (open_call,) = report["open_calls"]
+    assert open_call["waiting"]["inquiry_id"] == "call_1_2_1.go.1"
+    assert open_call["asked"] == {"go": 1}
+
+
+def test_continue_turn_finishes_the_turn_then_plays_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The waiting go adopted, a and b not run again, cycles 3 on, the reply, turn 2."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    status, out, err = run(left.argv("--continue-turn"), capsys)
+    assert (status, err) == (0, "")
+    assert "continued: waiting-for-input (work); 2 tool calls finished before the stop" in out
+    assert "    = work · go: answered by the person: true\n" in out  # the waiting one, named
+    assert "turns: 2 of 2 completed" in out
+    counted = runs(left.directory)
+    assert (counted["a"], counted["b"]) == (0, 0)  # finished before the stop: kept as recorded
+    conversation = load_conversation(left.directory)
+    assert find_incomplete_turn(conversation.stream) is None
+    assert_invariants(conversation, [SECRET])
+    payloads = [entry.payload for entry in conversation.stream if isinstance(entry, EventEntry)]
+    assert payloads.count(GO) == 1  # adopted: not recorded again
+    assert Answered(id="call_1_2_1.go.1", answer=True) in payloads
+    assert payloads[-1] == ChatResponse.message("done two")
+    second = conversation.stream.turns()[1].entries[0]
+    assert isinstance(second, EventEntry)
+    assert second.metadata == {TURN_MARKER: {"scenario": "scenario.toml", "turn": 2}}
+    assert SECRET.encode() not in every_byte(left.directory)
+
+
+def test_a_turn_that_waits_for_the_model_plays_its_cycles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Died right after the user's message was saved: every cycle of the turn is played."""
+    left = Left(tmp_path)
+    left.died_in(0, ChatRequest(content="one"))
+    status, out, _ = run(["check", str(left.directory)], capsys)
+    assert status == 0  # reported, not blocked
+    assert "interrupted (pending LLM response)" in out
+    status, out, err = run(left.argv("--continue-turn"), capsys)
+    assert (status, err) == (0, "")
+    assert "continued after 0 of 3 cycles" in out
+    assert sorted(runs(left.directory)) == ["a", "b", "c", "d", "e"]
+    assert len(load_conversation(left.directory).stream.turns()) == 2
+
+
+def test_a_turn_only_missing_its_follow_up_is_reported_and_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every call answered, no model response after: check exits 0; a new run may follow it."""
+    left = Left(tmp_path)
+    left.died_in(0, *FIRST_CYCLE, done("call_1_1_1", "a"), done("call_1_1_2", "b"))
+    status, out, _ = run(["check", str(left.directory)], capsys)
+    assert status == 0
+    assert (
+        "interrupted (pending follow-up) (RFD 023 phase: awaiting_follow_up); not blocked" in out
+    )
+    assert "continue it:" not in out
+    assert run(left.argv(), capsys)[0] == 0  # stacks the scenario's turns after it
+    assert len(load_conversation(left.directory).stream.turns()) == 3
+
+
+def test_sanitize_discards_the_blocked_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After inquiry sanitize the turn is closed as JP closes it: check 0, run accepted."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    assert run(["sanitize", str(left.directory)], capsys)[0] == 0
+    assert run(["check", str(left.directory)], capsys)[0] == 0
+    assert run(left.argv(), capsys)[0] == 0
+
+
+def test_a_turn_the_scenario_does_not_play_is_not_continued(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No marker, or a turn holding other calls: exit 2, nothing written, nothing guessed."""
+    unmarked = Left(tmp_path / "unmarked")
+    unmarked.died_in(0, *FIRST_CYCLE, marked=False)
+    other = Left(tmp_path / "other")
+    other.died_in(0, ChatRequest(content="one"), work("call_1_1_1", "z"))
+    for left in (unmarked, other):
+        before = left.files()
+        status, _, err = run(left.argv("--continue-turn"), capsys)
+        assert status == 2
+        assert "its last turn was not played from" in err
+        assert f"or discard it with `inquiry sanitize {left.directory}`" in err
+        assert left.files() == before
+        assert runs(left.directory) == {}
+
+
+def test_continue_turn_when_everything_was_played_does_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A whole run, then --continue-turn: no turn, no tool, the stream as it was."""
+    left = Left(tmp_path)
+    assert run(left.argv(), capsys)[0] == 0
+    before = (left.directory / "events.json").read_bytes()
+    counted = runs(left.directory)
+    status, out, _ = run(left.argv("--continue-turn"), capsys)
+    assert status == 0
+    assert "turns: 0 of 0 completed" in out
+    assert (left.directory / "events.json").read_bytes() == before
+    assert runs(left.directory) == counted
+
+
+def test_continue_turn_on_a_missing_conversation_plays_the_whole_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed before the conversation existed: --continue-turn plays it from its first turn."""
+    left = Left(tmp_path)
+    status, out, _ = run(left.argv("--continue-turn"), capsys)
+    assert status == 0
+    assert "turns: 2 of 2 completed" in out
+    assert_invariants(load_conversation(left.directory), [SECRET])
