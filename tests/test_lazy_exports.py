@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 
 import pytest
+from conftest import PROJECT
 
 import coordinator
 
@@ -37,6 +39,13 @@ def test_the_public_api_is_short_and_documented() -> None:
         value = getattr(coordinator, name)
         assert (value.__doc__ or "").strip(), f"{name} has no docstring"
         assert value.__doc__ is not object.__doc__, f"{name} has no docstring of its own"
+
+
+def test_every_public_name_is_on_the_api_page() -> None:
+    """docs/api.md names each name the package exports."""
+    page = (PROJECT / "docs" / "api.md").read_text(encoding="utf-8")
+    quoted = set(re.findall(r"`(\w+)`", page))
+    assert set(coordinator.__all__) <= quoted
 
 
 @pytest.mark.parametrize("layer", LAYERS)
