@@ -113,7 +113,7 @@ logging.getLogger("coordinator").addHandler(logging.NullHandler())
 _homes: dict[str, str] | None = None
 
 
-def homes() -> dict[str, str]:
+def _name_homes() -> dict[str, str]:
     """Each public name, and the module it is imported from (read from this file's source)."""
     global _homes  # noqa: PLW0603 - read once, on the first name asked for
     if _homes is None:
@@ -132,7 +132,7 @@ def homes() -> dict[str, str]:
 
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use (then it is a plain attribute)."""
-    module = homes().get(name) if name in __all__ else None
+    module = _name_homes().get(name) if name in __all__ else None
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
