@@ -48,5 +48,12 @@ def test_the_top_of_the_shell_holds_only_its_shared_vocabulary() -> None:
     """Beside the layers, coordinator/ holds the package and the modules all layers share."""
     modules = {path.name for path in (PROJECT / "coordinator").glob("*.py")}
     assert modules == {"__init__.py", "__main__.py", "_errors.py", "_text.py"}
-    (shared,) = [c["source_modules"] for c in _contracts() if c["type"] == "forbidden"]
-    assert set(shared) == {"coordinator._errors", "coordinator._text"}
+    forbidden = {
+        tuple(c["source_modules"]): set(c["forbidden_modules"])
+        for c in _contracts()
+        if c["type"] == "forbidden"
+    }
+    assert set(forbidden) == {("coordinator._errors", "coordinator._text"), ("machines",)}
+    # The shared modules sit beside the layers, so neither contract above may
+    # let a layer reach them from below: the machines may import none of the shell.
+    assert forbidden[("machines",)] == {"coordinator"}
