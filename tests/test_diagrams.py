@@ -1,4 +1,4 @@
-"""The generated diagrams and README tables follow the machines' tables."""
+"""The generated diagrams and the machine tables in docs/machines.md follow the machines' tables."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from machines import (
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def test_committed_diagrams_and_readme_are_up_to_date() -> None:
-    """diagrams/ and the README's machine section match what the tables render."""
+def test_committed_diagrams_and_machine_tables_are_up_to_date() -> None:
+    """diagrams/ and docs/machines.md's tables match what the tables render."""
     assert stale_files(PROJECT) == []
 
 
