@@ -401,3 +401,11 @@ def test_an_answer_gets_no_note_on_who_gave_it() -> None:
     """The format does not record who answered: nothing is claimed."""
     text = export_markdown(make_stream(turn(), chat(), ask("q"), answer("q", value=True)))
     assert text.endswith("### Response (`q`)\n\nAnswer: true\n")
+
+
+def test_a_conversation_given_for_its_stream_is_refused_naming_what_to_pass() -> None:
+    """export_markdown(conversation) says to pass conversation.stream, not a bare TypeError."""
+    conversation = Conversation.new()
+    with pytest.raises(TypeError, match=r"a Conversation's \.stream\), not Conversation"):
+        export_markdown(conversation)  # type: ignore[arg-type]
+    assert export_markdown(conversation.stream).startswith("# Conversation\n")

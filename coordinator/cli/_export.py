@@ -89,6 +89,7 @@ import orjson
 from coordinator._text import shown_text
 from coordinator.stream._entries import Compaction, ConfigDelta, EventEntry, UnknownEntry
 from coordinator.stream._pairing import pair_events
+from coordinator.stream._stream import ConversationStream
 from machines import (
     Answered,
     AnswerKind,
@@ -116,7 +117,6 @@ from machines.wording import (
 
 if TYPE_CHECKING:
     from coordinator.stream._entries import StreamEntry
-    from coordinator.stream._stream import ConversationStream
     from machines import InquiryResponse
 
 __all__ = ["REASON_SHOWN", "describe_inquiry_response", "export_markdown"]
@@ -716,6 +716,12 @@ def export_markdown(stream: ConversationStream, *, title: str | None = None) -> 
 
     Ends with exactly one newline.
     """
+    if not isinstance(stream, ConversationStream):
+        # A Conversation is the likeliest mistake; name what to pass instead.
+        raise TypeError(
+            f"export_markdown takes a ConversationStream (a Conversation's .stream), "
+            f"not {type(stream).__name__}"
+        )
     masked = _masked_answers(stream)
     blocks = [f"# {_line(title or 'Conversation')}"]
     turns = stream.turns()
