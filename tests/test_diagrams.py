@@ -1,4 +1,4 @@
-"""The generated diagrams and the machine tables in docs/machines.md follow the machines' tables."""
+"""The generated diagrams and docs/machines.md's tables follow the machines' tables."""
 
 from __future__ import annotations
 
@@ -99,6 +99,18 @@ def test_diagram_check_command_exits_1_naming_the_stale_file(
     )
     assert main(["diagram", "--root", str(tmp_path)]) == 0
     assert main(["diagram", "--check", "--root", str(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize("check", [[], ["--check"]], ids=["write", "check"])
+def test_diagram_outside_a_checkout_says_so_and_writes_nothing(
+    tmp_path: Path, check: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run where there is no docs/machines.md (an installed wheel), it names why, exit 2."""
+    assert main(["diagram", *check, "--root", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert "not a checkout of inquiry-coordinator (no docs/machines.md)" in error
+    assert "--root DIR" in error
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_table_command_prints_each_machines_table(capsys: pytest.CaptureFixture[str]) -> None:

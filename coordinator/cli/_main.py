@@ -250,9 +250,21 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diagram(args: argparse.Namespace, out: TextIO) -> int:
-    from coordinator.cli._diagram_files import stale_files, write_files  # noqa: PLC0415 - see above
+    from coordinator.cli._diagram_files import (  # noqa: PLC0415 - see above
+        MACHINES_PAGE,
+        stale_files,
+        write_files,
+    )
 
     root = Path(args.root)
+    if not (root / MACHINES_PAGE).is_file():
+        # The files it writes belong to a checkout of this project; an installed
+        # wheel run elsewhere has none, and a bare "No such file" would not say so.
+        _error(
+            f"{shown_path(root)}: not a checkout of inquiry-coordinator (no {MACHINES_PAGE}); "
+            "run `inquiry diagram` at the project's top, or pass --root DIR"
+        )
+        return EXIT_UNREADABLE
     try:
         if args.check:
             stale = stale_files(root)
