@@ -3,7 +3,8 @@
 Every relative link in the README, the pages under docs/ and the examples'
 README leads to a file of the repository; every test a page names
 (``tests/test_x.py::test_name``) is defined there; every repository path a
-page quotes in backticks exists.
+page quotes in backticks exists. No page carries a placeholder left for a
+later edit (a bare ``SOME_TOKEN`` line, ``TODO``, ``TBD``, ``FIXME``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ PAGES = sorted(
 )
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _TEST = re.compile(r"`?(tests/[\w/]+\.py)::(\w+)")
+# A line that is one upper-case token (a template's slot), or a marker of unfinished text.
+_PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|\b(?:TODO|TBD|FIXME)\b", re.MULTILINE)
 _PATH = re.compile(r"`((?:coordinator|machines|tests|examples|docs|diagrams)/[\w./-]+)`")
 
 
@@ -71,3 +74,11 @@ def test_every_quoted_repository_path_exists(page: Path) -> None:
         if not (PROJECT / path).exists():
             missing.append(quoted)
     assert missing == [], f"{_ids(page)} quotes paths that do not exist"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids)
+def test_no_page_holds_a_placeholder(page: Path) -> None:
+    """What a reader sees is finished text: no template slot or to-do marker is left."""
+    text = page.read_text(encoding="utf-8")
+    found = [match.group(0) for match in _PLACEHOLDER.finditer(text)]
+    assert found == [], f"{_ids(page)} holds placeholders"

@@ -24,7 +24,7 @@ LAYERS = (
 
 def test_every_public_name_has_one_home_and_imports() -> None:
     """Each name in __all__ is imported in the one list of homes, and is that module's object."""
-    homes = coordinator.homes()
+    homes = coordinator._name_homes()
     assert set(homes) == set(coordinator.__all__)
     for name in coordinator.__all__:
         value = getattr(coordinator, name)
