@@ -316,6 +316,16 @@ def test_a_secret_spelled_in_a_long_text_is_masked_and_nothing_else(
     assert masks.mask(_LONG + encoder(secret) + _LONG) == _LONG + MASK + _LONG
 
 
+def test_a_percent_escape_beside_a_secret_does_not_change_how_the_secret_reads() -> None:
+    r"""A Latin-1 %E9 (JavaScript's escape()) or \xff just before a secret's UTF-8 bytes."""
+    masks = SecretMasks()
+    masks.add([SecretValue("Ä-Zq8v")])
+    spelled = urllib.parse.quote("Ä-Zq8v")
+    assert masks.mask(f"a=%E9{spelled}&b=\\xff{repr('Ä'.encode())[2:-1]}-Zq8v") == (
+        f"a=%E9{MASK}&b=\\xff{MASK}"
+    )
+
+
 def test_a_short_text_escaping_even_letters_is_decoded_whole() -> None:
     """Every byte percent-encoded, or every character an entity: found in a short text."""
     masks = SecretMasks()

@@ -10,11 +10,12 @@ might spell a secret, the *candidate text* is decoded, and the secret looked
 for in what it decodes to. One decoding pass turns every escape it knows
 into the character it stands for, wherever it is:
 
-- percent escapes, ``%2B`` or ``%2b``, runs of them read as UTF-8 (else
-  Latin-1, as JavaScript's ``escape()`` writes é as ``%E9``), and ``%uXXXX``;
+- percent escapes, ``%2B`` or ``%2b``, runs of them read as UTF-8 where
+  they are and each other byte as Latin-1 (as JavaScript's ``escape()``
+  writes é as ``%E9``), and ``%uXXXX``;
 - backslash escapes: ``\uXXXX`` (surrogate pairs joined), ``\u{X...}``,
   ``\UXXXXXXXX``, ``\xXX`` and octal ``\NNN`` (runs of them read as UTF-8
-  bytes when they are, as in a ``bytes`` repr), ``\n``, ``\t`` and the like,
+  bytes where they are, as in a ``bytes`` repr), ``\n``, ``\t`` and the like,
   and ``\X`` for any other ``X`` (``\"``, ``\\``, ``\/``, ``\'``);
 - HTML character references: ``&amp;``, ``&#43;``, ``&#x2B;`` and every
   named one of HTML5 (written with its ``;``);
@@ -177,14 +178,19 @@ _Pieces: TypeAlias = list[tuple[str, int]]
 
 
 def _bytes(values: list[int], lengths: list[int]) -> _Pieces:
-    """Escaped bytes: UTF-8 when they are, else one Latin-1 character per byte."""
-    try:
-        text = bytes(values).decode("utf-8")
-    except UnicodeDecodeError:
-        return [(chr(value), length) for value, length in zip(values, lengths, strict=True)]
+    """Escaped bytes: UTF-8 where they are, each other byte one Latin-1 character.
+
+    Byte by byte, so that an escape beside a secret's (``%E9``, as
+    JavaScript's ``escape()`` writes é, then a secret's ``%C3%84``) does not
+    change how the secret's bytes read.
+    """
     pieces: _Pieces = []
     at = 0
-    for char in text:
+    for char in bytes(values).decode("utf-8", errors="surrogateescape"):
+        if _NOT_UTF8 <= ord(char) < _LOW_END:  # a byte that is not UTF-8 here
+            pieces.append((chr(ord(char) - _LOW), lengths[at]))
+            at += 1
+            continue
         size = len(char.encode("utf-8"))
         pieces.append((char, sum(lengths[at : at + size])))
         at += size
@@ -237,6 +243,8 @@ _BYTE: Final = 0xFF
 _HIGH: Final = 0xD800
 _LOW: Final = 0xDC00
 _LOW_END: Final = 0xE000
+# How the surrogateescape error handler spells a byte (0x80 or above) that is not UTF-8.
+_NOT_UTF8: Final = _LOW + 0x80
 _ASTRAL: Final = 0x10000
 #: What each kind of escape stands for, from its whole text or its named group;
 #: ``None`` when it stands for nothing (it stays as written).
