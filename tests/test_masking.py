@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 import orjson
 import pytest
+from conftest import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from coordinator.driver._masking import (
     MASK,
@@ -316,6 +319,16 @@ def test_a_secret_spelled_in_a_long_text_is_masked_and_nothing_else(
     assert masks.mask(_LONG + encoder(secret) + _LONG) == _LONG + MASK + _LONG
 
 
+def test_a_percent_escape_beside_a_secret_does_not_change_how_the_secret_reads() -> None:
+    r"""A Latin-1 %E9 (JavaScript's escape()) or \xff just before a secret's UTF-8 bytes."""
+    masks = SecretMasks()
+    masks.add([SecretValue("Ä-Zq8v")])
+    spelled = urllib.parse.quote("Ä-Zq8v")
+    assert masks.mask(f"a=%E9{spelled}&b=\\xff{repr('Ä'.encode())[2:-1]}-Zq8v") == (
+        f"a=%E9{MASK}&b=\\xff{MASK}"
+    )
+
+
 def test_a_short_text_escaping_even_letters_is_decoded_whole() -> None:
     """Every byte percent-encoded, or every character an entity: found in a short text."""
     masks = SecretMasks()
@@ -422,3 +435,153 @@ def test_masks_are_shared_by_a_conversation_and_its_copy_loaded_from_its_directo
     assert masks_for(again).mask("shared-Zq8v") == MASK
     other = Conversation.new(metadata={"title": "other"})
     assert masks_for(other).mask("shared-Zq8v") == "shared-Zq8v"
+
+
+# ------------------------------------------- escapes of other families around
+
+
+def _json(text: str) -> str:
+    """``json.dumps`` of a string (ASCII, its default), without its quotes."""
+    return json.dumps(text)[1:-1]
+
+
+def test_a_secret_three_layers_deep_is_masked_beside_a_url_escaped_twice() -> None:
+    """The auditor's output: a URL's %252F beside JSON in JSON, all in the tool protocol's JSON."""
+    for secret in ("Grüße + Küsse", "tok+en Ä"):
+        masks = SecretMasks()
+        masks.add([SecretValue(secret)])
+        spelled = orjson.dumps(_json(_json(secret))).decode()[1:-1]
+        for url in ("POST https://login.example/?next=%252Fhome failed; ", "url=%2520 "):
+            message = url + "body=" + json.dumps(json.dumps({"token": secret}))
+            text = orjson.dumps({"message": message}).decode()
+            assert text.count(spelled) == 1
+            assert masks.mask(text) == text.replace(spelled, MASK)
+
+
+#: Secrets with what each family escapes: '+', a space, '%', '\', '"', '/', '&', non-ASCII.
+AWKWARD = {
+    "umlauts": "Grüße + Küsse",
+    "plus-space": "tok+en Ä",
+    "escape-like": 'p%41ss\\"/&amp;€ x',
+    "astral": "😀 a+b%20c/d",
+}
+
+#: Outputs mixing families: each gives the text and the secret's spelling in it. The
+#: text around the secret holds escapes of families other than the secret's own.
+MIXED: dict[str, Callable[[str], tuple[str, str]]] = {
+    "json in json in json beside %252F": lambda s: (
+        orjson.dumps(
+            {"message": "GET /?next=%252Fhome body=" + json.dumps(json.dumps({"token": s}))}
+        ).decode(),
+        _json(_json(_json(s))),
+    ),
+    "json in json beside entities and %2520": lambda s: (
+        _json("&lt;b&gt;&amp;amp; %2520 " + json.dumps({"t": s}) + " &#x2B;"),
+        _json(_json(s)),
+    ),
+    "quoted twice beside json escapes and entities": lambda s: (
+        "C:\\\\x \\u00e9 &amp; "
+        + urllib.parse.quote(urllib.parse.quote(s, safe=""), safe="")
+        + " \\n &quot;",
+        urllib.parse.quote(urllib.parse.quote(s, safe=""), safe=""),
+    ),
+    "upper-case \\u in html beside lower-case %xx": lambda s: (
+        "%2f%2F%c3%a9 " + html.escape(dotnet_json(s)) + " \\u00E9\\\\",
+        html.escape(dotnet_json(s)),
+    ),
+    "lower-case %xx in json beside entities and %252F": lambda s: (
+        _json("&#x2B; %252F " + dotnet_http_utility_url_encode(s) + " &amp;amp;"),
+        _json(dotnet_http_utility_url_encode(s)),
+    ),
+    "repr in json in a url beside entities": lambda s: (
+        "&amp; \\n %2520 " + urllib.parse.quote(_json(repr(s)[1:-1]), safe="") + " &lt;",
+        urllib.parse.quote(_json(repr(s)[1:-1]), safe=""),
+    ),
+    "php json in html in json beside %2520": lambda s: (
+        _json("%2520&amp;amp; " + html.escape(php_json_encode(s)) + " \\\\u00e9"),
+        _json(html.escape(php_json_encode(s))),
+    ),
+    "form encoded beside entities and backslashes": lambda s: (
+        "&amp; \\u00e9 %2520 q=" + urllib.parse.quote_plus(s) + " &#43; C:\\\\x",
+        urllib.parse.quote_plus(s),
+    ),
+    "form encoded in upper-case \\u beside %2520": lambda s: (
+        "url=%2520 &amp;amp; q=" + dotnet_json(urllib.parse.quote_plus(s)) + " \\\\u00e9",
+        dotnet_json(urllib.parse.quote_plus(s)),
+    ),
+    "js escape in go json beside escapes of each family": lambda s: (
+        "%2520 &amp;amp; \\\\u00e9 " + go_json_marshal(js_escape(s)) + " %41&#65;\\x41",
+        go_json_marshal(js_escape(s)),
+    ),
+}
+
+
+@pytest.mark.parametrize("secret", AWKWARD.values(), ids=AWKWARD.keys())
+@pytest.mark.parametrize("output", MIXED.values(), ids=MIXED.keys())
+def test_a_secret_is_masked_whatever_other_families_the_output_holds(
+    output: Callable[[str], tuple[str, str]], secret: str
+) -> None:
+    """Escapes of other families elsewhere in the output do not hide a secret, nor get masked."""
+    masks = SecretMasks()
+    masks.add([SecretValue(secret)])
+    text, spelled = output(secret)
+    assert text.count(spelled) == 1
+    assert masks.mask(text) == text.replace(spelled, MASK)
+
+
+#: The real encoders a property composes, up to three deep.
+LAYERS: dict[str, Callable[[str], str]] = {
+    "urllib quote": urllib.parse.quote,
+    "urllib quote_plus": urllib.parse.quote_plus,
+    "json.dumps": _json,
+    "json.dumps ensure_ascii=False": lambda text: json.dumps(text, ensure_ascii=False)[1:-1],
+    "upper-case \\u (System.Text.Json)": dotnet_json,
+    "php json_encode (\\/)": php_json_encode,
+    "html.escape": html.escape,
+    "python repr": lambda text: repr(text)[1:-1],
+}
+
+#: Escapes of every family that spell no secret: a URL escaped twice, JSON in
+#: JSON, entities escaped twice, backslashes, a form's plus, hex of either case.
+UNRELATED = [
+    "next=%252Fhome",
+    "url=%2520",
+    "%c3%a9%2F",
+    "&amp;amp;",
+    "&lt;b&gt; &#x2B;&#43;",
+    '{\\"k\\": \\"\\\\u00e9\\"}',
+    "C:\\\\x\\n",
+    "\\u00E9\\/",
+    "a+b=c",
+]
+
+
+@settings(max_examples=examples(300))
+@given(
+    secret=st.text(alphabet='aZ9+ %\\"/&äßé€😀', min_size=4, max_size=12),
+    names=st.lists(st.sampled_from(sorted(LAYERS)), min_size=1, max_size=3),
+    around=st.lists(st.sampled_from(UNRELATED), min_size=2, max_size=4),
+    whole=st.booleans(),
+)
+def test_a_secret_up_to_three_encoders_deep_is_masked_whatever_is_around_it(
+    secret: str, names: list[str], around: list[str], *, whole: bool
+) -> None:
+    """No spelling of a secret by up to three real encoders survives, amid unrelated escapes.
+
+    The last encoder wraps either the spelling alone or the whole text (a
+    tool protocol's JSON around everything the tool printed).
+    """
+    spellings = [secret]
+    for name in names:
+        spellings.append(LAYERS[name](spellings[-1]))
+    before, after = " ".join(around[::2]), " ".join(around[1::2])
+    if whole:
+        text = LAYERS[names[-1]](f"{before} {spellings[-2]} {after}")
+    else:
+        text = f"{before} {spellings[-1]} {after}"
+    assume(not any(spelled in MASK or spelled in before + after for spelled in spellings))
+    masks = SecretMasks()
+    masks.add([SecretValue(secret)])
+    masked = masks.mask(text)
+    assert MASK in masked
+    assert not [spelled for spelled in spellings if spelled in masked]

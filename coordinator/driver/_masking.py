@@ -7,38 +7,57 @@ through :meth:`SecretMasks.mask` first.
 
 Theory of operation: rather than enumerate how each encoder of each language
 might spell a secret, the *candidate text* is decoded, and the secret looked
-for in what it decodes to. One decoding pass turns every escape it knows
-into the character it stands for, wherever it is:
+for in what it decodes to. A decoding pass turns every escape of one
+family into the character it stands for, wherever it is. The families:
 
-- percent escapes, ``%2B`` or ``%2b``, runs of them read as UTF-8 (else
-  Latin-1, as JavaScript's ``escape()`` writes é as ``%E9``), and ``%uXXXX``;
+- percent escapes, ``%2B`` or ``%2b``, runs of them read as UTF-8 where
+  they are and each other byte as Latin-1 (as JavaScript's ``escape()``
+  writes é as ``%E9``), and ``%uXXXX``;
 - backslash escapes: ``\uXXXX`` (surrogate pairs joined), ``\u{X...}``,
   ``\UXXXXXXXX``, ``\xXX`` and octal ``\NNN`` (runs of them read as UTF-8
-  bytes when they are, as in a ``bytes`` repr), ``\n``, ``\t`` and the like,
+  bytes where they are, as in a ``bytes`` repr), ``\n``, ``\t`` and the like,
   and ``\X`` for any other ``X`` (``\"``, ``\\``, ``\/``, ``\'``);
 - HTML character references: ``&amp;``, ``&#43;``, ``&#x2B;`` and every
   named one of HTML5 (written with its ``;``);
-- and, in another reading of the same text, ``+`` as a space (an HTML
-  form's encoding, ``urlencode``), tried only when a secret holds a space.
+- and, with percent escapes, ``+`` as a space (an HTML form's encoding,
+  ``urlencode``), tried only when a secret holds a space.
 
-Hex digits are read in either case. Besides the pass decoding every family
-of escape the text holds, a pass decodes each family alone, since one
-encoding keeps what another would take for an escape (``html.escape`` keeps
-a backslash; JSON keeps ``%41`` and ``&amp;``). Each pass is applied again
-to what it produced, up to :data:`DEPTH` times (and at most
-:data:`MOST_READINGS` readings in all), so a secret escaped twice (a traceback
-quoting ``repr(token)``, wrapped as JSON by the local tools' protocol) or
-JSON inside a URL is found as well. Each decoded character keeps the span of
-the original text it came from; a secret found in a decoded text is masked
-by replacing that span of the *original*, so what is not a secret is
-recorded as the tool wrote it, escapes and all. Spans found in different
-readings that overlap are masked as one: a secret holding another (a PIN
-inside a token) is masked whole.
+Hex digits are read in either case. A pass decodes one family (``+`` as a
+space is a pass of its own, with percent escapes): each encoder escapes
+with one family, its own introducer included, so the pass of its family
+undoes it exactly, where a pass of every family at once would misread what
+one encoding keeps as it is (``html.escape`` keeps a backslash; JSON keeps
+``%41`` and ``&amp;``). *Every* sequence of up to :data:`DEPTH` passes is
+tried, whatever else the text holds: a secret escaped twice (a traceback
+quoting ``repr(token)``, wrapped as JSON by the local tools' protocol),
+JSON inside a URL, or JSON in JSON in that protocol's JSON beside a URL
+escaped twice, is found. Each decoded character keeps the span of the
+original text it came from; a secret found in a decoded text is masked by
+replacing that span of the *original*, so what is not a secret is recorded
+as the tool wrote it, escapes and all. Spans found in different readings
+that overlap are masked as one: a secret holding another (a PIN inside a
+token) is masked whole.
+
+A spelling, however deep, is written with the secret's own characters and
+those of escapes only (ASCII letters and digits, ``%\&#;{}``, a form's
+``+``): any other character (a quote, a comma, a space when no secret
+holds one) ends it. So a text is cut into *stretches* of those characters,
+and each stretch holding an escape is decoded on its own: what is escaped
+elsewhere (a URL's ``%252F`` beside JSON in JSON) neither changes how a
+stretch reads nor costs it a reading. That bounds the cost: a stretch
+holding escapes of ``k`` kinds (at most 4: percent, percent with ``+`` as a
+space, backslash, entity) is decoded at most ``k + k**2 + k**3`` times
+(84), each pass linear in a text no longer than the stretch (decoding never
+lengthens), and two sequences that decode it alike (a pass of each of two
+families, in either order) go on as one. A stretch shorter than every
+secret is not decoded; nor a text with no ``%``, ``\`` or ``&`` (nor a
+``+`` when a secret holds a space), which costs a substring search per
+secret.
 
 Every spelling above keeps a secret's longest run of ASCII letters and
 digits (its *anchor*) as it is. A text up to :data:`WHOLE_TEXT` characters
-is decoded whole; in a longer one, only the windows around its anchors'
-occurrences are, each reaching as far as the secret escaped three times
+is looked through whole; in a longer one, only the windows around its
+anchors' occurrences are, each reaching as far as the secret escaped three times
 could: a long output that does not hold a secret costs a substring search,
 not a decoding.
 
@@ -51,11 +70,12 @@ see where this one's secret appears.
 
 Limits: an encoding not listed above is not decoded (base64, hex dumps,
 shell quoting, a secret split across lines or spelled with Unicode
-normalised otherwise); in a text longer than :data:`WHOLE_TEXT`, nor one
-that escapes letters and digits too (``%41`` for ``A``); a secret that is a
-common word masks that word wherever a tool prints it. Decoding costs some
-microseconds per character of the text decoded, so a long output that
-repeats a secret all along is slow to record.
+normalised otherwise), nor one more than :data:`DEPTH` layers deep; in a
+text longer than :data:`WHOLE_TEXT`, nor one that escapes letters and
+digits too (``%41`` for ``A``); a secret that is a common word masks that
+word wherever a tool prints it. Decoding costs a few microseconds per
+character of a stretch per pass, so a long output that repeats a secret
+all along, in stretches that hold every family, is slow to record.
 """
 
 from __future__ import annotations
@@ -69,7 +89,7 @@ import re
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
@@ -82,7 +102,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEPTH",
     "MASK",
-    "MOST_READINGS",
     "WHOLE_TEXT",
     "MaskedQuestion",
     "SecretMasks",
@@ -93,10 +112,8 @@ __all__ = [
 
 #: What a secret is replaced by.
 MASK: Final = "<secret>"
-#: How many times the decoding passes are applied to their own output.
+#: How many decoding passes, one after the other, a secret's spelling is read through.
 DEPTH: Final = 3
-#: How many decoded readings of one text are looked through at most, shallowest first.
-MOST_READINGS: Final = 12
 #: A text up to this long is decoded whole; a longer one around its secrets' anchors.
 WHOLE_TEXT: Final = 4096
 
@@ -123,6 +140,7 @@ class _Family(enum.Enum):
     ENTITY = "&"
 
 
+_FAMILIES: Final = tuple(_Family)
 _PATTERNS: Final = {
     _Family.PERCENT: _PERCENT,
     _Family.BACKSLASH: _BACKSLASH,
@@ -130,41 +148,32 @@ _PATTERNS: Final = {
 }
 
 
+#: One decoding pass: the family it decodes, and (with percent escapes) whether
+#: ``+`` is a space, as a form's encoding has it.
+_Pass: TypeAlias = tuple[_Family, bool]
+_FORM: Final[_Pass] = (_Family.PERCENT, True)
+
+
 @functools.cache
-def _decoder(families: frozenset[_Family], *, plus: bool) -> re.Pattern[str]:
-    """One pass decoding ``families`` at once (and ``+`` as a space when ``plus``)."""
-    alternatives = [_PATTERNS[family] for family in _Family if family in families]
-    return re.compile("|".join(alternatives + [_PLUS] * plus))
+def _decoder(family: _Family, *, plus: bool) -> re.Pattern[str]:
+    """The pass decoding ``family`` (and ``+`` as a space when ``plus``)."""
+    return re.compile("|".join([_PATTERNS[family]] + [_PLUS] * plus))
 
 
-#: Which families a chain of passes decodes: every one the text holds (``None``), or one.
-_Kind: TypeAlias = tuple[_Family | None, bool]
+def _passes(text: str, *, form: bool) -> list[_Pass]:
+    """The passes that may decode something of ``text``: one per family it holds.
 
-
-def _kinds(text: str, *, form: bool) -> list[_Kind]:
-    """The chains of passes worth starting on ``text``: its families at once, then each alone.
-
-    Each alone as well, since one encoding keeps what another would read as
-    an escape: ``html.escape`` keeps a backslash, JSON a ``%41`` or ``&amp;``
-    that was in the secret; the pass that decodes them all would misread it.
-    ``+`` is read as a space (the bool) only with percent escapes, as a
-    form's encoding has it, and only when a secret has a space.
+    One family a pass, since each encoder escapes with one family only, and
+    escapes its own introducer: the pass of its family undoes it exactly,
+    where a pass decoding every family at once would misread what one
+    encoding keeps as it is (``html.escape`` keeps a backslash; JSON keeps
+    ``%41`` and ``&amp;``). ``+`` is read as a space only in a pass of its
+    own, and only when a secret has a space.
     """
-    present = [family for family in _Family if family.value in text]
-    kinds: list[_Kind] = [(None, False)] if present else []
-    if len(present) > 1:
-        kinds += [(family, False) for family in present]
+    passes = [(family, False) for family in _FAMILIES if family.value in text]
     if form and "+" in text:
-        kinds += [(None, True), (_Family.PERCENT, True)]
-    return kinds
-
-
-def _decoder_of(kind: _Kind, text: str) -> re.Pattern[str] | None:
-    """The pass of chain ``kind`` over ``text``; ``None`` when it has nothing to decode."""
-    family, plus = kind
-    families = frozenset(each for each in _Family if each.value in text and family in (None, each))
-    plus = plus and "+" in text
-    return _decoder(families, plus=plus) if families or plus else None
+        passes.append(_FORM)
+    return passes
 
 
 _NAMED: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a"}
@@ -177,14 +186,19 @@ _Pieces: TypeAlias = list[tuple[str, int]]
 
 
 def _bytes(values: list[int], lengths: list[int]) -> _Pieces:
-    """Escaped bytes: UTF-8 when they are, else one Latin-1 character per byte."""
-    try:
-        text = bytes(values).decode("utf-8")
-    except UnicodeDecodeError:
-        return [(chr(value), length) for value, length in zip(values, lengths, strict=True)]
+    """Escaped bytes: UTF-8 where they are, each other byte one Latin-1 character.
+
+    Byte by byte, so that an escape beside a secret's (``%E9``, as
+    JavaScript's ``escape()`` writes é, then a secret's ``%C3%84``) does not
+    change how the secret's bytes read.
+    """
     pieces: _Pieces = []
     at = 0
-    for char in text:
+    for char in bytes(values).decode("utf-8", errors="surrogateescape"):
+        if _NOT_UTF8 <= ord(char) < _LOW_END:  # a byte that is not UTF-8 here
+            pieces.append((chr(ord(char) - _LOW), lengths[at]))
+            at += 1
+            continue
         size = len(char.encode("utf-8"))
         pieces.append((char, sum(lengths[at : at + size])))
         at += size
@@ -237,6 +251,8 @@ _BYTE: Final = 0xFF
 _HIGH: Final = 0xD800
 _LOW: Final = 0xDC00
 _LOW_END: Final = 0xE000
+# How the surrogateescape error handler spells a byte (0x80 or above) that is not UTF-8.
+_NOT_UTF8: Final = _LOW + 0x80
 _ASTRAL: Final = 0x10000
 #: What each kind of escape stands for, from its whole text or its named group;
 #: ``None`` when it stands for nothing (it stays as written).
@@ -335,36 +351,30 @@ class _Reading:
         return start, end
 
 
-def _readings(text: str, *, form: bool) -> list[_Reading]:
-    """``text`` as written, and its readings up to :data:`DEPTH` decodings deep.
+def _decodings(text: str, *, form: bool) -> list[_Reading]:
+    """Every reading of ``text`` through a sequence of up to :data:`DEPTH` passes.
 
-    A chain of passes of one kind (:func:`_kinds`) decodes each reading
-    again, as a secret escaped twice the same way is; what every family
-    decoded also starts chains of each family alone. Shallowest first, each
-    decoded text once, at most :data:`MOST_READINGS`.
+    Every sequence, whatever else the text holds: a pass of each family
+    ``text`` holds (:func:`_passes`), then of each family what that decoded
+    holds, and so on. No count of readings cuts it short; the families do:
+    a text holding ``k`` of them (``k`` at most 4, with ``+`` as a space) is
+    read at most ``k + k**2 + k**3`` times, each pass linear in a text no
+    longer than ``text``. Two sequences that decode to the same text (a
+    pass of each of two families, in either order) go on as one.
     """
-    original = _Reading(text)
-    found = [original]
+    found: list[_Reading] = []
     seen = {text}
-    layer = [(original, kind) for kind in _kinds(text, form=form)]
+    layer = [_Reading(text)]
     for _ in range(DEPTH):
-        deeper: list[tuple[_Reading, _Kind]] = []
-        for reading, kind in layer:
-            decoder = _decoder_of(kind, reading.text)
-            if decoder is None or len(found) > MOST_READINGS:
-                continue
-            decoded = _Reading.of(reading, decoder)
-            if decoded is None or decoded.text in seen:
-                continue
-            seen.add(decoded.text)
-            found.append(decoded)
-            deeper.append((decoded, kind))
-            if kind == (None, False):
-                # What every family decoded once may hold one encoding's
-                # escapes beside another's literal text (JSON inside a URL
-                # that kept a %41): its families alone, too.
-                kinds = _kinds(decoded.text, form=False)[1:]
-                deeper += [(decoded, each) for each in kinds]
+        deeper: list[_Reading] = []
+        for reading in layer:
+            for family, plus in _passes(reading.text, form=form):
+                decoded = _Reading.of(reading, _decoder(family, plus=plus))
+                if decoded is None or decoded.text in seen:
+                    continue
+                seen.add(decoded.text)
+                deeper.append(decoded)
+        found += deeper
         layer = deeper
     return found
 
@@ -389,7 +399,7 @@ class SecretMasks:
     threads: :meth:`add` replaces the tuple a :meth:`mask` reads.
     """
 
-    __slots__ = ("__weakref__", "_anchors", "_form", "_lock", "_secrets")
+    __slots__ = ("__weakref__", "_anchors", "_form", "_lock", "_secrets", "_stretches")
 
     def __init__(self) -> None:
         """No secret yet."""
@@ -397,6 +407,7 @@ class SecretMasks:
         # Each secret's anchor and reach (see _regions); None when one has no anchor.
         self._anchors: tuple[tuple[SecretValue, int], ...] | None = ()
         self._form = False  # some secret holds a space, so "+" may stand for one
+        self._stretches = _Stretches(())
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -420,6 +431,7 @@ class SecretMasks:
                 else None
             )
             self._form = any(" " in secret for secret in every)
+            self._stretches = _Stretches(ordered, form=self._form)
 
     def merge(self, other: SecretMasks) -> None:
         """Mask what ``other`` masks too."""
@@ -431,17 +443,13 @@ class SecretMasks:
         if not secrets:
             return text
         spans: list[tuple[int, int]] = []
+        stretches, form = self._stretches, self._form
         for offset, end in self._regions(text):
             part = text if (offset, end) == (0, len(text)) else text[offset:end]
-            for reading in _readings(part, form=self._form):
-                decoded = reading.text
-                for secret in secrets:
-                    value = secret.reveal()
-                    at = decoded.find(value)
-                    while at >= 0:
-                        start, stop = reading.original(at, at + len(value))
-                        spans.append((offset + start, offset + stop))
-                        at = decoded.find(value, at + 1)
+            spans += _found(secrets, _Reading(part), offset)  # as written
+            for first, last in stretches.escaped(part):
+                for reading in _decodings(part[first:last], form=form):
+                    spans += _found(secrets, reading, offset + first)
         if not spans:
             return text
         pieces: list[str] = []
@@ -526,6 +534,71 @@ class SecretMasks:
 
 
 _ANCHOR: Final = re.compile(r"[A-Za-z0-9]+")
+#: What escapes are written with besides their introducers, whatever they
+#: stand for: letters (``\u``, ``&amp;``), digits, ``#``, ``;`` and the
+#: braces of ``\u{...}``.
+_ESCAPE_TEXT: Final = "A-Za-z0-9#;{}"
+
+
+class _Stretches:
+    r"""The stretches of a text that may spell a secret escaped, each decoded on its own.
+
+    A spelling, however many layers deep, is written with a secret's own
+    characters and those of escapes only: any other character (a quote, a
+    comma, a space when no secret has one) ends it. So each stretch of those
+    characters is decoded on its own, and only one holding an escape's
+    introducer (``%``, ``\``, ``&``, and ``+`` when it may be a space):
+    what is escaped elsewhere in the text neither costs the stretch a
+    reading nor changes how it reads.
+    """
+
+    __slots__ = ("_introducer", "_introducers", "_shortest", "_spelled")
+
+    def __init__(self, secrets: Collection[str], *, form: bool = False) -> None:
+        """The stretches that may spell one of ``secrets``; ``+`` a space when ``form``."""
+        own = {char for secret in secrets for char in secret}
+        self._introducers = "%\\&+" if form else "%\\&"
+        introducers = re.escape(self._introducers)
+        spelled = f"[{_ESCAPE_TEXT}{introducers}{re.escape(''.join(sorted(own)))}]*+"
+        self._introducer = re.compile(f"[{introducers}]")
+        self._spelled = re.compile(spelled)
+        # Decoding never lengthens a text: a stretch shorter than every secret spells none.
+        self._shortest = min(map(len, secrets), default=0)
+
+    def escaped(self, text: str) -> list[tuple[int, int]]:
+        """Where each stretch of ``text`` holding an introducer begins and ends."""
+        if not any(introducer in text for introducer in self._introducers):
+            return []  # nothing to decode: most outputs
+        stretches = []
+        found = self._introducer.search(text)
+        backwards = text[::-1]  # where a stretch begins: its end in the text reversed
+        while found is not None:
+            at = found.start()
+            first = len(text) - self._run(backwards, len(text) - at)
+            last = self._run(text, at)
+            if last - first >= self._shortest:
+                stretches.append((first, last))
+            found = self._introducer.search(text, last)
+        return stretches
+
+    def _run(self, text: str, at: int) -> int:
+        """Where the run of characters a spelling may hold that begins at ``at`` ends."""
+        run = self._spelled.match(text, at)
+        return run.end() if run else at  # (it matches the empty run too)
+
+
+def _found(
+    secrets: Iterable[SecretValue], reading: _Reading, base: int
+) -> Iterator[tuple[int, int]]:
+    """The span of the original text (from ``base`` on) of each secret in ``reading``."""
+    decoded = reading.text
+    for secret in secrets:
+        value = secret.reveal()
+        at = decoded.find(value)
+        while at >= 0:
+            start, stop = reading.original(at, at + len(value))
+            yield base + start, base + stop
+            at = decoded.find(value, at + 1)
 
 
 def _anchor(secret: str) -> str:
