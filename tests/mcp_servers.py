@@ -3,8 +3,9 @@
 ``python tests/mcp_servers.py ops NAME`` serves :func:`ops` (``MCPServer``,
 named ``NAME``): tools asking through ``input_required`` (resolvers, and
 results built by hand), through legacy ``elicitation/create``
-(``ctx.elicit``), for a multi-field form, for a URL, and one that crashes
-mid-round-trip. ``raw`` serves a low-level ``Server`` whose ``requestState``
+(``ctx.elicit``), for a multi-field form, for a URL, one that echoes the
+secret its form was given in its result (``register``: the driver masks it),
+and one that crashes mid-round-trip. ``raw`` serves a low-level ``Server`` whose ``requestState``
 crosses the wire unsealed, so the test can see it echoed byte for byte.
 ``ops`` with ``--ttl SECONDS`` seals ``requestState`` for that long only.
 
@@ -41,6 +42,8 @@ from pydantic import BaseModel, Field
 SIGNUP_TOKEN = "tok-s3cret-4242"
 #: The link ``login`` asks the person to open; its query holds a token-like value.
 LOGIN_URL = "https://auth.example.invalid/authorize?client=inquiry&state=Q-TOKEN-77#step"
+#: What ``register`` is given in its form's secret field, and echoes in its result.
+REGISTER_TOKEN = "reg-s3cret-9137"
 #: What ``raw`` sends as its ``requestState``: spaces, quotes, escapes, non-ASCII, a newline.
 WEIRD_STATE = ' {"round": 1}  \\u00e9 "quoted" \n tail-ünïcödé ✓ '
 
@@ -173,6 +176,21 @@ async def login(ctx: Context) -> str | types.InputRequiredResult:
     return "signed in" if action == "accept" else f"not signed in ({action})"
 
 
+class Registration(BaseModel):
+    """A token the server asks for in a form (which MCP forbids; this server does anyway)."""
+
+    api_token: str = Field(title="API token")
+
+
+async def register(ctx: Context) -> str:
+    """Ask for a token in a form, then echo it in the result (the driver masks it)."""
+    reply = await ctx.elicit("Register your API token", schema=Registration)
+    _received(tool="register", action=reply.action)
+    if not isinstance(reply, AcceptedElicitation):
+        return f"not registered ({reply.action})"
+    return f"registered with token {reply.data.api_token}"
+
+
 async def crash(ctx: Context) -> str | types.InputRequiredResult:
     """Ask a question, then die when the answer comes back."""
     if not ctx.input_responses:
@@ -204,7 +222,18 @@ def ops(name: str, ttl: float | None) -> MCPServer:
     if ttl is not None:
         security = RequestStateSecurity(keys=[os.urandom(32)], ttl=ttl)
     server = MCPServer(name, log_level="WARNING", request_state_security=security)
-    for tool in (deploy, legacy_deploy, legacy_login, signup, login, crash, pid, slow):
+    tools = (
+        deploy,
+        legacy_deploy,
+        legacy_login,
+        signup,
+        login,
+        register,
+        crash,
+        pid,
+        slow,
+    )
+    for tool in tools:
         server.tool()(tool)
     return server
 

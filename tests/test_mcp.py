@@ -10,8 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads
-from mcp_servers import LOGIN_URL, SIGNUP_TOKEN
+from coordinator_harness import (
+    UNATTENDED,
+    assert_invariants,
+    conversation_on_disk,
+    payloads,
+)
+from mcp_servers import LOGIN_URL, REGISTER_TOKEN, SIGNUP_TOKEN
 
 from coordinator.adapters.mcp import McpServer, McpToolbox
 from coordinator.driver import (
@@ -269,6 +274,18 @@ def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
         "Pro, billed monthly",
     ]
     assert_invariants(conversation, secrets=[SIGNUP_TOKEN])
+
+
+def test_a_secret_the_tools_result_echoes_is_masked_before_it_is_stored(tmp_path: Path) -> None:
+    """A tool echoing the token its form was given: the model and the record see it masked."""
+    prompter = ScriptedPrompter().answer("accept").answer(REGISTER_TOKEN)
+    conversation, result = run_calls(tmp_path, ("call_1", "register", {}), prompter=prompter)
+    (response,) = result.responses
+    assert response.content == "registered with token <secret>"
+    assert isinstance(responses(conversation)[-1], Redacted)
+    assert received(tmp_path) == [{"tool": "register", "action": "accept"}]
+    # The response is stored base64: the check decodes it (a masking slip would show there).
+    assert_invariants(conversation, secrets=[REGISTER_TOKEN])
 
 
 def test_decline_is_an_answer_and_the_server_is_told_decline(tmp_path: Path) -> None:
@@ -728,6 +745,7 @@ def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
         "legacy_login",
         "login",
         "pid",
+        "register",
         "signup",
         "slow",
     ]
