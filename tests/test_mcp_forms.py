@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
 from coordinator.adapters.mcp._exchange import Reply, Request
-from coordinator.adapters.mcp._forms import FormFill, UrlFill, fill_for, legacy_key, shown_url
+from coordinator.adapters.mcp._forms import FormFill, UrlFill, fill_for, legacy_key
 from machines import AnswerKind, Question, SecretValue, ToolAnswer
 
 
@@ -317,12 +318,6 @@ def test_a_link_that_is_not_http_is_refused(url: str) -> None:
     assert isinstance(fill_for(request, server="s", tool="t"), str)
 
 
-def test_shown_url_keeps_scheme_host_port_and_path_only() -> None:
-    """The recorded link has no user name, password, query or fragment."""
-    assert shown_url("http://a:b@[::1]:80/p?q=1") == "http://[::1]:80/p (query string not shown)"
-    assert shown_url("https://example.com/x") == "https://example.com/x"
-
-
 def test_legacy_keys_are_stable_and_tell_requests_apart() -> None:
     """The same request gets the same id every time; another message or schema, another id."""
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -335,6 +330,40 @@ def test_legacy_keys_are_stable_and_tell_requests_apart() -> None:
     nonce_a = Request(key="", mode="url", message="m", url="https://e.com/a?nonce=1")
     nonce_b = Request(key="", mode="url", message="m", url="https://e.com/a?nonce=2")
     assert legacy_key(nonce_a) == legacy_key(nonce_b)
+
+
+def test_legacy_keys_are_the_ones_earlier_versions_gave() -> None:
+    """Configuration names these ids: a request without links keeps the id it always had."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean", "default": 1.5},
+            "n": {"type": "string", "enum": ["a", "b"]},
+        },
+        "required": ["ok"],
+    }
+    form = Request(key="", mode="form", message="Deploy?", schema=schema)
+    assert legacy_key(form) == "form-a52ce3d55b0c"
+    link = Request(key="", mode="url", message="Sign in", url="https://e.com/a?nonce=1")
+    assert legacy_key(link) == "url-935646b84a96"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"n": {"type": "number", "default": math.nan}}},
+        {"type": "object", "properties": {1: {"type": "boolean"}}},
+        {"type": "object", "properties": {"a": {"default": {1, 2}}}},
+    ],
+    ids=["not-finite", "key-not-a-string", "a-set"],
+)
+def test_a_schema_json_cannot_hold_still_gets_a_stable_key(schema: Any) -> None:
+    """What JSON cannot hold keys the request by where it is; the id is the same every time."""
+    one = Request(key="", mode="form", message="Go?", schema=schema)
+    again = Request(key="", mode="form", message="Go?", schema=dict(schema))
+    assert legacy_key(one) == legacy_key(again)
+    assert legacy_key(one).startswith("form-")
+    assert legacy_key(one) != legacy_key(Request(key="", mode="form", message="Go?", schema={}))
 
 
 def test_a_reply_never_shows_its_content_in_its_repr() -> None:
