@@ -15,8 +15,9 @@ from coordinator_harness import (
     assert_invariants,
     conversation_on_disk,
     payloads,
+    stored_text,
 )
-from mcp_servers import LOGIN_URL, REGISTER_TOKEN, SIGNUP_TOKEN
+from mcp_servers import LEAKY_TOKEN, LOGIN_URL, REGISTER_TOKEN, SIGNUP_TOKEN
 
 from coordinator.adapters.mcp import McpServer, McpToolbox
 from coordinator.driver import (
@@ -386,6 +387,57 @@ def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_pat
     assert_invariants(conversation, secrets=["Q-TOKEN-77"])
 
 
+#: The message of the test server's leaky_login as it may be recorded: its link without the token.
+LEAKY_SHOWN = "Please open https://auth.example.invalid/cb (query string not shown) to sign in"
+
+
+def test_a_link_in_a_url_requests_message_is_recorded_without_its_query(tmp_path: Path) -> None:
+    """A message holding a link with a token: recorded as the url field is, the token nowhere."""
+    conversation, result = run_calls(
+        tmp_path, ("call_1", "leaky_login", {}), prompter=ScriptedPrompter().answer("")
+    )
+    assert result.responses[0].content == "signed in"
+    (request,) = asked(conversation)
+    assert request.question.text == LEAKY_SHOWN
+    (shown,) = result.shown
+    assert shown.question.text == LEAKY_SHOWN
+    assert LOGIN_URL in str(shown.question.context)  # the person still gets the link to open
+    assert LEAKY_TOKEN not in stored_text(conversation)
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN])
+
+
+def test_without_a_terminal_the_model_is_told_the_message_without_its_token(
+    tmp_path: Path,
+) -> None:
+    """No person: the call's result quotes the message, its link's query left out."""
+    conversation, result = run_calls(
+        tmp_path, ("call_1", "leaky_login", {}), backend=ScriptedInquiryBackend()
+    )
+    (response,) = result.responses
+    assert response.is_error
+    assert f'asked for a secret ("{LEAKY_SHOWN}")' in response.content
+    assert LEAKY_TOKEN not in stored_text(conversation)
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN])
+
+
+def test_a_legacy_link_with_a_fresh_nonce_in_its_message_keeps_its_question_id(
+    tmp_path: Path,
+) -> None:
+    """Legacy URL requests whose message's link changes each time: one id, no token recorded."""
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "legacy_leaky_login", {}),
+        ("call_2", "legacy_leaky_login", {}),
+        prompter=Obliging(),
+    )
+    assert [r.content for r in result.responses] == ["legacy sign-in: accept"] * 2
+    first, second = asked(conversation)
+    assert first.question.id == second.question.id
+    assert str(first.question.id).startswith("url-")
+    assert first.question.text == LEAKY_SHOWN
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN, "nonce", "pw@", "#at-"])
+
+
 def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> None:
     """A URL question configured for the model: assistant_routing_denied, never sent."""
     config = parse_tools_config(
@@ -741,7 +793,9 @@ def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
     assert asyncio.run(listed()) == [
         "crash",
         "deploy",
+        "leaky_login",
         "legacy_deploy",
+        "legacy_leaky_login",
         "legacy_login",
         "login",
         "pid",

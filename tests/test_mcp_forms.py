@@ -318,6 +318,24 @@ def test_a_link_that_is_not_http_is_refused(url: str) -> None:
     assert isinstance(fill_for(request, server="s", tool="t"), str)
 
 
+def test_every_link_in_a_url_requests_message_is_recorded_without_its_query() -> None:
+    """A message repeating the link, token and all: its text names each link as the url field."""
+    url = "https://auth.example.com/authorize?state=T0KEN"
+    message = f"Open {url} or https://u:pw@mirror.example.com/a#code=T0KEN to sign in."
+    fill = fill_for(
+        Request(key="login", mode="url", message=message, url=url), server="s", tool="t"
+    )
+    assert isinstance(fill, UrlFill)
+    question = fill.question()
+    assert question is not None
+    assert question.text == (
+        "Open https://auth.example.com/authorize (query string not shown) or "
+        "https://mirror.example.com/a (query string not shown) to sign in."
+    )
+    for hidden in ("T0KEN", "pw@", "#code"):
+        assert hidden not in f"{question.text} {question.context}"
+
+
 def test_legacy_keys_are_stable_and_tell_requests_apart() -> None:
     """The same request gets the same id every time; another message or schema, another id."""
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -330,6 +348,20 @@ def test_legacy_keys_are_stable_and_tell_requests_apart() -> None:
     nonce_a = Request(key="", mode="url", message="m", url="https://e.com/a?nonce=1")
     nonce_b = Request(key="", mode="url", message="m", url="https://e.com/a?nonce=2")
     assert legacy_key(nonce_a) == legacy_key(nonce_b)
+
+
+def test_a_nonce_in_a_url_requests_message_does_not_change_its_key() -> None:
+    """The message's links count as recorded, without their query: a fresh nonce, the same id."""
+
+    def asking(nonce: str) -> Request:
+        link = f"https://e.com/cb?code=T0KEN&nonce={nonce}"
+        return Request(key="", mode="url", message=f"Open {link} now", url=link)
+
+    assert legacy_key(asking("1")) == legacy_key(asking("2"))
+    other = Request(
+        key="", mode="url", message="Open https://e.com/other now", url="https://e.com/cb"
+    )
+    assert legacy_key(other) != legacy_key(asking("1"))
 
 
 def test_legacy_keys_are_the_ones_earlier_versions_gave() -> None:

@@ -7,7 +7,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from coordinator_harness import assert_invariants
+from coordinator_harness import assert_invariants, stored_text
+from mcp_servers import LEAKY_TOKEN
 from run_helpers import PROJECT, cli, every_byte, outcomes, payloads, responses, write
 
 from coordinator import ConfigError, load_conversation
@@ -127,6 +128,27 @@ def test_a_scenario_runs_a_tool_under_another_name(
     (request,) = payloads(conversation, InquiryRequest)
     assert request.source.name == "ship"
     assert payloads(conversation, Answered) == [Answered(id=request.id, answer="decline")]
+
+
+def test_a_token_in_a_url_requests_message_is_not_printed_recorded_or_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-tty: the message's link is printed, recorded and told the model without its query."""
+    text = DEPLOY.replace('"deploy", arguments = { service = "api" }', '"leaky_login"').replace(
+        "[tools.deploy]", "[tools.leaky_login]"
+    )
+    scenario = write(tmp_path / "scenario.toml", text)
+    directory = tmp_path / "conversation"
+    status, out, err = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 1  # the link went unanswered: no person
+    shown = "Please open https://auth.example.invalid/cb (query string not shown) to sign in"
+    assert f"? leaky_login asks authorize (secret): {shown}" in out
+    assert LEAKY_TOKEN not in out + err
+    conversation = load_conversation(directory)
+    (response,) = responses(conversation).values()  # what the model is told of the call
+    assert f'asked for a secret ("{shown}")' in response.content
+    assert LEAKY_TOKEN not in stored_text(conversation)
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN])
 
 
 #: (text replacing DEPLOY's server table or tool table, key, problem).

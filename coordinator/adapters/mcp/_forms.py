@@ -34,9 +34,11 @@ A URL request (``mode: url``) is never a form and never goes to the model:
 it is one **secret** question, id ``<key>``, so the engine routes it only to
 the person at a terminal (``no_prompt_backend`` without one,
 ``assistant_routing_denied`` when configured for the model) and records no
-reply. Its recorded text names the link without its query string, fragment
-or user name (which can carry tokens); the person is shown the whole link
-by :class:`~coordinator.adapters.mcp.McpToolbox.prompter`. An empty reply
+reply. Its recorded text and context name the link without its query
+string, fragment or user name (which can carry tokens), and so every link
+the server's message holds (servers often repeat the link there, token and
+all); the person is shown the whole link by
+:class:`~coordinator.adapters.mcp.McpToolbox.prompter`. An empty reply
 confirms the person completed it (``accept``), ``decline`` refuses.
 
 Secrets: the MCP specification forbids a form to ask for one (servers must
@@ -65,7 +67,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 import attrs
 import orjson
 
-from coordinator._text import shown_url
+from coordinator._text import shown_links, shown_url
 from coordinator.adapters.mcp._exchange import Reply, Request
 from machines import AnswerType, JsonValue, Question, SecretValue, SelectOption
 from machines._json import is_json, json_fault
@@ -129,14 +131,15 @@ _SCHEMA_DEPTH = 32
 def legacy_key(request: Request) -> str:
     """A stable question id for a legacy ``elicitation/create``, which carries no key.
 
-    Derived from what is asked: the message and the schema (a URL request:
-    the link as recorded, without the query string, which may hold a nonce
-    that changes every time). The same request asked again has the same id,
+    Derived from what is asked, as it is recorded: the message and the
+    schema; for a URL request, the message and the link without their query
+    strings (:func:`~coordinator._text.shown_links`), which may hold a nonce
+    that changes every time. The same request asked again has the same id,
     so the engine counts it as asked again.
     """
     what: JsonValue
     if request.mode == "url":
-        what = {"message": request.message, "url": shown_url(request.url or "")}
+        what = {"message": shown_links(request.message), "url": shown_url(request.url or "")}
     else:
         schema = dict(request.schema) if request.schema is not None else None
         fault = json_fault(schema, max_depth=_SCHEMA_DEPTH)
@@ -766,7 +769,8 @@ class UrlFill:
             lines.append(self.note)
         return Question(
             id=self.key,
-            text=self.request.message or f"Open {shown}",
+            # Servers often repeat the link, token and all, in the message.
+            text=shown_links(self.request.message) or f"Open {shown}",
             answer_type=AnswerType.secret(),
             context="\n".join(lines),
         )
