@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import pytest
 from coordinator_harness import (
     UNATTENDED,
     assert_invariants,
@@ -45,8 +47,6 @@ from machines import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-
-    import pytest
 
     from coordinator import Conversation
     from coordinator.driver import ToolsConfig
@@ -747,6 +747,26 @@ def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> 
     assert response.is_error
     assert "MCP server 'gone' could not be started: its program was not found" in response.content
     assert_invariants(conversation)
+
+
+@pytest.mark.parametrize(
+    ("described", "problem"),
+    [
+        ({"env": {"A=B": "x"}}, "McpServer.env['A=B']: a variable's name cannot hold '='"),
+        ({"env": {"": "x"}}, "McpServer.env['']: a variable's name must not be empty"),
+        ({"env": {"A": "x\0y"}}, "McpServer.env['A']: its value holds a NUL byte"),
+        ({"command": ("python3", "a\0b")}, "McpServer.command[1] holds a NUL byte"),
+        ({"stderr": Path("ops\0.log")}, "McpServer.stderr holds a NUL byte"),
+    ],
+    ids=["env-equals", "env-empty", "env-value-nul", "arg-nul", "stderr-nul"],
+)
+def test_a_server_the_os_could_not_start_is_refused_when_described(
+    described: dict[str, Any], problem: str
+) -> None:
+    """What the OS would refuse to start a program with is refused by McpServer itself."""
+    with pytest.raises(ValueError, match=f"^{re.escape(problem)}") as caught:
+        McpServer(**({"name": "ops", "command": ("python3",)} | described))
+    assert "x\0y" not in str(caught.value)  # a variable's value is never shown
 
 
 def test_a_server_that_does_not_answer_in_time_fails_the_call(tmp_path: Path) -> None:
