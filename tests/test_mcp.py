@@ -7,6 +7,8 @@ import json
 import re
 import socket
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -767,6 +769,80 @@ def test_a_server_the_os_could_not_start_is_refused_when_described(
     with pytest.raises(ValueError, match=f"^{re.escape(problem)}") as caught:
         McpServer(**({"name": "ops", "command": ("python3",)} | described))
     assert "x\0y" not in str(caught.value)  # a variable's value is never shown
+
+
+def test_a_url_nothing_answers_at_fails_the_call_saying_so_without_credentials(
+    tmp_path: Path,
+) -> None:
+    """Streamable HTTP, nothing listening: 'could not connect to' the url, credentials left out."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://agent:pw-123@127.0.0.1:{port}/mcp?key=K-456"
+    server = McpServer(name="web", url=url, timeout=10, start_timeout=10)
+    conversation, result = run_calls(tmp_path, ("call_1", "deploy", {}), servers=[server])
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content == (
+        f"MCP server 'web' could not connect to "
+        f"http://127.0.0.1:{port}/mcp (query string not shown)"
+    )
+    assert_invariants(conversation, secrets=["pw-123", "K-456", "agent"])
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    """A web server where no MCP server is: 404 to what a client posts, echoing the path."""
+
+    def do_POST(self) -> None:
+        """Not found, the request's whole path (query and all) in the page."""
+        page = f"no MCP server at {self.path}".encode()
+        self.send_response(404)
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, *_: object) -> None:
+        """Quiet."""
+
+
+def test_a_url_where_no_mcp_server_answers_fails_the_handshake_without_credentials(
+    tmp_path: Path,
+) -> None:
+    """Streamable HTTP to a plain 404 page: the handshake failed, reached at the url cut."""
+    web = HTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    port = web.server_address[1]
+    url = f"http://agent:pw-123@127.0.0.1:{port}/mcp?key=K-456"
+    server = McpServer(name="web", url=url, timeout=10, start_timeout=10)
+    try:
+        conversation, result = run_calls(tmp_path, ("call_1", "deploy", {}), servers=[server])
+    finally:
+        web.shutdown()
+        web.server_close()
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content.startswith(
+        f"MCP server 'web' could not be reached at http://127.0.0.1:{port}/mcp "
+        "(query string not shown): the handshake failed: "
+    )
+    assert_invariants(conversation, secrets=["pw-123", "K-456", "agent"])
+
+
+def test_a_failure_echoing_the_url_reads_without_its_credentials() -> None:
+    """Whatever words a failure to reach a url comes in, its credentials are not in them."""
+    from coordinator.adapters.mcp._session import Connection  # noqa: PLC0415 - imports the SDK
+
+    url = "https://agent:pw-123@mcp.example.invalid/mcp?key=K-456"
+
+    async def failing() -> str:
+        connection = Connection(McpServer(name="web", url=url))
+        return connection._start_error(ExceptionGroup("", [ValueError(f"bad url {url}")])).message
+
+    assert asyncio.run(failing()) == (
+        "MCP server 'web' could not be reached at https://mcp.example.invalid/mcp "
+        "(query string not shown): ValueError: bad url "
+        "https://<redacted>@mcp.example.invalid/mcp?<redacted>"
+    )
 
 
 def test_a_server_that_does_not_answer_in_time_fails_the_call(tmp_path: Path) -> None:
