@@ -136,7 +136,7 @@ def shown_text(
 
 #: What a URL that cannot be parsed is shown as: none of it, since where its
 #: credentials lie cannot be told.
-UNREADABLE_URL: Final = "<a link that cannot be read>"
+_UNREADABLE_URL: Final = "<a link that cannot be read>"
 #: Said after a URL whose query string or fragment was left out.
 _CUT = " (query string not shown)"
 
@@ -150,13 +150,19 @@ def shown_url(url: object) -> str:
     the last two). When a query string or fragment was left out, the text
     says so, so a reader does not take the link for the whole of it.
     """
+    text = str(url)
     try:
-        parts = urlsplit(str(url))
+        parts = urlsplit(text)
     except ValueError:  # a broken IPv6 host, say
-        return UNREADABLE_URL
+        return _UNREADABLE_URL
+    # The parser lowers the scheme; in a sentence ("Go...https://") the
+    # letters are the writer's, so they are kept as written.
+    scheme = text[: len(parts.scheme)]
+    if scheme.lower() != parts.scheme:
+        scheme = parts.scheme
     host = parts.netloc.rpartition("@")[2]
     cut = _CUT if parts.query or parts.fragment else ""
-    return urlunsplit((parts.scheme, host, parts.path, "", "")) + cut
+    return urlunsplit((scheme, host, parts.path, "", "")) + cut
 
 
 def unshown_url_parts(url: object) -> tuple[str, ...]:
@@ -173,19 +179,19 @@ def unshown_url_parts(url: object) -> tuple[str, ...]:
 
 #: A link in free text: a scheme, ``://``, and everything up to the next
 #: white space. Greedy on purpose: a quote or bracket inside a query string
-#: must not end the link early and leave the rest of a token behind.
-_LINK = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
+#: must not end the link early and leave the rest of a token behind. A
+#: scheme is short: bounded, a long run of letters costs each of its letters
+#: a few steps, not the rest of the run (a longer one matches by its end).
+_LINK = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}://\S+")
 #: Punctuation that ends a sentence or closes a bracket or quote around a
 #: link more often than it ends the link itself: kept as text after it.
-_AFTER_LINK = re.compile(r"[.,;:!?)\]}>'\"]+$")
+_AFTER_LINK = ".,;:!?)]}>'\""
 
 
 def _shown_link(match: re.Match[str]) -> str:
     link = match[0]
-    after = _AFTER_LINK.search(link)
-    if after is None:
-        return shown_url(link)
-    return shown_url(link[: after.start()]) + after[0]
+    core = link.rstrip(_AFTER_LINK)
+    return shown_url(core) + link[len(core) :]
 
 
 def shown_links(text: str) -> str:

@@ -72,7 +72,13 @@ def test_the_parts_left_out_are_given_for_redacting() -> None:
         ("[sign in](https://e.com/a?k=v)", f"[sign in](https://e.com/a{CUT})"),
         ("https://e.com/a?k=it's-all-token", f"https://e.com/a{CUT}"),
         ("no link here: example.com?x=1", "no link here: example.com?x=1"),
-        ("HTTPS://E.COM/a?k=v", f"https://E.COM/a{CUT}"),  # the scheme as the parser spells it
+        ("HTTPS://E.COM/a?k=v", f"HTTPS://E.COM/a{CUT}"),
+        ("Go...https://e.com/a?k=v", f"Go...https://e.com/a{CUT}"),
+        ("1https://e.com/a?k=v", f"1https://e.com/a{CUT}"),
+        (
+            f"{'x' * 40}://e.com/a?k=v",
+            f"{'x' * 40}://e.com/a{CUT}",
+        ),
     ],
 )
 def test_every_link_in_a_text_is_shown_as_shown_url_shows_it(text: str, shown: str) -> None:

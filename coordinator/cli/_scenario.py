@@ -19,7 +19,10 @@ Rules:
    ``builtin`` and ``mcp`` (or none), an MCP server the scenario does not
    define, a call to a tool the scenario does not define, arguments the
    tool's ``parameters`` schema refuses, a program that is not there (a
-   local tool's or an MCP server's), MCP servers without the ``mcp`` extra.
+   local tool's or an MCP server's), what the OS would refuse to start an
+   MCP server with (an ``env`` name that is empty or holds ``=``, a NUL byte
+   in its command, arguments, ``env`` or ``stderr``), MCP servers without
+   the ``mcp`` extra.
    Each error names the file and the key, and nothing has been written yet.
    Whether an MCP server offers a tool is known only once it runs: a call
    to one it does not offer fails, naming what it offers.
