@@ -7,6 +7,11 @@ lives:
 - :func:`shown_path`: a file name as text any output can carry.
 - :func:`shown_text`: text from a file, a tool, a model or a server as text a
   terminal only displays.
+- :func:`shown_url`: a URL from outside (a provider's ``base_url``, an MCP
+  server's address, a link a server asks the person to open) as a record, an
+  error or the model may hold it: without the parts that carry credentials
+  (:func:`unshown_url_parts` gives them, to redact an echo); and
+  :func:`shown_links`, every link in a text so.
 
 Theory of operation for :func:`shown_text`: a terminal acts on some
 characters instead of showing them, and a reader is misled by others. Each
@@ -50,12 +55,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["shown_path", "shown_text"]
+__all__ = ["shown_links", "shown_path", "shown_text", "shown_url", "unshown_url_parts"]
 
 
 def shown_path(path: Path | str) -> str:
@@ -126,3 +132,74 @@ def shown_text(
         text = _LINE_ENDINGS.sub("\n", text)
     pattern = _PATTERNS[lines, text.isascii()]
     return pattern.sub(_python_escape if spelling == "python" else _json_escape, text)
+
+
+#: What a URL that cannot be parsed is shown as: none of it, since where its
+#: credentials lie cannot be told.
+_UNREADABLE_URL: Final = "<a link that cannot be read>"
+#: Said after a URL whose query string or fragment was left out.
+_CUT = " (query string not shown)"
+
+
+def shown_url(url: object) -> str:
+    """``url`` fit for a record, a message or the model: scheme, host, port and path only.
+
+    The user name and password (``https://user:token@host``), the query
+    string (``?code=...``) and the fragment (``#access_token=...``) are left
+    out: any of them may carry a credential (OAuth puts tokens in both of
+    the last two). When a query string or fragment was left out, the text
+    says so, so a reader does not take the link for the whole of it.
+    """
+    text = str(url)
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # a broken IPv6 host, say
+        return _UNREADABLE_URL
+    # The parser lowers the scheme; in a sentence ("Go...https://") the
+    # letters are the writer's, so they are kept as written.
+    scheme = text[: len(parts.scheme)]
+    if scheme.lower() != parts.scheme:
+        scheme = parts.scheme
+    host = parts.netloc.rpartition("@")[2]
+    cut = _CUT if parts.query or parts.fragment else ""
+    return urlunsplit((scheme, host, parts.path, "", "")) + cut
+
+
+def unshown_url_parts(url: object) -> tuple[str, ...]:
+    """The parts of ``url`` :func:`shown_url` leaves out, to redact should a message echo them."""
+    # Whole, as an echoed URL would hold them: a password alone may be short
+    # enough to blot out ordinary words.
+    try:
+        parts = urlsplit(str(url))
+    except ValueError:
+        return ()
+    userinfo = parts.netloc.rpartition("@")[0]
+    return tuple(part for part in (userinfo, parts.query, parts.fragment) if part)
+
+
+#: A link in free text: a scheme, ``://``, and everything up to the next
+#: white space. Greedy on purpose: a quote or bracket inside a query string
+#: must not end the link early and leave the rest of a token behind. A
+#: scheme is short: bounded, a long run of letters costs each of its letters
+#: a few steps, not the rest of the run (a longer one matches by its end).
+_LINK = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}://\S+")
+#: Punctuation that ends a sentence or closes a bracket or quote around a
+#: link more often than it ends the link itself: kept as text after it.
+_AFTER_LINK = ".,;:!?)]}>'\""
+
+
+def _shown_link(match: re.Match[str]) -> str:
+    link = match[0]
+    core = link.rstrip(_AFTER_LINK)
+    return shown_url(core) + link[len(core) :]
+
+
+def shown_links(text: str) -> str:
+    """``text`` with every link in it (``scheme://...``) as :func:`shown_url` shows it.
+
+    For text a server wrote around a link (an MCP URL request's message),
+    which may repeat the link, token and all.
+    """
+    if "://" not in text:
+        return text
+    return _LINK.sub(_shown_link, text)

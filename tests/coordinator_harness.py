@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
 from conftest import CountingIds, FixedClock
 
 from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
@@ -18,6 +19,7 @@ from coordinator.driver._executors import (
     Failure,
     Success,
 )
+from coordinator.wire._storage_fields import decode_leaves
 from machines import (
     ChatRequest,
     ChatResponse,
@@ -126,8 +128,33 @@ def payloads(conversation: Conversation, kind: type | tuple[type, ...]) -> list[
     ]
 
 
+def stored_text(conversation: Conversation) -> str:
+    """Every text the conversation's directory holds: each file as it is, then decoded.
+
+    A JSON file is read again with every string in it decoded from base64
+    where it is base64 (``events.json`` stores a tool call's arguments, a
+    tool's response and metadata so), and written out after the files: a
+    secret a tool echoed would hide in the encoded bytes from a plain search.
+    """
+    assert conversation.path is not None
+    files = sorted(p for p in conversation.path.rglob("*") if p.is_file())
+    texts = [p.read_bytes().decode("utf-8", "replace") for p in files]
+    for path in files:
+        if path.suffix == ".json":
+            try:
+                stored = orjson.loads(path.read_bytes())
+            except orjson.JSONDecodeError:
+                continue
+            texts.append(orjson.dumps(decode_leaves(stored)).decode())
+    return "\n".join(texts)
+
+
 def assert_invariants(conversation: Conversation, secrets: Sequence[str] = ()) -> None:
-    """Every request answered exactly once within its turn, and no secret on disk."""
+    """Every request answered exactly once within its turn, and no secret on disk.
+
+    A secret is looked for in every text :func:`stored_text` gives, as
+    written and as JSON spells it (quotes and backslashes escaped).
+    """
     pairing = pair_events(conversation.stream)
     assert pairing.inquiries.pending == ()
     assert pairing.inquiries.orphaned == ()
@@ -143,11 +170,10 @@ def assert_invariants(conversation: Conversation, secrets: Sequence[str] = ()) -
         assert len(turn_ids) == len(set(turn_ids)), "inquiry ids repeat within a turn"
     assert len(ids) == pairing.inquiries.counts.paired
     if conversation.path is not None:
-        on_disk = b"".join(
-            p.read_bytes() for p in sorted(conversation.path.rglob("*")) if p.is_file()
-        )
+        stored = stored_text(conversation)
         for secret in secrets:
-            assert secret.encode() not in on_disk
+            for spelling in (secret, orjson.dumps(secret).decode()[1:-1]):
+                assert spelling not in stored, "a secret is on disk"
         reloaded = load_conversation(conversation.path)
         assert pair_events(reloaded.stream).inquiries.counts == pairing.inquiries.counts
 
@@ -162,4 +188,5 @@ __all__ = [
     "executor",
     "payloads",
     "run",
+    "stored_text",
 ]

@@ -3,10 +3,13 @@
 ``python tests/mcp_servers.py ops NAME`` serves :func:`ops` (``MCPServer``,
 named ``NAME``): tools asking through ``input_required`` (resolvers, and
 results built by hand), through legacy ``elicitation/create``
-(``ctx.elicit``), for a multi-field form, for a URL, and one that crashes
-mid-round-trip. ``raw`` serves a low-level ``Server`` whose ``requestState``
-crosses the wire unsealed, so the test can see it echoed byte for byte.
-``ops`` with ``--ttl SECONDS`` seals ``requestState`` for that long only.
+(``ctx.elicit``), for a multi-field form, for a URL (``leaky_login`` and
+``legacy_leaky_login`` put the link, token and all, in the message too, as
+servers do), one that echoes the secret its form was given in its result
+(``register``: the driver masks it), and one that crashes mid-round-trip.
+``raw`` serves a low-level ``Server`` whose ``requestState`` crosses the
+wire unsealed, so the test can see it echoed byte for byte. ``ops`` with
+``--ttl SECONDS`` seals ``requestState`` for that long only.
 
 Every tool appends what it received (actions, never a secret) to
 ``received.jsonl`` in its working directory, so a test can see what the
@@ -41,6 +44,12 @@ from pydantic import BaseModel, Field
 SIGNUP_TOKEN = "tok-s3cret-4242"
 #: The link ``login`` asks the person to open; its query holds a token-like value.
 LOGIN_URL = "https://auth.example.invalid/authorize?client=inquiry&state=Q-TOKEN-77#step"
+#: The token ``leaky_login`` puts in its message's link, as servers do (the url field has none).
+LEAKY_TOKEN = "LEAKY-TOKEN-123"
+#: The message of ``leaky_login``: a link whose query holds :data:`LEAKY_TOKEN`.
+LEAKY_MESSAGE = f"Please open https://auth.example.invalid/cb?code={LEAKY_TOKEN} to sign in"
+#: What ``register`` is given in its form's secret field, and echoes in its result.
+REGISTER_TOKEN = "reg-s3cret-9137"
 #: What ``raw`` sends as its ``requestState``: spaces, quotes, escapes, non-ASCII, a newline.
 WEIRD_STATE = ' {"round": 1}  \\u00e9 "quoted" \n tail-ünïcödé ✓ '
 
@@ -173,6 +182,47 @@ async def login(ctx: Context) -> str | types.InputRequiredResult:
     return "signed in" if action == "accept" else f"not signed in ({action})"
 
 
+async def leaky_login(ctx: Context) -> str | types.InputRequiredResult:
+    """URL mode whose message holds a link with a token in its query (2026-07-28)."""
+    answers = ctx.input_responses or {}
+    if "authorize" not in answers:
+        link = types.ElicitRequestURLParams(mode="url", message=LEAKY_MESSAGE, url=LOGIN_URL)
+        return types.InputRequiredResult(
+            input_requests={"authorize": types.ElicitRequest(params=link)}
+        )
+    reply = answers["authorize"]
+    action = reply.action if isinstance(reply, types.ElicitResult) else "?"
+    _received(tool="leaky_login", action=action)
+    return "signed in" if action == "accept" else f"not signed in ({action})"
+
+
+async def legacy_leaky_login(ctx: Context) -> str:
+    """Legacy URL mode whose message holds a link with a token and a fresh nonce each time."""
+    nonce = os.urandom(8).hex()
+    message = (
+        f"Please open https://user:pw@auth.example.invalid/cb?code={LEAKY_TOKEN}&nonce={nonce}"
+        f"#at-{nonce} to sign in"
+    )
+    reply = await ctx.elicit_url(message, url=f"{LOGIN_URL}&nonce={nonce}", elicitation_id=nonce)
+    _received(tool="legacy_leaky_login", action=reply.action)
+    return f"legacy sign-in: {reply.action}"
+
+
+class Registration(BaseModel):
+    """A token the server asks for in a form (which MCP forbids; this server does anyway)."""
+
+    api_token: str = Field(title="API token")
+
+
+async def register(ctx: Context) -> str:
+    """Ask for a token in a form, then echo it in the result (the driver masks it)."""
+    reply = await ctx.elicit("Register your API token", schema=Registration)
+    _received(tool="register", action=reply.action)
+    if not isinstance(reply, AcceptedElicitation):
+        return f"not registered ({reply.action})"
+    return f"registered with token {reply.data.api_token}"
+
+
 async def crash(ctx: Context) -> str | types.InputRequiredResult:
     """Ask a question, then die when the answer comes back."""
     if not ctx.input_responses:
@@ -204,7 +254,20 @@ def ops(name: str, ttl: float | None) -> MCPServer:
     if ttl is not None:
         security = RequestStateSecurity(keys=[os.urandom(32)], ttl=ttl)
     server = MCPServer(name, log_level="WARNING", request_state_security=security)
-    for tool in (deploy, legacy_deploy, legacy_login, signup, login, crash, pid, slow):
+    tools = (
+        deploy,
+        legacy_deploy,
+        legacy_login,
+        signup,
+        login,
+        leaky_login,
+        legacy_leaky_login,
+        register,
+        crash,
+        pid,
+        slow,
+    )
+    for tool in tools:
         server.tool()(tool)
     return server
 

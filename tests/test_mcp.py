@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads
-from mcp_servers import LOGIN_URL, SIGNUP_TOKEN
+import pytest
+from coordinator_harness import (
+    UNATTENDED,
+    assert_invariants,
+    conversation_on_disk,
+    payloads,
+    stored_text,
+)
+from mcp_servers import LEAKY_TOKEN, LOGIN_URL, REGISTER_TOKEN, SIGNUP_TOKEN
 
 from coordinator.adapters.mcp import McpServer, McpToolbox
 from coordinator.driver import (
@@ -39,8 +49,6 @@ from machines import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-
-    import pytest
 
     from coordinator import Conversation
     from coordinator.driver import ToolsConfig
@@ -271,6 +279,18 @@ def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
     assert_invariants(conversation, secrets=[SIGNUP_TOKEN])
 
 
+def test_a_secret_the_tools_result_echoes_is_masked_before_it_is_stored(tmp_path: Path) -> None:
+    """A tool echoing the token its form was given: the model and the record see it masked."""
+    prompter = ScriptedPrompter().answer("accept").answer(REGISTER_TOKEN)
+    conversation, result = run_calls(tmp_path, ("call_1", "register", {}), prompter=prompter)
+    (response,) = result.responses
+    assert response.content == "registered with token <secret>"
+    assert isinstance(responses(conversation)[-1], Redacted)
+    assert received(tmp_path) == [{"tool": "register", "action": "accept"}]
+    # The response is stored base64: the check decodes it (a masking slip would show there).
+    assert_invariants(conversation, secrets=[REGISTER_TOKEN])
+
+
 def test_decline_is_an_answer_and_the_server_is_told_decline(tmp_path: Path) -> None:
     """The person's decline is recorded as the answer 'decline'; the server gets decline."""
     conversation, result = run_calls(
@@ -367,6 +387,57 @@ def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_pat
     assert backend.tasks == []
     assert received(tmp_path) == [{"tool": "login", "action": "cancel"}]
     assert_invariants(conversation, secrets=["Q-TOKEN-77"])
+
+
+#: The message of the test server's leaky_login as it may be recorded: its link without the token.
+LEAKY_SHOWN = "Please open https://auth.example.invalid/cb (query string not shown) to sign in"
+
+
+def test_a_link_in_a_url_requests_message_is_recorded_without_its_query(tmp_path: Path) -> None:
+    """A message holding a link with a token: recorded as the url field is, the token nowhere."""
+    conversation, result = run_calls(
+        tmp_path, ("call_1", "leaky_login", {}), prompter=ScriptedPrompter().answer("")
+    )
+    assert result.responses[0].content == "signed in"
+    (request,) = asked(conversation)
+    assert request.question.text == LEAKY_SHOWN
+    (shown,) = result.shown
+    assert shown.question.text == LEAKY_SHOWN
+    assert LOGIN_URL in str(shown.question.context)  # the person still gets the link to open
+    assert LEAKY_TOKEN not in stored_text(conversation)
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN])
+
+
+def test_without_a_terminal_the_model_is_told_the_message_without_its_token(
+    tmp_path: Path,
+) -> None:
+    """No person: the call's result quotes the message, its link's query left out."""
+    conversation, result = run_calls(
+        tmp_path, ("call_1", "leaky_login", {}), backend=ScriptedInquiryBackend()
+    )
+    (response,) = result.responses
+    assert response.is_error
+    assert f'asked for a secret ("{LEAKY_SHOWN}")' in response.content
+    assert LEAKY_TOKEN not in stored_text(conversation)
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN])
+
+
+def test_a_legacy_link_with_a_fresh_nonce_in_its_message_keeps_its_question_id(
+    tmp_path: Path,
+) -> None:
+    """Legacy URL requests whose message's link changes each time: one id, no token recorded."""
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "legacy_leaky_login", {}),
+        ("call_2", "legacy_leaky_login", {}),
+        prompter=Obliging(),
+    )
+    assert [r.content for r in result.responses] == ["legacy sign-in: accept"] * 2
+    first, second = asked(conversation)
+    assert first.question.id == second.question.id
+    assert str(first.question.id).startswith("url-")
+    assert first.question.text == LEAKY_SHOWN
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN, "nonce", "pw@", "#at-"])
 
 
 def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> None:
@@ -680,6 +751,100 @@ def test_a_server_that_cannot_start_fails_the_call_naming_it(tmp_path: Path) -> 
     assert_invariants(conversation)
 
 
+@pytest.mark.parametrize(
+    ("described", "problem"),
+    [
+        ({"env": {"A=B": "x"}}, "McpServer.env['A=B']: a variable's name cannot hold '='"),
+        ({"env": {"": "x"}}, "McpServer.env['']: a variable's name must not be empty"),
+        ({"env": {"A": "x\0y"}}, "McpServer.env['A']: its value holds a NUL byte"),
+        ({"command": ("python3", "a\0b")}, "McpServer.command[1] holds a NUL byte"),
+        ({"stderr": Path("ops\0.log")}, "McpServer.stderr holds a NUL byte"),
+    ],
+    ids=["env-equals", "env-empty", "env-value-nul", "arg-nul", "stderr-nul"],
+)
+def test_a_server_the_os_could_not_start_is_refused_when_described(
+    described: dict[str, Any], problem: str
+) -> None:
+    """What the OS would refuse to start a program with is refused by McpServer itself."""
+    with pytest.raises(ValueError, match=f"^{re.escape(problem)}") as caught:
+        McpServer(**({"name": "ops", "command": ("python3",)} | described))
+    assert "x\0y" not in str(caught.value)  # a variable's value is never shown
+
+
+def test_a_url_nothing_answers_at_fails_the_call_saying_so_without_credentials(
+    tmp_path: Path,
+) -> None:
+    """Streamable HTTP, nothing listening: 'could not connect to' the url, credentials left out."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://agent:pw-123@127.0.0.1:{port}/mcp?key=K-456"
+    server = McpServer(name="web", url=url, timeout=10, start_timeout=10)
+    conversation, result = run_calls(tmp_path, ("call_1", "deploy", {}), servers=[server])
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content == (
+        f"MCP server 'web' could not connect to "
+        f"http://127.0.0.1:{port}/mcp (query string not shown)"
+    )
+    assert_invariants(conversation, secrets=["pw-123", "K-456", "agent"])
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    """A web server where no MCP server is: 404 to what a client posts, echoing the path."""
+
+    def do_POST(self) -> None:
+        """Not found, the request's whole path (query and all) in the page."""
+        page = f"no MCP server at {self.path}".encode()
+        self.send_response(404)
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, *_: object) -> None:
+        """Quiet."""
+
+
+def test_a_url_where_no_mcp_server_answers_fails_the_handshake_without_credentials(
+    tmp_path: Path,
+) -> None:
+    """Streamable HTTP to a plain 404 page: the handshake failed, reached at the url cut."""
+    web = HTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    port = web.server_address[1]
+    url = f"http://agent:pw-123@127.0.0.1:{port}/mcp?key=K-456"
+    server = McpServer(name="web", url=url, timeout=10, start_timeout=10)
+    try:
+        conversation, result = run_calls(tmp_path, ("call_1", "deploy", {}), servers=[server])
+    finally:
+        web.shutdown()
+        web.server_close()
+    (response,) = result.responses
+    assert response.is_error
+    assert response.content.startswith(
+        f"MCP server 'web' could not be reached at http://127.0.0.1:{port}/mcp "
+        "(query string not shown): the handshake failed: "
+    )
+    assert_invariants(conversation, secrets=["pw-123", "K-456", "agent"])
+
+
+def test_a_failure_echoing_the_url_reads_without_its_credentials() -> None:
+    """Whatever words a failure to reach a url comes in, its credentials are not in them."""
+    from coordinator.adapters.mcp._session import Connection  # noqa: PLC0415 - imports the SDK
+
+    url = "https://agent:pw-123@mcp.example.invalid/mcp?key=K-456"
+
+    async def failing() -> str:
+        connection = Connection(McpServer(name="web", url=url))
+        return connection._start_error(ExceptionGroup("", [ValueError(f"bad url {url}")])).message
+
+    assert asyncio.run(failing()) == (
+        "MCP server 'web' could not be reached at https://mcp.example.invalid/mcp "
+        "(query string not shown): ValueError: bad url "
+        "https://<redacted>@mcp.example.invalid/mcp?<redacted>"
+    )
+
+
 def test_a_server_that_does_not_answer_in_time_fails_the_call(tmp_path: Path) -> None:
     """A request past the server's timeout fails the call, saying how long it waited."""
     server = attrs.evolve(ops(tmp_path), timeout=1, start_timeout=60)
@@ -724,10 +889,13 @@ def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
     assert asyncio.run(listed()) == [
         "crash",
         "deploy",
+        "leaky_login",
         "legacy_deploy",
+        "legacy_leaky_login",
         "legacy_login",
         "login",
         "pid",
+        "register",
         "signup",
         "slow",
     ]

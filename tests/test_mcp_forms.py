@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
 from coordinator.adapters.mcp._exchange import Reply, Request
-from coordinator.adapters.mcp._forms import FormFill, UrlFill, fill_for, legacy_key, shown_url
+from coordinator.adapters.mcp._forms import FormFill, UrlFill, fill_for, legacy_key
 from machines import AnswerKind, Question, SecretValue, ToolAnswer
 
 
@@ -317,10 +318,22 @@ def test_a_link_that_is_not_http_is_refused(url: str) -> None:
     assert isinstance(fill_for(request, server="s", tool="t"), str)
 
 
-def test_shown_url_keeps_scheme_host_port_and_path_only() -> None:
-    """The recorded link has no user name, password, query or fragment."""
-    assert shown_url("http://a:b@[::1]:80/p?q=1") == "http://[::1]:80/p (query string not shown)"
-    assert shown_url("https://example.com/x") == "https://example.com/x"
+def test_every_link_in_a_url_requests_message_is_recorded_without_its_query() -> None:
+    """A message repeating the link, token and all: its text names each link as the url field."""
+    url = "https://auth.example.com/authorize?state=T0KEN"
+    message = f"Open {url} or https://u:pw@mirror.example.com/a#code=T0KEN to sign in."
+    fill = fill_for(
+        Request(key="login", mode="url", message=message, url=url), server="s", tool="t"
+    )
+    assert isinstance(fill, UrlFill)
+    question = fill.question()
+    assert question is not None
+    assert question.text == (
+        "Open https://auth.example.com/authorize (query string not shown) or "
+        "https://mirror.example.com/a (query string not shown) to sign in."
+    )
+    for hidden in ("T0KEN", "pw@", "#code"):
+        assert hidden not in f"{question.text} {question.context}"
 
 
 def test_legacy_keys_are_stable_and_tell_requests_apart() -> None:
@@ -335,6 +348,54 @@ def test_legacy_keys_are_stable_and_tell_requests_apart() -> None:
     nonce_a = Request(key="", mode="url", message="m", url="https://e.com/a?nonce=1")
     nonce_b = Request(key="", mode="url", message="m", url="https://e.com/a?nonce=2")
     assert legacy_key(nonce_a) == legacy_key(nonce_b)
+
+
+def test_a_nonce_in_a_url_requests_message_does_not_change_its_key() -> None:
+    """The message's links count as recorded, without their query: a fresh nonce, the same id."""
+
+    def asking(nonce: str) -> Request:
+        link = f"https://e.com/cb?code=T0KEN&nonce={nonce}"
+        return Request(key="", mode="url", message=f"Open {link} now", url=link)
+
+    assert legacy_key(asking("1")) == legacy_key(asking("2"))
+    other = Request(
+        key="", mode="url", message="Open https://e.com/other now", url="https://e.com/cb"
+    )
+    assert legacy_key(other) != legacy_key(asking("1"))
+
+
+def test_legacy_keys_are_the_ones_earlier_versions_gave() -> None:
+    """Configuration names these ids: a request without links keeps the id it always had."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean", "default": 1.5},
+            "n": {"type": "string", "enum": ["a", "b"]},
+        },
+        "required": ["ok"],
+    }
+    form = Request(key="", mode="form", message="Deploy?", schema=schema)
+    assert legacy_key(form) == "form-a52ce3d55b0c"
+    link = Request(key="", mode="url", message="Sign in", url="https://e.com/a?nonce=1")
+    assert legacy_key(link) == "url-935646b84a96"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"n": {"type": "number", "default": math.nan}}},
+        {"type": "object", "properties": {1: {"type": "boolean"}}},
+        {"type": "object", "properties": {"a": {"default": {1, 2}}}},
+    ],
+    ids=["not-finite", "key-not-a-string", "a-set"],
+)
+def test_a_schema_json_cannot_hold_still_gets_a_stable_key(schema: Any) -> None:
+    """What JSON cannot hold keys the request by where it is; the id is the same every time."""
+    one = Request(key="", mode="form", message="Go?", schema=schema)
+    again = Request(key="", mode="form", message="Go?", schema=dict(schema))
+    assert legacy_key(one) == legacy_key(again)
+    assert legacy_key(one).startswith("form-")
+    assert legacy_key(one) != legacy_key(Request(key="", mode="form", message="Go?", schema={}))
 
 
 def test_a_reply_never_shows_its_content_in_its_repr() -> None:

@@ -7,7 +7,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from coordinator_harness import assert_invariants
+from coordinator_harness import assert_invariants, stored_text
+from mcp_servers import LEAKY_TOKEN
 from run_helpers import PROJECT, cli, every_byte, outcomes, payloads, responses, write
 
 from coordinator import ConfigError, load_conversation
@@ -129,6 +130,27 @@ def test_a_scenario_runs_a_tool_under_another_name(
     assert payloads(conversation, Answered) == [Answered(id=request.id, answer="decline")]
 
 
+def test_a_token_in_a_url_requests_message_is_not_printed_recorded_or_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-tty: the message's link is printed, recorded and told the model without its query."""
+    text = DEPLOY.replace('"deploy", arguments = { service = "api" }', '"leaky_login"').replace(
+        "[tools.deploy]", "[tools.leaky_login]"
+    )
+    scenario = write(tmp_path / "scenario.toml", text)
+    directory = tmp_path / "conversation"
+    status, out, err = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
+    assert status == 1  # the link went unanswered: no person
+    shown = "Please open https://auth.example.invalid/cb (query string not shown) to sign in"
+    assert f"? leaky_login asks authorize (secret): {shown}" in out
+    assert LEAKY_TOKEN not in out + err
+    conversation = load_conversation(directory)
+    (response,) = responses(conversation).values()  # what the model is told of the call
+    assert f'asked for a secret ("{shown}")' in response.content
+    assert LEAKY_TOKEN not in stored_text(conversation)
+    assert_invariants(conversation, secrets=[LEAKY_TOKEN])
+
+
 #: (text replacing DEPLOY's server table or tool table, key, problem).
 MCP_SCENARIO_ERRORS = [
     pytest.param(
@@ -212,6 +234,48 @@ MCP_SCENARIO_ERRORS = [
         id="stderr-folder-missing",
     ),
     pytest.param(
+        DEPLOY.replace("args = [", 'env = { "A=B" = "x" }\nargs = ['),
+        'mcp_servers.ops.env."A=B"',
+        "a variable's name cannot hold '='",
+        id="env-name-with-equals",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'env = { "" = "x" }\nargs = ['),
+        'mcp_servers.ops.env.""',
+        "a variable's name must not be empty",
+        id="env-name-empty",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'env = { "A\\u0000" = "x" }\nargs = ['),
+        'mcp_servers.ops.env."A\\u0000"',
+        "holds a NUL byte, which the OS cannot pass to a program",
+        id="env-name-nul",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'env = { TOKEN = "x\\u0000y" }\nargs = ['),
+        "mcp_servers.ops.env.TOKEN",
+        "holds a NUL byte, which the OS cannot pass to a program",
+        id="env-value-nul",
+    ),
+    pytest.param(
+        DEPLOY.replace('"ops", "ops"]', '"ops", "o\\u0000ps"]'),
+        "mcp_servers.ops.args[2]",
+        "holds a NUL byte, which the OS cannot pass to a program",
+        id="arg-nul",
+    ),
+    pytest.param(
+        DEPLOY.replace('command = "{{python}}"', 'command = "py\\u0000thon"'),
+        "mcp_servers.ops.command",
+        "holds a NUL byte, which the OS cannot pass to a program",
+        id="command-nul",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'stderr = "ops\\u0000.log"\nargs = ['),
+        "mcp_servers.ops.stderr",
+        "holds a NUL byte, which the OS cannot pass to a program",
+        id="stderr-nul",
+    ),
+    pytest.param(
         DEPLOY.replace(f'args = ["{SERVERS}", "ops", "ops"]', "args = 3"),
         "mcp_servers.ops.args",
         "expected an array of strings, got an integer",
@@ -230,6 +294,21 @@ def test_mcp_scenario_errors_name_the_key(
         load_scenario(scenario)
     assert str(caught.value).startswith(f"{scenario}: {key}: ")
     assert problem in str(caught.value)
+
+
+def test_an_environment_the_os_would_refuse_exits_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`inquiry run`: an env key holding '=' is one line naming it, exit 2, nothing written."""
+    scenario = write(
+        tmp_path / "scenario.toml", DEPLOY.replace("args = [", 'env = { "A=B" = "x" }\nargs = [')
+    )
+    directory = tmp_path / "conversation"
+    status, out, err = cli("run", scenario, "--conversation", directory, capsys=capsys)
+    assert (status, out) == (2, "")
+    assert err.startswith(f'inquiry: {scenario}: mcp_servers.ops.env."A=B": ')
+    assert err.count("\n") == 1
+    assert not directory.exists()
 
 
 def test_python_means_the_interpreter_running_inquiry(tmp_path: Path) -> None:

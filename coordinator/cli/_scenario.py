@@ -19,7 +19,10 @@ Rules:
    ``builtin`` and ``mcp`` (or none), an MCP server the scenario does not
    define, a call to a tool the scenario does not define, arguments the
    tool's ``parameters`` schema refuses, a program that is not there (a
-   local tool's or an MCP server's), MCP servers without the ``mcp`` extra.
+   local tool's or an MCP server's), what the OS would refuse to start an
+   MCP server with (an ``env`` name that is empty or holds ``=``, a NUL byte
+   in its command, arguments, ``env`` or ``stderr``), MCP servers without
+   the ``mcp`` extra.
    Each error names the file and the key, and nothing has been written yet.
    Whether an MCP server offers a tool is known only once it runs: a call
    to one it does not offer fails, naming what it offers.
@@ -53,6 +56,7 @@ from coordinator._text import shown_path
 from coordinator.adapters._builtins import ASK_USER_PARAMETERS
 from coordinator.adapters._local_tools import LocalTool, check_arguments, schema_problem
 from coordinator.adapters.mcp import MCP_EXTRA, McpServer
+from coordinator.adapters.mcp._servers import os_text_problem, variable_name_problem
 from coordinator.adapters.providers._config import check_backend_config
 from coordinator.adapters.providers._errors import ProviderConfigError
 from coordinator.adapters.providers._tools import ANSWER_INQUIRY, ToolDefinition
@@ -445,28 +449,26 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
                 )
     command: tuple[str, ...] = ()
     if "command" in data:
-        program = string(data["command"], origin, f"{key}.command", empty=False)
+        program = _os_text(data["command"], origin, f"{key}.command")
         if program != PYTHON:
             program = _program(program, origin, f"{key}.command", directory)
         arguments = _strings(data.get("args", []), origin, f"{key}.args")
+        for index, argument in enumerate(arguments):
+            _os_text(argument, origin, f"{key}.args[{index}]")
         command = (
             sys.executable if program == PYTHON else program,
             *(_argument(argument, directory) for argument in arguments),
         )
-    env = table(data.get("env", {}), origin, f"{key}.env")
     stderr = None
     if "stderr" in data:
-        stderr = directory / string(data["stderr"], origin, f"{key}.stderr", empty=False)
+        stderr = directory / _os_text(data["stderr"], origin, f"{key}.stderr")
         _directory(str(stderr.parent), origin, f"{key}.stderr", directory)
     try:
         return McpServer(
             name=name,
             command=command,
             url=string(data["url"], origin, f"{key}.url", empty=False) if "url" in data else None,
-            env={
-                variable: string(text, origin, join_key(f"{key}.env", variable))
-                for variable, text in env.items()
-            },
+            env=_environment(data.get("env", {}), origin, f"{key}.env"),
             timeout=_seconds(data.get("timeout", _DEFAULT_TIMEOUT), origin, f"{key}.timeout"),
             start_timeout=_seconds(
                 data.get("start_timeout", _DEFAULT_TIMEOUT), origin, f"{key}.start_timeout"
@@ -475,6 +477,27 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
         )
     except ValueError as error:  # the url: not http or https
         raise ConfigError(origin, f"{key}.url", str(error)) from None
+
+
+def _os_text(value: object, origin: str, key: str) -> str:
+    """``value``, a string the OS can pass to a program (not empty, no NUL byte)."""
+    text = string(value, origin, key, empty=False)
+    if (problem := os_text_problem(text)) is not None:
+        raise ConfigError(origin, key, problem)
+    return text
+
+
+def _environment(value: object, origin: str, key: str) -> dict[str, str]:
+    """The table ``value`` as variables the OS takes: each name and value checked, by its key."""
+    variables = {}
+    for name, text in table(value, origin, key).items():
+        where = join_key(key, name)
+        if (problem := variable_name_problem(name)) is not None:
+            raise ConfigError(origin, where, problem)
+        variables[name] = string(text, origin, where)
+        if (problem := os_text_problem(variables[name])) is not None:
+            raise ConfigError(origin, where, f"its value {problem}")
+    return variables
 
 
 def _strings(value: object, origin: str, key: str) -> list[str]:

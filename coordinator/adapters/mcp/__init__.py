@@ -22,7 +22,8 @@ Rules:
 1. Provenance is decided here: a question is always the calling tool's own
    (``InquirySource.tool``); nothing a server sends can change it.
 2. A URL request is never a form and never goes to the model: it is a
-   secret question for the person, recorded without the link's query.
+   secret question for the person, recorded without the link's query (the
+   links its message repeats too).
 3. The SDK is imported when it is used, never at import.
 """
 

@@ -34,9 +34,11 @@ A URL request (``mode: url``) is never a form and never goes to the model:
 it is one **secret** question, id ``<key>``, so the engine routes it only to
 the person at a terminal (``no_prompt_backend`` without one,
 ``assistant_routing_denied`` when configured for the model) and records no
-reply. Its recorded text names the link without its query string, fragment
-or user name (which can carry tokens); the person is shown the whole link
-by :class:`~coordinator.adapters.mcp.McpToolbox.prompter`. An empty reply
+reply. Its recorded text and context name the link without its query
+string, fragment or user name (which can carry tokens), and so every link
+the server's message holds (servers often repeat the link there, token and
+all); the person is shown the whole link by
+:class:`~coordinator.adapters.mcp.McpToolbox.prompter`. An empty reply
 confirms the person completed it (``accept``), ``decline`` refuses.
 
 Secrets: the MCP specification forbids a form to ask for one (servers must
@@ -65,8 +67,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 import attrs
 import orjson
 
+from coordinator._text import shown_links, shown_url
 from coordinator.adapters.mcp._exchange import Reply, Request
 from machines import AnswerType, JsonValue, Question, SecretValue, SelectOption
+from machines._json import is_json, json_fault
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -81,7 +85,6 @@ __all__ = [
     "UrlFill",
     "fill_for",
     "legacy_key",
-    "shown_url",
 ]
 
 #: The decision's two options, and the reply to a URL question that refuses.
@@ -119,48 +122,32 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 _LARGEST_INTEGER = 2**63 - 1
 
 
+#: Deeper than this a schema is no form's (a form's is flat, its options a
+#: level below): hashed by where it goes wrong, not its text, which orjson
+#: could not write past its own limit.
+_SCHEMA_DEPTH = 32
+
+
 def legacy_key(request: Request) -> str:
     """A stable question id for a legacy ``elicitation/create``, which carries no key.
 
-    Derived from what is asked: the message and the schema (a URL request:
-    the link as recorded, without the query string, which may hold a nonce
-    that changes every time). The same request asked again has the same id,
+    Derived from what is asked, as it is recorded: the message and the
+    schema; for a URL request, the message and the link without their query
+    strings (:func:`~coordinator._text.shown_links`), which may hold a nonce
+    that changes every time. The same request asked again has the same id,
     so the engine counts it as asked again.
     """
+    what: JsonValue
     if request.mode == "url":
-        what: JsonValue = {"message": request.message, "url": shown_url(request.url or "")}
+        what = {"message": shown_links(request.message), "url": shown_url(request.url or "")}
     else:
-        what = {"message": request.message, "schema": _plain(request.schema)}
+        schema = dict(request.schema) if request.schema is not None else None
+        fault = json_fault(schema, max_depth=_SCHEMA_DEPTH)
+        # A schema JSON cannot hold (a server's bug) is keyed by where it is
+        # wrong: stable, and never its values.
+        what = {"message": request.message, "schema": schema if fault is None else str(fault)}
     digest = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return f"{request.mode}-{digest[:12]}"
-
-
-def _plain(value: object) -> JsonValue:
-    """``value`` as JSON, for hashing; what JSON cannot hold is named by its type."""
-    if isinstance(value, str | bool | int) or value is None:
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {str(name): _plain(item) for name, item in value.items()}
-    return type(value).__name__
-
-
-def shown_url(url: str) -> str:
-    """``url`` as recorded and shown to the model: no user name, password, query or fragment."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "<a link that cannot be read>"
-    if ":" in host:  # an IPv6 address goes back in brackets
-        host = f"[{host}]"
-    netloc = f"{host}:{port}" if port is not None else host
-    cut = " (query string not shown)" if parts.query or parts.fragment else ""
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", "")) + cut
 
 
 def _url_problem(url: str) -> str | None:
@@ -542,7 +529,7 @@ def _field(name: str, spec: object, required: bool) -> _Field | str:
         "title": _optional_text(spec, "title"),
         "description": _optional_text(spec, "description"),
         "required": required,
-        "default": spec.get("default") if _is_json(spec.get("default")) else None,
+        "default": spec.get("default") if is_json(spec.get("default")) else None,
     }
     options = _choices(spec)
     if kind in ("string", None) and options is not None:
@@ -555,18 +542,6 @@ def _field(name: str, spec: object, required: bool) -> _Field | str:
         shown = kind if isinstance(kind, str) else "no type"
         return f"field {name!r} is of a kind a form may not ask for ({shown})"
     return field
-
-
-def _is_json(value: object) -> bool:
-    if isinstance(value, str | bool | int) or value is None:
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_is_json(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
-    return False
 
 
 def _schema_problem(schema: object) -> str | None:
@@ -794,7 +769,8 @@ class UrlFill:
             lines.append(self.note)
         return Question(
             id=self.key,
-            text=self.request.message or f"Open {shown}",
+            # Servers often repeat the link, token and all, in the message.
+            text=shown_links(self.request.message) or f"Open {shown}",
             answer_type=AnswerType.secret(),
             context="\n".join(lines),
         )

@@ -7,6 +7,14 @@ reaches it, so no secret of the run does either. Its standard error goes to
 ``stderr`` when one is named (appended to), and is discarded otherwise: a
 server's log may hold whatever it was sent, secrets included, so keeping it
 is a choice made by name.
+
+What the OS would refuse to start a program with is refused when a server is
+described, not when it is started: a NUL byte in the program, an argument,
+a variable's name or value, or a file name (C strings end there), and a
+variable's name that is empty or holds ``=`` (the environment is a list of
+``NAME=value`` strings, so the name would end at the first ``=``).
+:func:`os_text_problem` and :func:`variable_name_problem` say why, for the
+scenario reader to name the key at fault.
 """
 
 from __future__ import annotations
@@ -19,10 +27,24 @@ from typing import Any
 
 import attrs
 
-__all__ = ["DEFAULT_TIMEOUT", "McpServer"]
+__all__ = ["DEFAULT_TIMEOUT", "McpServer", "os_text_problem", "variable_name_problem"]
 
 #: Seconds a server may take to answer one request, and to start.
 DEFAULT_TIMEOUT = 60.0
+
+
+def os_text_problem(text: str) -> str | None:
+    """Why the OS cannot take ``text`` as a program, an argument, a value or a file name."""
+    return "holds a NUL byte, which the OS cannot pass to a program" if "\0" in text else None
+
+
+def variable_name_problem(name: str) -> str | None:
+    """Why the OS cannot take ``name`` as an environment variable's name."""
+    if not name:
+        return "a variable's name must not be empty"
+    if "=" in name:
+        return "a variable's name cannot hold '=' (the OS would end the name there)"
+    return os_text_problem(name)
 
 
 def _as_tuple(value: Iterable[str]) -> tuple[str, ...]:
@@ -36,11 +58,25 @@ def _command(_instance: Any, _attribute: Any, value: tuple[str, ...]) -> None:
         raise TypeError("McpServer.command must be a sequence of strings")
     if value and not value[0]:
         raise ValueError("McpServer.command names no program")
+    for index, part in enumerate(value):
+        if (problem := os_text_problem(part)) is not None:
+            raise ValueError(f"McpServer.command[{index}] {problem}")
 
 
 def _env(_instance: Any, _attribute: Any, value: Mapping[str, str]) -> None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise TypeError("McpServer.env must map strings to strings")
+    for name, text in value.items():
+        # The name may be shown (it is no secret); the value never is.
+        if (problem := variable_name_problem(name)) is not None:
+            raise ValueError(f"McpServer.env[{name!r}]: {problem}")
+        if (problem := os_text_problem(text)) is not None:
+            raise ValueError(f"McpServer.env[{name!r}]: its value {problem}")
+
+
+def _path(_instance: Any, attribute: Any, value: Path | None) -> None:
+    if value is not None and (problem := os_text_problem(str(value))) is not None:
+        raise ValueError(f"McpServer.{attribute.name} {problem}")
 
 
 def _timeout(_instance: Any, _attribute: Any, value: float) -> None:
@@ -69,10 +105,10 @@ class McpServer:
     command: tuple[str, ...] = attrs.field(default=(), converter=_as_tuple, validator=_command)
     url: str | None = None
     env: Mapping[str, str] = attrs.field(factory=dict, validator=_env)
-    cwd: Path | None = None
+    cwd: Path | None = attrs.field(default=None, validator=_path)
     timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
     start_timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
-    stderr: Path | None = None
+    stderr: Path | None = attrs.field(default=None, validator=_path)
 
     def __attrs_post_init__(self) -> None:
         """Exactly one way to reach the server."""

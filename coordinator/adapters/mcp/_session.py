@@ -30,6 +30,7 @@ import os
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
+import httpx2
 import mcp_types as types
 import orjson
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
@@ -37,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from coordinator._errors import os_reason
-from coordinator._text import shown_path
+from coordinator._text import shown_path, shown_url, unshown_url_parts
 from coordinator.adapters.mcp._exchange import (
     ErrorKind,
     InputRequired,
@@ -182,6 +183,9 @@ class Connection:
 
     def _start_error(self, error: BaseException) -> ServerError:
         leaf = _leaf(error)
+        url = self.server.url
+        if url is not None:
+            return self._reach_error(leaf, url)
         cwd = self.server.cwd
         if isinstance(leaf, FileNotFoundError) and cwd is not None and not cwd.is_dir():
             why = f"its working directory {shown_path(cwd)} is not there"
@@ -196,6 +200,30 @@ class Connection:
         else:
             why = f"{type(leaf).__name__}: {leaf}"
         return ServerError(f"{self._named()} could not be started: {why}", ErrorKind.CLOSED)
+
+    def _reach_error(self, leaf: BaseException, url: str) -> ServerError:
+        """Why a server at ``url`` could not be reached, the url shown without its credentials."""
+        shown = shown_url(url)
+        if isinstance(leaf, httpx2.TimeoutException):
+            text = f"could not connect to {shown}: it did not answer in time"
+        elif isinstance(leaf, httpx2.ConnectError):
+            # Refused, no such host, unreachable: httpx2 (the SDK's client) says only "All
+            # connection attempts failed", which names neither what nor where.
+            text = f"could not connect to {shown}"
+        elif isinstance(leaf, httpx2.TransportError):
+            text = f"could not connect to {shown}: the connection failed ({type(leaf).__name__})"
+        else:
+            if isinstance(leaf, MCPError):
+                why = f"the handshake failed: {leaf.message} (error {leaf.code})"
+            elif isinstance(leaf, asyncio.CancelledError):
+                why = "it was stopped while connecting"
+            else:
+                why = f"{type(leaf).__name__}: {leaf}"
+            # The server's or a library's own words may echo the whole url.
+            for part in unshown_url_parts(url):
+                why = why.replace(part, "<redacted>")
+            text = f"could not be reached at {shown}: {why}"
+        return ServerError(f"{self._named()} {text}", ErrorKind.CLOSED)
 
     async def close(self) -> None:
         """Leave the session and stop the server (its process group, if it lingers)."""

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import orjson
 
+from coordinator._text import shown_url, unshown_url_parts
 from coordinator.adapters.providers._call_ids import CallIds
 from coordinator.adapters.providers._credentials import resolve_api_key
 from coordinator.adapters.providers._errors import (
@@ -52,8 +53,6 @@ from coordinator.adapters.providers._errors import (
     connection_problem,
     redact,
     server_text,
-    shown_url,
-    unshown_url_parts,
 )
 from coordinator.adapters.providers._messages import FAILED_WITHOUT_OUTPUT
 from coordinator.adapters.providers._requests import ModelReply, ReplyToolCall

@@ -9,18 +9,20 @@ API key, a bad configuration key) is a :class:`ProviderConfigError`.
 No message carries an API key: messages are built from status codes, error
 types and the provider's own error text, and :func:`redact` removes the key
 from that text should a server ever echo it. A URL is shown only as
-:func:`shown_url` makes it: the user name, password and query a ``base_url``
-may carry are credentials too. The server's own text is shown shortened
-(:func:`server_text`), redacted before it is cut so no part of a key survives.
+:func:`coordinator._text.shown_url` makes it: the user name, password and
+query a ``base_url`` may carry are credentials too. The server's own text is
+shown shortened (:func:`server_text`), redacted before it is cut so no part
+of a key survives.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 
 from coordinator._errors import CoordinatorError
+from coordinator._text import shown_url
 
 __all__ = [
     "ProviderConfigError",
@@ -28,8 +30,6 @@ __all__ = [
     "connection_problem",
     "redact",
     "server_text",
-    "shown_url",
-    "unshown_url_parts",
 ]
 
 #: How much of a server's error text a message shows (an HTML error page can be long).
@@ -70,17 +70,6 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
-def shown_url(url: object) -> str:
-    """``url`` fit for a message: scheme, host, port and path only.
-
-    The user name and password of ``http://user:token@host`` and the query
-    string (``?key=...``) are left out: either may be a credential.
-    """
-    parts = urlsplit(str(url))
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 def connection_problem(base_url: object) -> str:
     """Why nothing could be sent to ``base_url``, for a connection failure."""
     shown = shown_url(base_url)
@@ -90,15 +79,6 @@ def connection_problem(base_url: object) -> str:
     # The SDKs speak HTTP only; any other scheme fails as a connection error.
     what = f"the URL scheme {scheme!r} is not supported" if scheme else "the URL has no scheme"
     return f"could not connect to {shown}: {what} (base_url must start with http:// or https://)"
-
-
-def unshown_url_parts(url: object) -> tuple[str, ...]:
-    """The parts of ``url`` :func:`shown_url` leaves out, to redact should a message echo them."""
-    # Whole, as an echoed URL would hold them: a password alone may be short
-    # enough to blot out ordinary words.
-    parts = urlsplit(str(url))
-    userinfo = parts.netloc.rpartition("@")[0]
-    return tuple(part for part in (userinfo, parts.query) if part)
 
 
 def server_text(body: object, *secrets: str | None) -> str | None:
