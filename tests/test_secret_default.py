@@ -182,7 +182,11 @@ ASKS_WITH_A_DEFAULT = """
 def test_inquiry_run_warns_once_and_records_the_question(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two calls of a tool whose secret question has a default: one warning, both recorded."""
+    """Two calls of a tool whose secret question has a default: warned once, both recorded.
+
+    Once on stdout and stderr together: at a terminal (or with 2>&1) both
+    reach the same screen.
+    """
     tool = write(tmp_path / "deploy.py", ASKS_WITH_A_DEFAULT)
     scenario = write(
         tmp_path / "scenario.toml",
@@ -203,12 +207,13 @@ def test_inquiry_run_warns_once_and_records_the_question(
         '[[answers]]\nquestion = "token"\nvalue = "s3cr3t-Zq8v"\n',
     )
     directory = tmp_path / "conversation"
-    status, _, err = cli(
+    status, out, err = cli(
         "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
     )
     assert status == 0
-    assert err.count("gives its secret question 'token' a default") == 1
-    assert "'deploy'" in err
+    both = out + err
+    assert both.count("gives its secret question 'token' a default") == 1
+    assert "tool 'deploy' gives its secret question" in both
     conversation = load_conversation(directory)
     requests = payloads(conversation, InquiryRequest)
     assert [r.question.default for r in requests] == [PLACEHOLDER, PLACEHOLDER]
