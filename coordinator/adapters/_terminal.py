@@ -20,6 +20,10 @@ conventions"):
   remembered;
 - secret: nothing of what is typed appears, and it is never remembered; a
   default the tool gave (RFD 082 records it) is never pre-filled nor taken;
+- a default that is no answer to its question (``"yes"`` for a boolean, a
+  value none of a select's options; RFD 082 records it all the same) is not
+  offered, and the prompt says so: only :attr:`~machines.Question.offered_default`
+  is ever taken for Enter alone;
 - permission to run a tool: ``y``/``Y`` run (``Y`` remembers), ``n``/``N``
   skip (``N`` remembers), ``p`` prints the arguments as JSON and asks again,
   ``r`` asks for a reason and skips, ``e`` opens the arguments as JSON in a
@@ -103,6 +107,14 @@ _BOOLEAN_WORDS: Mapping[str, bool] = {"y": True, "yes": True, "n": False, "no": 
 _BOOLEAN_AT_ONCE: Mapping[str, bool] = {"Y": True, "N": False}
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
 _SHORT_ARGUMENTS = 160
+#: Said when the tool's default is no answer to its question (``"yes"`` for a
+#: boolean, ``5`` for a text): recorded as given (RFD 082), never offered. The
+#: value itself is not shown: the prompt is for answering, the record keeps it.
+_UNFIT_DEFAULT = "the tool's default does not fit this question and is not offered"
+_UNFIT_BOOLEAN_DEFAULT = (
+    "the tool's default does not fit this question: Enter alone does not answer; "
+    "type y, yes, n or no, then Enter (or press Y or N)"
+)
 
 
 class TerminalUnavailableError(CoordinatorError):
@@ -390,48 +402,59 @@ class TerminalPrompter:
 
     async def _answer(self, question: Question) -> QuestionAnswer:
         kind = question.answer_type.kind
-        default = question.default
+        # Only a default that answers the question is offered; RFD 082 records
+        # any other as the tool gave it, and the person is told it is not offered.
+        default = question.offered_default
+        unoffered = question.default is not None and default is None
         if kind is AnswerKind.BOOLEAN:
-            self._terminal.show(_hint(_boolean_hint(default)))
-            reply = await self._terminal.line(
-                [("", "[y/n/Y/N] > ")],
-                check=lambda text: _check_boolean_reply(text, default),
-                at_once=tuple(_BOOLEAN_AT_ONCE),
-            )
-            answer = boolean_answer(reply, default)
-            if answer is None:  # pragma: no cover - the check refused such a reply
-                raise PromptCancelled
-            return answer
+            return await self._boolean(default, unoffered=unoffered)
         if kind is AnswerKind.SELECT:
-            options = question.answer_type.options
-            values = [option.value for option in options]
-            first = values.index(default) if isinstance(default, str) and default in values else 0
+            if unoffered:
+                self._terminal.show(_hint(_UNFIT_DEFAULT))
+            values = list(question.answer_type.option_values)
             index = await self._terminal.choose(
                 [
                     (printable(o.value), printable(o.description) if o.description else None)
-                    for o in options
+                    for o in question.answer_type.options
                 ],
-                default=first,
+                default=values.index(default) if isinstance(default, str) else 0,
             )
             return QuestionAnswer(value=values[index])
         if kind is AnswerKind.TEXT:
-            placeholder = printable(default) if isinstance(default, str) and default else None
-            if placeholder is not None:
-                self._terminal.show(
-                    _hint("Enter alone accepts the default shown; typing replaces it")
-                )
-            reply = await self._terminal.line(
-                [("", "> ")], check=lambda _: None, placeholder=placeholder, history=True
-            )
-            if not reply and isinstance(default, str):
-                reply = default  # Enter alone: the default itself, not how it was shown
-            return QuestionAnswer(value=reply)
+            return await self._text(default, unoffered=unoffered)
         hint = "a secret: nothing you type is shown, and it is not recorded"
-        if default is not None:  # RFD 082 records it, but it is never typed for the person
+        if unoffered:  # RFD 082 records it, but it is never typed for the person
             hint += "; the tool's default is not offered"
         self._terminal.show(_hint(hint))
         secret = await self._terminal.secret([("", "(hidden) > ")])
         return QuestionAnswer(value=secret, remember=False)
+
+    async def _boolean(self, default: JsonValue, *, unoffered: bool) -> QuestionAnswer:
+        self._terminal.show(_hint(_boolean_hint(default)))
+        if unoffered:
+            self._terminal.show(_hint(_UNFIT_BOOLEAN_DEFAULT))
+        reply = await self._terminal.line(
+            [("", "[y/n/Y/N] > ")],
+            check=lambda text: _check_boolean_reply(text, default, unoffered=unoffered),
+            at_once=tuple(_BOOLEAN_AT_ONCE),
+        )
+        answer = boolean_answer(reply, default)
+        if answer is None:  # pragma: no cover - the check refused such a reply
+            raise PromptCancelled
+        return answer
+
+    async def _text(self, default: JsonValue, *, unoffered: bool) -> QuestionAnswer:
+        placeholder = printable(default) if isinstance(default, str) and default else None
+        if placeholder is not None:
+            self._terminal.show(_hint("Enter alone accepts the default shown; typing replaces it"))
+        elif unoffered:
+            self._terminal.show(_hint(_UNFIT_DEFAULT))
+        reply = await self._terminal.line(
+            [("", "> ")], check=lambda _: None, placeholder=placeholder, history=True
+        )
+        if not reply and isinstance(default, str):
+            reply = default  # Enter alone: the default itself, not how it was shown
+        return QuestionAnswer(value=reply)
 
 
 def _check_permission(reply: str) -> str | None:
@@ -440,9 +463,9 @@ def _check_permission(reply: str) -> str | None:
     return "type y, Y, n, N, p, r or e, then Enter"
 
 
-def _check_boolean_reply(reply: str, default: JsonValue) -> str | None:
+def _check_boolean_reply(reply: str, default: JsonValue, *, unoffered: bool) -> str | None:
     if boolean_answer(reply, default) is not None:
         return None
     if not reply.strip():
-        return _check_boolean(default)
+        return _UNFIT_BOOLEAN_DEFAULT if unoffered else _check_boolean(default)
     return "type y, yes, n or no, then Enter (or press Y or N)"
