@@ -267,11 +267,16 @@ def test_unknown_tags_parse_to_unknown_reasons_kept_verbatim() -> None:
     assert reason.as_str() == "some_future_variant"
 
 
-@pytest.mark.parametrize("tag", ["user", "backend_error", ""])
-def test_an_unknown_reason_cannot_carry_a_known_or_empty_tag(tag: str) -> None:
-    """Unknown(tag) is only for tags this build does not know."""
+@pytest.mark.parametrize("tag", ["user", "backend_error", 5])
+def test_an_unknown_reason_cannot_carry_a_known_tag(tag: str) -> None:
+    """Unknown(tag) is only for strings this build does not know as tags."""
     with pytest.raises(RecordError):
         UnknownCancellationReason(tag)
+
+
+def test_the_empty_tag_is_an_unknown_reason() -> None:
+    """RFD 082 lands every tag it does not know in Unknown(tag): "" as well."""
+    assert parse_cancellation_reason("") == UnknownCancellationReason("")
 
 
 def test_redacted_has_no_answer() -> None:
