@@ -10,9 +10,11 @@ when a prompter is made, so the package works without it), and turns the
 reply into an answer. The conventions are JP's (``wire-format.md``, "Prompter
 conventions"):
 
-- boolean: ``y`` or ``yes``, ``n`` or ``no``, then Enter; ``Y`` yes and ``N``
-  no, remembered for the rest of the turn, answer at once (no Enter); Enter
-  alone takes the question's default, if it has one;
+- boolean: ``y`` or ``yes``, ``n`` or ``no`` (in any case), then Enter;
+  ``Y`` alone yes and ``N`` alone no, then Enter, remembered for the rest of
+  the turn; Enter alone takes the question's default, if it has one. A
+  capital letter waits for the rest of the word like any other: ``Yes`` is a
+  plain yes, never a remembered ``Y`` with ``es`` left over;
 - select: the options with their descriptions, picked with the arrow keys or
   by number, then Enter (the default is highlighted first); never remembered;
 - text: a line editor showing the default as a placeholder, which Enter on
@@ -31,9 +33,14 @@ conventions"):
   refused with the parser's message and the editor opens again). Ctrl-C in the
   reason or the editor goes back to the permission prompt.
 
-A permission is a key *and* Enter, so a stray keypress never lets a tool
-run; of the answers, only a boolean's capital ``Y`` and ``N`` (which need
-Shift) take effect on the key press.
+Every reply is keys *and* Enter, so a stray keypress never lets a tool run
+nor answers a question, and a remembered answer (which answers the same
+question for the rest of the turn) is never given by the first letter of a
+word.
+
+Each prompt starts by discarding every key typed before it (what a previous
+prompt read past its answer, what was typed while tools ran): a question is
+answered only by keys typed once it is on screen.
 
 Internal ids (the tool call's, the inquiry's) are shown only when the
 prompter is made ``verbose`` (``inquiry run --verbose``): the person is told
@@ -101,10 +108,10 @@ TERMINAL_EXTRA = "inquiry-coordinator[terminal]"
 #: Seconds within which a second Ctrl-C at a prompt stops the run.
 CTRL_C_WINDOW = 2.0
 
-#: A boolean's replies typed then Enter (in any case), and the keys that answer
-#: at once and are remembered.
+#: A boolean's replies (in any case), and the two that are remembered for the
+#: turn (exactly these, alone on the line): each is typed, then Enter.
 _BOOLEAN_WORDS: Mapping[str, bool] = {"y": True, "yes": True, "n": False, "no": False}
-_BOOLEAN_AT_ONCE: Mapping[str, bool] = {"Y": True, "N": False}
+_BOOLEAN_REMEMBERED: Mapping[str, bool] = {"Y": True, "N": False}
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
 _SHORT_ARGUMENTS = 160
 #: Said when the tool's default is no answer to its question (``"yes"`` for a
@@ -113,7 +120,7 @@ _SHORT_ARGUMENTS = 160
 _UNFIT_DEFAULT = "the tool's default does not fit this question and is not offered"
 _UNFIT_BOOLEAN_DEFAULT = (
     "the tool's default does not fit this question: Enter alone does not answer; "
-    "type y, yes, n or no, then Enter (or press Y or N)"
+    "type y, yes, n or no (or Y or N), then Enter"
 )
 
 
@@ -161,8 +168,8 @@ def boolean_answer(reply: str, default: JsonValue) -> QuestionAnswer | None:
     reply = reply.strip()
     if not reply:
         return QuestionAnswer(value=default) if isinstance(default, bool) else None
-    if reply in _BOOLEAN_AT_ONCE:
-        return QuestionAnswer(value=_BOOLEAN_AT_ONCE[reply], remember=True)
+    if reply in _BOOLEAN_REMEMBERED:
+        return QuestionAnswer(value=_BOOLEAN_REMEMBERED[reply], remember=True)
     value = _BOOLEAN_WORDS.get(reply.lower())
     return None if value is None else QuestionAnswer(value=value)
 
@@ -214,15 +221,13 @@ def _boolean_hint(default: JsonValue) -> str:
     enter = ""
     if isinstance(default, bool):
         enter = " · Enter alone: yes" if default else " · Enter alone: no"
-    return (
-        f"y or yes · n or no, then Enter · Y yes or N no at once, remembered for this turn{enter}"
-    )
+    return f"y or yes · n or no, then Enter · Y or N, then Enter: remembered for this turn{enter}"
 
 
 def _check_boolean(default: JsonValue) -> str | None:
     if isinstance(default, bool):
         return None
-    return "there is no default: type y, yes, n or no, then Enter (or press Y or N)"
+    return "there is no default: type y, yes, n or no (or Y or N), then Enter"
 
 
 class TerminalPrompter:
@@ -288,6 +293,9 @@ class TerminalPrompter:
     @contextlib.asynccontextmanager
     async def _prompting(self) -> AsyncIterator[None]:
         async with self._lock:
+            # Before anything of the prompt is shown: what was typed until
+            # now was typed for something else (or for nothing on screen).
+            self._terminal.discard_typeahead()
             try:
                 yield
             finally:
@@ -436,7 +444,6 @@ class TerminalPrompter:
         reply = await self._terminal.line(
             [("", "[y/n/Y/N] > ")],
             check=lambda text: _check_boolean_reply(text, default, unoffered=unoffered),
-            at_once=tuple(_BOOLEAN_AT_ONCE),
         )
         answer = boolean_answer(reply, default)
         if answer is None:  # pragma: no cover - the check refused such a reply
@@ -468,4 +475,4 @@ def _check_boolean_reply(reply: str, default: JsonValue, *, unoffered: bool) -> 
         return None
     if not reply.strip():
         return _UNFIT_BOOLEAN_DEFAULT if unoffered else _check_boolean(default)
-    return "type y, yes, n or no, then Enter (or press Y or N)"
+    return "type y, yes, n or no (or Y or N), then Enter"
