@@ -20,7 +20,7 @@ import attrs
 from machines._errors import RecordError
 from machines._json import JsonValue
 from machines._questions import InquiryQuestion, InquirySource
-from machines.validators import json_value, non_empty_string, of_type
+from machines.validators import json_value, non_empty_string, of_type, string
 
 __all__ = [
     "Answered",
@@ -65,14 +65,19 @@ _KNOWN_TAGS = frozenset(reason.value for reason in CancellationReason)
 
 
 def _unknown_tag(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
-    non_empty_string(instance, attribute, value)
+    # Any string, the empty one too: RFD 082 lands every tag it does not know
+    # in Unknown(tag) and writes it back verbatim, so "" is kept, not refused.
+    string(instance, attribute, value)
     if value in _KNOWN_TAGS:
         raise RecordError(f"{value!r} is a known cancellation reason, not an unknown one")
 
 
 @attrs.frozen
 class UnknownCancellationReason:
-    """A reason from a newer writer, kept verbatim; readers must not branch on it."""
+    """A reason from a newer writer, kept verbatim; readers must not branch on it.
+
+    Its tag is any string this build does not know, the empty one included.
+    """
 
     tag: str = attrs.field(validator=_unknown_tag)
 

@@ -151,10 +151,14 @@ class Question:
     ``id`` is the tool's own question id: answers come back keyed by it.
     ``context`` is the tool's preamble (a diff, say), shown above the question.
     ``default`` is the answer Enter takes at a prompt; ``None`` means none.
-    A secret question may have one too: RFD 082 records it verbatim whatever
-    the answer type (its tool must not put a sensitive value there), and no
-    prompt offers it (a secret is typed, never taken as it stands). Its
-    ``repr`` hides it all the same.
+    It is any JSON value, as the tool gave it: RFD 082 propagates it to the
+    record "verbatim regardless of the answer type", as JP's
+    ``Question.default`` (an ``Option<Value>``) does. So a default that is not
+    an answer to the question (``"yes"`` for a boolean, ``1234`` for a
+    secret) is recorded, and only a prompt decides what it offers
+    (:attr:`offered_default`). A secret question's default is never offered
+    (a secret is typed, never taken as it stands; its tool must not put a
+    sensitive value there), and its ``repr`` hides it all the same.
     """
 
     id: str = attrs.field(validator=non_empty_string)
@@ -164,14 +168,20 @@ class Question:
     default: JsonValue = attrs.field(default=None, validator=json_value)
 
     def __attrs_post_init__(self) -> None:
-        """A question must be answerable, and its default must be an answer."""
+        """A question must be answerable (its default is whatever the tool gave)."""
         if self.answer_type.kind is AnswerKind.SELECT and not self.answer_type.options:
             raise RecordError(f"select question {self.id!r} has no options")
-        if self.default is not None and not self.answer_type.accepts(self.default):
-            raise RecordError(
-                f"the default of question {self.id!r} must be {self.answer_type.expected()}, "
-                f"not {type(self.default).__name__}"
-            )
+
+    @property
+    def offered_default(self) -> JsonValue:
+        """The default a prompt may take for Enter alone: ``None`` when there is none to offer.
+
+        That is the default when it is an answer to the question, and never a
+        secret question's.
+        """
+        if self.answer_type.is_secret or not self.answer_type.accepts(self.default):
+            return None
+        return self.default
 
     def __repr__(self) -> str:
         """The fields, with a secret question's default hidden."""
@@ -233,10 +243,10 @@ def _repr_hiding_secret_default(question: Question | InquiryQuestion) -> str:
 class InquiryQuestion:
     """The question as recorded in an ``inquiry_request``.
 
-    Lenient where the tool-facing question is strict, because it is read back
-    from files other writers made: a recorded default need not fit. A secret
-    question may carry one (RFD 082 records it verbatim), which its ``repr``
-    hides.
+    Lenient where the tool-facing question is strict (a select may be
+    recorded without options), because it is read back from files other
+    writers made. Its default, like the tool's, is any JSON value (RFD 082
+    records it verbatim); a secret question's is hidden by its ``repr``.
     """
 
     text: str = attrs.field(validator=string)
@@ -254,20 +264,18 @@ class InquiryQuestion:
 
         For a question recorded before its turn stopped and closed when the
         turn is continued, without being asked again: only its ids are read
-        then. A record is lenient where a tool's question is strict, so a
-        default that does not fit is left out, and a select recorded without
-        options (which no tool can ask) reads as a text question.
+        then. A select recorded without options (which no tool can ask) reads
+        as a text question; the default is kept as recorded.
         """
         answer_type = self.answer_type
         if answer_type.kind is AnswerKind.SELECT and not answer_type.options:
             answer_type = AnswerType.text()
-        default = self.default if answer_type.accepts(self.default) else None
         return Question(
             id=question_id,
             text=self.text,
             answer_type=answer_type,
             context=self.context,
-            default=default,
+            default=self.default,
         )
 
     @classmethod

@@ -171,11 +171,29 @@ def test_a_secret_question_may_have_a_default_its_repr_hides() -> None:
     )
 
 
-def test_a_secret_questions_default_must_still_be_a_string() -> None:
-    """A default that is no answer is refused for a secret as for text, its value unsaid."""
-    with pytest.raises(RecordError, match="must be a string \\(secret\\), not int") as caught:
-        Question(id="pw", text="PIN?", answer_type=AnswerType.secret(), default=4711)
-    assert "4711" not in str(caught.value)
+@pytest.mark.parametrize(
+    ("answer_type", "default", "offered"),
+    [
+        (AnswerType.secret(), 4711, None),
+        (AnswerType.secret(), "x-9", None),
+        (AnswerType.boolean(), "yes", None),
+        (AnswerType.boolean(), False, False),
+        (AnswerType.select(["a", "b"]), "c", None),
+        (AnswerType.select(["a", "b"]), "b", "b"),
+        (AnswerType.text(), {"k": [1]}, None),
+        (AnswerType.text(), "", ""),
+        (AnswerType.text(), None, None),
+    ],
+)
+def test_a_questions_default_is_kept_verbatim_and_offered_only_when_it_answers(
+    answer_type: AnswerType, default: Any, offered: Any
+) -> None:
+    """RFD 082: any JSON default is kept and recorded as given; a prompt offers only an answer."""
+    asked = Question(id="q", text="Q?", answer_type=answer_type, default=default)
+    assert asked.default == default
+    assert asked.offered_default == offered
+    assert type(asked.offered_default) is type(offered)
+    assert InquiryQuestion.from_question(asked).default == default
 
 
 def test_a_recorded_secret_default_is_hidden_from_repr() -> None:
@@ -249,11 +267,16 @@ def test_unknown_tags_parse_to_unknown_reasons_kept_verbatim() -> None:
     assert reason.as_str() == "some_future_variant"
 
 
-@pytest.mark.parametrize("tag", ["user", "backend_error", ""])
-def test_an_unknown_reason_cannot_carry_a_known_or_empty_tag(tag: str) -> None:
-    """Unknown(tag) is only for tags this build does not know."""
+@pytest.mark.parametrize("tag", ["user", "backend_error", 5])
+def test_an_unknown_reason_cannot_carry_a_known_tag(tag: str) -> None:
+    """Unknown(tag) is only for strings this build does not know as tags."""
     with pytest.raises(RecordError):
         UnknownCancellationReason(tag)
+
+
+def test_the_empty_tag_is_an_unknown_reason() -> None:
+    """RFD 082 lands every tag it does not know in Unknown(tag): "" as well."""
+    assert parse_cancellation_reason("") == UnknownCancellationReason("")
 
 
 def test_redacted_has_no_answer() -> None:
@@ -356,14 +379,9 @@ INVALID: list[tuple[str, type, dict[str, Any]]] = [
     ("Question.answer_type", Question, {"id": "q", "text": "", "answer_type": SENTINEL}),
     ("Question.text", Question, {"id": "q", "text": BAD, "answer_type": AnswerType.text()}),
     (
-        "default of question 'q'",
+        "Question.default",
         Question,
-        {"id": "q", "text": "", "answer_type": AnswerType.boolean(), "default": SENTINEL},
-    ),
-    (
-        "default of question 'q'",
-        Question,
-        {"id": "q", "text": "", "answer_type": AnswerType.select(["a"]), "default": SENTINEL},
+        {"id": "q", "text": "", "answer_type": AnswerType.boolean(), "default": {SENTINEL}},
     ),
     ("InquiryQuestion.answer_type", InquiryQuestion, {"text": "", "answer_type": SENTINEL}),
     (

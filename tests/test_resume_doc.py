@@ -64,7 +64,7 @@ def test_the_page_kills_the_tour_and_continues_it(tmp_path: Path) -> None:
     )
     try:
         tour.expect_exact("[y/n/Y/N] >")
-        tour.send("Y")  # apply, and remember it for the second edit
+        tour.send("Y\r")  # apply, and remember it for the second edit
         tour.expect_exact("up/down or a number")
         tour.send("\r")  # the bump offered
         tour.expect_exact("The changelog headline")

@@ -20,21 +20,25 @@ from typing import Any
 
 import attrs
 import pytest
+from coordinator_harness import payloads
 from run_helpers import write
 
-from coordinator import export_markdown, load_conversation, save_conversation
+from coordinator import Conversation, export_markdown, load_conversation, save_conversation
+from coordinator.cli._export import REASON_SHOWN
 from coordinator.cli._main import main
 from coordinator.cli._run_continue import turn_marker
 from coordinator.cli._scenario import load_scenario
 from machines import (
     AnswerType,
     CancellationReason,
+    Cancelled,
     ChatRequest,
     InquiryQuestion,
     InquiryRequest,
     InquirySource,
     ToolCallRequest,
     TurnStart,
+    UnknownCancellationReason,
 )
 
 #: The reasons RFD 082's enum names; every other tag is ``Unknown(tag)``.
@@ -182,3 +186,70 @@ def test_the_conformance_page_lists_every_reason_and_whose_it_is() -> None:
     assert rows["invalid_static_answer"] == "RFD 083"
     assert rows["attempts_exhausted"] == "this project"
     assert rows["interrupted"] == "this project"
+
+
+def _declined_turn(directory: Path, tag: str) -> Path:
+    """A conversation whose last turn's call waits on a question cancelled for ``tag``.
+
+    Written by this project with a placeholder reason, which is then replaced
+    in the file by ``tag``: no writer of ours ever writes an unknown reason.
+    """
+    conversation = Conversation.new(metadata={"title": "declined"})
+    stream = conversation.stream
+    stream.append(TurnStart())
+    stream.append(ChatRequest(content="go"))
+    stream.append(ToolCallRequest(id="c1", name="deploy", arguments={}))
+    question = InquiryQuestion(text="Sure?", answer_type=AnswerType.boolean(), id="q")
+    stream.append(
+        InquiryRequest(id="c1.q.1", source=InquirySource.tool("deploy"), question=question)
+    )
+    stream.append(Cancelled(id="c1.q.1", reason=UnknownCancellationReason("placeholder")))
+    save_conversation(conversation, directory)
+    conversation.close()
+    events = directory / "events.json"
+    raw = events.read_bytes()
+    assert raw.count(b'"reason": "placeholder"') == 1
+    events.write_bytes(
+        raw.replace(b'"reason": "placeholder"', b'"reason": ' + json.dumps(tag).encode())
+    )
+    return directory
+
+
+def test_an_empty_reason_loads_as_unknown_and_is_written_back_as_it_was(tmp_path: Path) -> None:
+    """RFD 082's reader: any tag it does not know, "" too, is Unknown(tag), kept verbatim."""
+    source = _declined_turn(tmp_path / "conversation", "")
+    conversation = load_conversation(source)
+    (cancelled,) = payloads(conversation, Cancelled)
+    assert cancelled.reason == UnknownCancellationReason("")
+    assert cancelled.reason.as_str() == ""
+    save_conversation(conversation, tmp_path / "copy")
+    assert (tmp_path / "copy" / "events.json").read_bytes() == (
+        source / "events.json"
+    ).read_bytes()
+
+
+def test_an_empty_reason_is_shown_as_a_pair_of_quotes(tmp_path: Path) -> None:
+    """Export and check show "" for it, rather than nothing between the parentheses."""
+    source = _declined_turn(tmp_path / "conversation", "")
+    assert 'Cancelled ("")' in export_markdown(load_conversation(source).stream)
+    out = io.StringIO()
+    assert main(["check", str(source)], out=out) == 3  # the turn waits on its call
+    assert 'its question was cancelled (""); it ends so' in out.getvalue()
+    report = io.StringIO()
+    main(["check", "--json", str(source)], out=report)
+    (call,) = json.loads(report.getvalue())["incomplete_turn"]["open_calls"]
+    assert call["declined"]["reason"] == ""  # JSON carries the tag itself
+
+
+def test_export_and_check_show_an_unknown_reason_alike_escaped_and_cut(tmp_path: Path) -> None:
+    """One rule for a reason's tag: escaped, and cut at 64 characters with an ellipsis."""
+    tag = "\x1b[31m" + "x" * 100
+    source = _declined_turn(tmp_path / "conversation", tag)
+    # Cut at 64 characters of the tag as recorded, then escaped.
+    shown = "\\x1b[31m" + "x" * (REASON_SHOWN - len("\x1b[31m")) + "\u2026"
+    assert f"Cancelled ({shown})" in export_markdown(load_conversation(source).stream)
+    out = io.StringIO()
+    main(["check", str(source)], out=out)
+    assert f"its question was cancelled ({shown}); it ends so" in out.getvalue()
+    assert "x" * 100 not in out.getvalue()
+    assert "\x1b" not in out.getvalue()

@@ -543,6 +543,47 @@ def test_keys_inside_values_and_the_backend_are_quoted_too(tmp_path: Path) -> No
     assert raised.value.key == 'backend."x\\ny"'
 
 
+@pytest.mark.parametrize(
+    ("entry", "key"),
+    [
+        pytest.param(
+            '[[answers]]\nvalue = { "zebra-7" = 1979-05-27 }',
+            "answers[0].value.zebra-7",
+            id="a-bare-key-stays-bare",
+        ),
+        pytest.param(
+            '[[answers]]\nvalue = { "zebra.7" = 1979-05-27 }',
+            'answers[0].value."zebra.7"',
+            id="dotted",
+        ),
+        pytest.param(
+            '[[answers]]\nvalue = [{ "x y" = { "caf\u00e9" = 1979-05-27 } }]',
+            'answers[0].value[0]."x y"."caf\u00e9"',
+            id="nested-in-an-array",
+        ),
+        pytest.param(
+            '[[model]]\nvalue = { "a\\nb" = nan }',
+            'model[0].value."a\\nb"',
+            id="model-newline",
+        ),
+        pytest.param(
+            '[[permissions]]\nreply = "e"\narguments = { "" = 1979-05-27 }',
+            'permissions[0].arguments.""',
+            id="permission-arguments-empty-key",
+        ),
+    ],
+)
+def test_answers_file_errors_name_keys_inside_values_as_toml_quotes_them(
+    tmp_path: Path, entry: str, key: str
+) -> None:
+    """A key inside an answer's value is named as the file must write it: bare or quoted."""
+    answers = write(tmp_path / "answers.toml", entry + "\n")
+    with pytest.raises(ConfigError) as raised:
+        load_answer_script(answers)
+    assert raised.value.key == key
+    assert len(str(raised.value).splitlines()) == 1
+
+
 def test_a_local_tool_runs_in_a_conversation_named_in_bytes_not_utf8(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -383,21 +383,51 @@ def test_a_second_ctrl_c_at_a_prompt_stops_the_run_only_within_its_window(
         assert "Ctrl-C again stops the run" in screen
 
 
-def test_capital_y_and_n_answer_on_the_key_press() -> None:
-    """Y and N on an empty line answer at once (remembered); after other text they are typed."""
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (("Y", "\r"), QuestionAnswer(value=True, remember=True)),
+        (("N", "\r"), QuestionAnswer(value=False, remember=True)),
+        (("Yes", "\r"), QuestionAnswer(value=True)),
+        (("No", "\r"), QuestionAnswer(value=False)),
+        (("NO", "\r"), QuestionAnswer(value=False)),
+        (("nY\x7f", "\r"), QuestionAnswer(value=False)),
+    ],
+    ids=["Y", "N", "Yes", "No", "NO", "nY-backspace"],
+)
+def test_a_capital_letter_waits_for_the_rest_of_the_word(
+    keys: tuple[str, str], expected: QuestionAnswer
+) -> None:
+    """Y or N alone then Enter is remembered; Yes or No is a plain answer, never a Y or N."""
 
     async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
-        answers = []
-        for keys in ("Y", "N", "nY\x7f\r"):
-            task = asyncio.create_task(prompter.ask_question(asked(Question.boolean("q", "Q?"))))
-            await started(task)
-            pipe.send_text(keys)
-            answers.append(await task)
+        task = asyncio.create_task(prompter.ask_question(asked(Question.boolean("q", "Q?"))))
+        await started(task)
+        typed, enter = keys
+        pipe.send_text(typed)
+        await started(task)  # still waiting: nothing answers before Enter
+        pipe.send_text(enter)
+        return await task
+
+    answer, _ = at_terminal(work)
+    assert answer == expected
+
+
+def test_keys_read_past_an_answer_do_not_reach_the_next_prompt() -> None:
+    """An answer and more keys in one write: the next question waits for keys of its own."""
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        first = asyncio.create_task(prompter.ask_question(asked(Question.boolean("a", "A?"))))
+        await started(first)
+        pipe.send_text("y\r\r")  # the second Enter would take the next default
+        answers = [await first]
+        second = asyncio.create_task(
+            prompter.ask_question(asked(Question.boolean("b", "B?", default=True)))
+        )
+        await started(second)  # waiting, not answered by the leftover Enter
+        pipe.send_text("n\r")
+        answers.append(await second)
         return answers
 
     answers, _ = at_terminal(work)
-    assert answers == [
-        QuestionAnswer(value=True, remember=True),
-        QuestionAnswer(value=False, remember=True),
-        QuestionAnswer(value=False),
-    ]
+    assert answers == [QuestionAnswer(value=True), QuestionAnswer(value=False)]

@@ -172,12 +172,12 @@ def test_a_secret_is_never_shown_or_saved_but_reaches_the_tool(
 def test_capital_y_remembers_the_answer_for_the_turn(
     tmp_path: Path, session: Callable[..., Session]
 ) -> None:
-    """Y alone (no Enter) answers yes, and the same question of a later call is not asked."""
+    """Y then Enter answers yes, and the same question of a later call is not asked."""
     run = session(scenario(tmp_path, modify("teh", "the"), modify("Projekt", "Project")))
     run.expect("call_1_1_1.apply_changes.1")
     run.expect("-This is teh plan")  # the diff, shown above the question
     run.expect(BOOLEAN)
-    run.type("Y")  # no Enter: Y answers on the key press
+    run.type("Y\r")  # Y, then Enter: yes, remembered
     assert run.finish() == 0  # no second prompt: the run went on by itself
     assert "· call_1_2_1.apply_changes.1" not in run.screen
     assert "from this turn's memory" in run.screen
@@ -328,7 +328,7 @@ def test_a_question_is_shown_once_without_ids_and_its_answer_names_it(
     run.type("yes\r")
     assert run.finish() == 0
     screen = run.screen
-    assert "y or yes · n or no, then Enter · Y yes or N no at once" in screen
+    assert "y or yes · n or no, then Enter · Y or N, then Enter: remembered" in screen
     assert screen.count("Apply this change to notes.txt?") == 1
     assert "call_1" not in screen
     assert "= fs_modify_file · apply_changes: answered by the person: true" in screen
@@ -460,3 +460,69 @@ def test_an_answer_is_printed_under_its_prompt_not_under_another_calls_lines(
     assert screen.index("? quick asks fix (boolean; for the model): Fix it?") > by_person
     assert by_person < screen.index("[quick]", by_person) < by_model
     assert screen.count("Your name?") == 1
+
+
+@pytest.mark.parametrize(
+    "keys", ["Y\r", "y\r\r", "n\r\r\r"], ids=["Y-Enter", "y-Enter-Enter", "n-3-Enters"]
+)
+def test_keys_typed_with_an_answer_do_not_answer_the_next_question(
+    tmp_path: Path, session: Callable[..., Session], keys: str
+) -> None:
+    """Keys sent in one write with an answer are not carried over: the next prompt waits."""
+    run = session(scenario(tmp_path, modify("teh", "the"), '{ tool = "release" }'))
+    run.expect("call_1_1_1.apply_changes.1")
+    run.expect(BOOLEAN)
+    run.type(keys)  # one write: the answer and what follows it
+    run.expect("call_1_2_1.bump.1")
+    run.expect(SELECT)
+    run.type("3\r")  # had a leftover Enter answered, this would answer the next prompt
+    run.expect("call_1_2_1.headline.1")
+    run.expect("Small fixes")
+    run.type("Typos\r")
+    assert run.finish() == 0
+    found = outcomes(assert_paired(run.directory))
+    assert found["call_1_2_1.bump.1"] == Answered(id="call_1_2_1.bump.1", answer="major")
+    assert found["call_1_2_1.headline.1"] == Answered(id="call_1_2_1.headline.1", answer="Typos")
+    assert (run.directory / "workspace" / "VERSION").read_text() == "2.0.0\n"
+
+
+def gated(gate: Path) -> str:
+    """A local tool that asks a boolean (Enter alone: yes) once ``gate`` exists."""
+    return f"""
+import json, pathlib, sys, time
+answers = json.load(sys.stdin)["answers"]
+if "go" in answers:
+    print(json.dumps({{"type": "success", "content": "go=" + json.dumps(answers["go"])}}))
+    sys.exit(0)
+while not pathlib.Path({str(gate)!r}).exists():
+    time.sleep(0.01)
+question = {{"id": "go", "text": "Go on?", "answer_type": {{"type": "boolean"}}, "default": True}}
+print(json.dumps({{"type": "needs_input", "question": question}}))
+"""
+
+
+def test_keys_typed_before_a_question_is_shown_do_not_answer_it(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """Enter pressed while no prompt is on screen is discarded when the next question shows."""
+    gate = tmp_path / "gate"
+    run = session(
+        local_tools(
+            tmp_path,
+            {"first": ASKS_A_NAME, "later": gated(gate)},
+            '{ tool = "first" }, { tool = "later" }',
+        ),
+        verbose=False,
+    )
+    run.expect("Your name?")
+    run.expect(">")
+    run.type("Ada\r")
+    run.expect('answered by the person: "Ada"')
+    run.type("\r")  # no prompt on screen: the other call waits for its gate
+    gate.touch()
+    run.expect("Go on?")
+    run.expect(BOOLEAN)
+    run.type("n\r")
+    assert run.finish() == 0
+    found = outcomes(assert_paired(run.directory))
+    assert found["call_1_1_2.go.1"] == Answered(id="call_1_1_2.go.1", answer=False)

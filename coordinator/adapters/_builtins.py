@@ -124,6 +124,14 @@ class AskUser(BuiltinTool):
             )
         except RecordError as error:
             return Failure(f"Invalid arguments for tool 'ask_user': {error}.")
+        if question.default is not None and question.offered_default is None:
+            # A question records any default (RFD 082), but this one is the
+            # model's own argument: a default the person could not take is a
+            # slip the model is told of, so that it asks again.
+            return Failure(
+                "Invalid arguments for tool 'ask_user': the default must be "
+                f"{question.answer_type.expected()}, not {json_type(question.default)}."
+            )
         return Ask(question)
 
 

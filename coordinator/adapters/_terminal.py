@@ -10,9 +10,11 @@ when a prompter is made, so the package works without it), and turns the
 reply into an answer. The conventions are JP's (``wire-format.md``, "Prompter
 conventions"):
 
-- boolean: ``y`` or ``yes``, ``n`` or ``no``, then Enter; ``Y`` yes and ``N``
-  no, remembered for the rest of the turn, answer at once (no Enter); Enter
-  alone takes the question's default, if it has one;
+- boolean: ``y`` or ``yes``, ``n`` or ``no`` (in any case), then Enter;
+  ``Y`` alone yes and ``N`` alone no, then Enter, remembered for the rest of
+  the turn; Enter alone takes the question's default, if it has one. A
+  capital letter waits for the rest of the word like any other: ``Yes`` is a
+  plain yes, never a remembered ``Y`` with ``es`` left over;
 - select: the options with their descriptions, picked with the arrow keys or
   by number, then Enter (the default is highlighted first); never remembered;
 - text: a line editor showing the default as a placeholder, which Enter on
@@ -20,6 +22,10 @@ conventions"):
   remembered;
 - secret: nothing of what is typed appears, and it is never remembered; a
   default the tool gave (RFD 082 records it) is never pre-filled nor taken;
+- a default that is no answer to its question (``"yes"`` for a boolean, a
+  value none of a select's options; RFD 082 records it all the same) is not
+  offered, and the prompt says so: only :attr:`~machines.Question.offered_default`
+  is ever taken for Enter alone;
 - permission to run a tool: ``y``/``Y`` run (``Y`` remembers), ``n``/``N``
   skip (``N`` remembers), ``p`` prints the arguments as JSON and asks again,
   ``r`` asks for a reason and skips, ``e`` opens the arguments as JSON in a
@@ -27,9 +33,14 @@ conventions"):
   refused with the parser's message and the editor opens again). Ctrl-C in the
   reason or the editor goes back to the permission prompt.
 
-A permission is a key *and* Enter, so a stray keypress never lets a tool
-run; of the answers, only a boolean's capital ``Y`` and ``N`` (which need
-Shift) take effect on the key press.
+Every reply is keys *and* Enter, so a stray keypress never lets a tool run
+nor answers a question, and a remembered answer (which answers the same
+question for the rest of the turn) is never given by the first letter of a
+word.
+
+Each prompt starts by discarding every key typed before it (what a previous
+prompt read past its answer, what was typed while tools ran): a question is
+answered only by keys typed once it is on screen.
 
 Internal ids (the tool call's, the inquiry's) are shown only when the
 prompter is made ``verbose`` (``inquiry run --verbose``): the person is told
@@ -97,12 +108,20 @@ TERMINAL_EXTRA = "inquiry-coordinator[terminal]"
 #: Seconds within which a second Ctrl-C at a prompt stops the run.
 CTRL_C_WINDOW = 2.0
 
-#: A boolean's replies typed then Enter (in any case), and the keys that answer
-#: at once and are remembered.
+#: A boolean's replies (in any case), and the two that are remembered for the
+#: turn (exactly these, alone on the line): each is typed, then Enter.
 _BOOLEAN_WORDS: Mapping[str, bool] = {"y": True, "yes": True, "n": False, "no": False}
-_BOOLEAN_AT_ONCE: Mapping[str, bool] = {"Y": True, "N": False}
+_BOOLEAN_REMEMBERED: Mapping[str, bool] = {"Y": True, "N": False}
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "p", "r", "e")
 _SHORT_ARGUMENTS = 160
+#: Said when the tool's default is no answer to its question (``"yes"`` for a
+#: boolean, ``5`` for a text): recorded as given (RFD 082), never offered. The
+#: value itself is not shown: the prompt is for answering, the record keeps it.
+_UNFIT_DEFAULT = "the tool's default does not fit this question and is not offered"
+_UNFIT_BOOLEAN_DEFAULT = (
+    "the tool's default does not fit this question: Enter alone does not answer; "
+    "type y, yes, n or no (or Y or N), then Enter"
+)
 
 
 class TerminalUnavailableError(CoordinatorError):
@@ -149,8 +168,8 @@ def boolean_answer(reply: str, default: JsonValue) -> QuestionAnswer | None:
     reply = reply.strip()
     if not reply:
         return QuestionAnswer(value=default) if isinstance(default, bool) else None
-    if reply in _BOOLEAN_AT_ONCE:
-        return QuestionAnswer(value=_BOOLEAN_AT_ONCE[reply], remember=True)
+    if reply in _BOOLEAN_REMEMBERED:
+        return QuestionAnswer(value=_BOOLEAN_REMEMBERED[reply], remember=True)
     value = _BOOLEAN_WORDS.get(reply.lower())
     return None if value is None else QuestionAnswer(value=value)
 
@@ -202,15 +221,13 @@ def _boolean_hint(default: JsonValue) -> str:
     enter = ""
     if isinstance(default, bool):
         enter = " · Enter alone: yes" if default else " · Enter alone: no"
-    return (
-        f"y or yes · n or no, then Enter · Y yes or N no at once, remembered for this turn{enter}"
-    )
+    return f"y or yes · n or no, then Enter · Y or N, then Enter: remembered for this turn{enter}"
 
 
 def _check_boolean(default: JsonValue) -> str | None:
     if isinstance(default, bool):
         return None
-    return "there is no default: type y, yes, n or no, then Enter (or press Y or N)"
+    return "there is no default: type y, yes, n or no (or Y or N), then Enter"
 
 
 class TerminalPrompter:
@@ -276,6 +293,9 @@ class TerminalPrompter:
     @contextlib.asynccontextmanager
     async def _prompting(self) -> AsyncIterator[None]:
         async with self._lock:
+            # Before anything of the prompt is shown: what was typed until
+            # now was typed for something else (or for nothing on screen).
+            self._terminal.discard_typeahead()
             try:
                 yield
             finally:
@@ -390,48 +410,58 @@ class TerminalPrompter:
 
     async def _answer(self, question: Question) -> QuestionAnswer:
         kind = question.answer_type.kind
-        default = question.default
+        # Only a default that answers the question is offered; RFD 082 records
+        # any other as the tool gave it, and the person is told it is not offered.
+        default = question.offered_default
+        unoffered = question.default is not None and default is None
         if kind is AnswerKind.BOOLEAN:
-            self._terminal.show(_hint(_boolean_hint(default)))
-            reply = await self._terminal.line(
-                [("", "[y/n/Y/N] > ")],
-                check=lambda text: _check_boolean_reply(text, default),
-                at_once=tuple(_BOOLEAN_AT_ONCE),
-            )
-            answer = boolean_answer(reply, default)
-            if answer is None:  # pragma: no cover - the check refused such a reply
-                raise PromptCancelled
-            return answer
+            return await self._boolean(default, unoffered=unoffered)
         if kind is AnswerKind.SELECT:
-            options = question.answer_type.options
-            values = [option.value for option in options]
-            first = values.index(default) if isinstance(default, str) and default in values else 0
+            if unoffered:
+                self._terminal.show(_hint(_UNFIT_DEFAULT))
+            values = list(question.answer_type.option_values)
             index = await self._terminal.choose(
                 [
                     (printable(o.value), printable(o.description) if o.description else None)
-                    for o in options
+                    for o in question.answer_type.options
                 ],
-                default=first,
+                default=values.index(default) if isinstance(default, str) else 0,
             )
             return QuestionAnswer(value=values[index])
         if kind is AnswerKind.TEXT:
-            placeholder = printable(default) if isinstance(default, str) and default else None
-            if placeholder is not None:
-                self._terminal.show(
-                    _hint("Enter alone accepts the default shown; typing replaces it")
-                )
-            reply = await self._terminal.line(
-                [("", "> ")], check=lambda _: None, placeholder=placeholder, history=True
-            )
-            if not reply and isinstance(default, str):
-                reply = default  # Enter alone: the default itself, not how it was shown
-            return QuestionAnswer(value=reply)
+            return await self._text(default, unoffered=unoffered)
         hint = "a secret: nothing you type is shown, and it is not recorded"
-        if default is not None:  # RFD 082 records it, but it is never typed for the person
+        if unoffered:  # RFD 082 records it, but it is never typed for the person
             hint += "; the tool's default is not offered"
         self._terminal.show(_hint(hint))
         secret = await self._terminal.secret([("", "(hidden) > ")])
         return QuestionAnswer(value=secret, remember=False)
+
+    async def _boolean(self, default: JsonValue, *, unoffered: bool) -> QuestionAnswer:
+        self._terminal.show(_hint(_boolean_hint(default)))
+        if unoffered:
+            self._terminal.show(_hint(_UNFIT_BOOLEAN_DEFAULT))
+        reply = await self._terminal.line(
+            [("", "[y/n/Y/N] > ")],
+            check=lambda text: _check_boolean_reply(text, default, unoffered=unoffered),
+        )
+        answer = boolean_answer(reply, default)
+        if answer is None:  # pragma: no cover - the check refused such a reply
+            raise PromptCancelled
+        return answer
+
+    async def _text(self, default: JsonValue, *, unoffered: bool) -> QuestionAnswer:
+        placeholder = printable(default) if isinstance(default, str) and default else None
+        if placeholder is not None:
+            self._terminal.show(_hint("Enter alone accepts the default shown; typing replaces it"))
+        elif unoffered:
+            self._terminal.show(_hint(_UNFIT_DEFAULT))
+        reply = await self._terminal.line(
+            [("", "> ")], check=lambda _: None, placeholder=placeholder, history=True
+        )
+        if not reply and isinstance(default, str):
+            reply = default  # Enter alone: the default itself, not how it was shown
+        return QuestionAnswer(value=reply)
 
 
 def _check_permission(reply: str) -> str | None:
@@ -440,9 +470,9 @@ def _check_permission(reply: str) -> str | None:
     return "type y, Y, n, N, p, r or e, then Enter"
 
 
-def _check_boolean_reply(reply: str, default: JsonValue) -> str | None:
+def _check_boolean_reply(reply: str, default: JsonValue, *, unoffered: bool) -> str | None:
     if boolean_answer(reply, default) is not None:
         return None
     if not reply.strip():
-        return _check_boolean(default)
-    return "type y, yes, n or no, then Enter (or press Y or N)"
+        return _UNFIT_BOOLEAN_DEFAULT if unoffered else _check_boolean(default)
+    return "type y, yes, n or no (or Y or N), then Enter"

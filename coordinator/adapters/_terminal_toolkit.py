@@ -1,14 +1,14 @@
-"""The terminal itself, through prompt_toolkit: five primitives and nothing else.
+"""The terminal itself, through prompt_toolkit: six primitives and nothing else.
 
 Theory of operation: :class:`ToolkitTerminal` offers what the terminal
 prompter (:mod:`coordinator.adapters._terminal`) needs of a terminal, and decides
 nothing about questions: :meth:`~ToolkitTerminal.show` prints styled lines
 (above a prompt, if one is on screen); :meth:`~ToolkitTerminal.line` reads one
 checked line (a default shown as a placeholder, which Enter on an empty line
-takes; keys that answer at once when pressed on an empty line);
-:meth:`~ToolkitTerminal.secret` reads one line that is never
+takes); :meth:`~ToolkitTerminal.secret` reads one line that is never
 shown; :meth:`~ToolkitTerminal.choose` picks one of a list with the arrow keys
-or by number; :meth:`~ToolkitTerminal.edit` edits a multi-line text.
+or by number; :meth:`~ToolkitTerminal.edit` edits a multi-line text; and
+:meth:`~ToolkitTerminal.discard_typeahead` drops every key typed so far.
 
 Why prompt_toolkit (3.0), and not questionary on top of it or a hand-rolled
 reader: it is the field's standard line editor, its prompts are coroutines
@@ -38,19 +38,27 @@ Rules:
    is installed: the prompts belong to the caller's event loop.
 5. Text from tools is printed through prompt_toolkit's output, which turns
    the escape character into ``?``: a tool cannot drive the terminal.
+6. Keys typed before a prompt starts never reach it, when the caller asks so
+   (:meth:`~ToolkitTerminal.discard_typeahead`, before it shows a question).
+   They wait in two places: prompt_toolkit's typeahead store, which keeps
+   the keys a prompt read past its answer (``y``, Enter, Enter in one read:
+   the second Enter) and feeds them to the next prompt; and the terminal's
+   own input queue, which holds what was typed while no prompt was reading
+   (tools running). Both are emptied.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application, get_app
-from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import DummyHistory, InMemoryHistory
 from prompt_toolkit.input import create_input
-from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
+from prompt_toolkit.input.typeahead import clear_typeahead
+from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
@@ -63,7 +71,7 @@ from coordinator.driver._prompting import PromptCancelled
 from machines import SecretValue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Callable, Sequence
 
     from prompt_toolkit.document import Document
     from prompt_toolkit.input import Input
@@ -161,6 +169,18 @@ class ToolkitTerminal:
         # Earlier text answers, for the up arrow; never a secret, a reply key or an edit.
         self._history = InMemoryHistory()
 
+    def discard_typeahead(self) -> None:
+        """Drop every key typed so far and not yet read by a prompt.
+
+        The keys a finished prompt read past its answer (prompt_toolkit keeps
+        them for the next prompt), any half-read key sequence, and, on a
+        terminal, everything typed since (``tcflush``): a prompt then reads
+        only what is typed once it is on screen.
+        """
+        clear_typeahead(self._input)
+        self._input.flush_keys()
+        _flush_terminal_input(self._input)
+
     def show(self, fragments: Fragments) -> None:
         """Print ``fragments`` (ending a line is the caller's business)."""
         print_formatted_text(
@@ -173,19 +193,14 @@ class ToolkitTerminal:
         )
 
     def _session(
-        self,
-        *,
-        secret: bool = False,
-        multiline: bool = False,
-        history: bool = False,
-        at_once: Collection[str] = (),
+        self, *, secret: bool = False, multiline: bool = False, history: bool = False
     ) -> PromptSession[str]:
         return PromptSession(
             input=self._input,
             output=self._output,
             style=_STYLE,
             include_default_pygments_style=False,
-            key_bindings=merge_key_bindings([_cancel_keys(), _at_once_keys(at_once)]),
+            key_bindings=_cancel_keys(),
             history=self._history if history and not secret else DummyHistory(),
             enable_history_search=False,
             enable_open_in_editor=False,
@@ -230,18 +245,15 @@ class ToolkitTerminal:
         check: Callable[[str], str | None],
         placeholder: str | None = None,
         history: bool = False,
-        at_once: Collection[str] = (),
     ) -> str:
         """Read a line that ``check`` accepts (it returns the problem, or ``None``).
 
         ``placeholder`` is shown on the empty line (nothing to delete before
         typing another answer); Enter there reads an empty line, which the
-        caller takes as the placeholder's value. A key of
-        ``at_once``, pressed on an empty line, is the whole reply, without
-        Enter. With ``history``, the up arrow recalls earlier lines read with
-        ``history``.
+        caller takes as the placeholder's value. With ``history``, the up
+        arrow recalls earlier lines read with ``history``.
         """
-        session = self._session(history=history, at_once=at_once)
+        session = self._session(history=history)
         return await self._ask(session, message, placeholder=placeholder, check=check)
 
     async def secret(self, message: Fragments) -> SecretValue:
@@ -283,21 +295,22 @@ class ToolkitTerminal:
             raise PromptCancelled from None
 
 
-def _at_once_keys(keys: Collection[str]) -> KeyBindings:
-    """Each of ``keys``, pressed on an empty line, is the reply: it is typed and accepted.
+def _flush_terminal_input(source: Input) -> None:
+    """Discard what the terminal behind ``source`` received and no one read.
 
-    The line is still checked, and what was typed stays on screen as the reply.
+    Only a terminal has such a queue (a pipe's contents are data, not
+    typing), and only POSIX can flush it.
     """
-    bindings = KeyBindings()
-    empty = Condition(lambda: not get_app().current_buffer.text)
-    for key in keys:
-
-        @bindings.add(key, filter=empty, eager=True)
-        def _reply(event: KeyPressEvent, key: str = key) -> None:
-            event.current_buffer.insert_text(key)
-            event.current_buffer.validate_and_handle()
-
-    return bindings
+    try:
+        import termios  # noqa: PLC0415 - POSIX only
+    except ImportError:  # pragma: no cover - Windows
+        return
+    try:
+        descriptor = source.fileno()
+        if os.isatty(descriptor):
+            termios.tcflush(descriptor, termios.TCIFLUSH)
+    except (OSError, ValueError, NotImplementedError, termios.error):
+        return  # no descriptor, or not one to flush: nothing was typed ahead there
 
 
 class _Choice:

@@ -25,6 +25,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
 from coordinator._text import shown_path
+from coordinator.cli._export import shown_reason
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._incomplete import find_incomplete_turn
 from coordinator.stream._pairing import pair_events
@@ -153,7 +154,8 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
     for call in summary["open_calls"]:
         how = "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
         if call["declined"] is not None:
-            how = f"its question was cancelled ({call['declined']['reason']}); it ends so"
+            reason = shown_reason(call["declined"]["reason"])
+            how = f"its question was cancelled ({reason}); it ends so"
         answered = f"; answered: {', '.join(call['answered'])}" if call["answered"] else ""
         again = f"; asked again: {', '.join(call['ask_again'])}" if call["ask_again"] else ""
         lines.append(f"    open: {call['tool']} [{call['id']}]: {how}{answered}{again}")

@@ -16,6 +16,8 @@ Inquiry responses render as RFD 082 "Reader behavior" says:
   escaped and cut at :data:`REASON_SHOWN` characters: it is free text from
   whoever wrote the file (neither JP nor this project ever writes one of
   their own), and a reason is a short tag, never a place for a long text.
+  The empty tag reads ``Cancelled ("")``. :func:`shown_reason` is that rule,
+  and ``inquiry check`` and ``inquiry run`` show a reason with it too.
 
 Each line is followed by what the stream records of who ended the question,
 where it records that: a secret's answer came from the person at the
@@ -119,7 +121,7 @@ if TYPE_CHECKING:
     from coordinator.stream._entries import StreamEntry
     from machines import InquiryResponse
 
-__all__ = ["REASON_SHOWN", "describe_inquiry_response", "export_markdown"]
+__all__ = ["REASON_SHOWN", "describe_inquiry_response", "export_markdown", "shown_reason"]
 
 #: The most characters of a cancellation reason's tag shown; a longer one is
 #: cut there and ends with an ellipsis.
@@ -135,9 +137,20 @@ def describe_inquiry_response(response: InquiryResponse) -> str:
         return f"Answer: {_json(response.answer)}"
     if isinstance(response, Redacted):
         return _REDACTED
-    tag = response.reason.as_str()
+    return f"Cancelled ({shown_reason(response.reason.as_str())})"
+
+
+def shown_reason(tag: str) -> str:
+    """A cancellation reason's ``tag`` as every output shows it: visible, escaped and bounded.
+
+    The tag as recorded, cut at :data:`REASON_SHOWN` characters (then ``…``),
+    with nothing a terminal acts on; the empty tag (a reader keeps it, as any
+    tag it does not know) is shown as ``""``, so that it is seen.
+    """
+    if not tag:
+        return '""'
     shown = tag if len(tag) <= REASON_SHOWN else f"{tag[:REASON_SHOWN]}\u2026"
-    return f"Cancelled ({_line(shown)})"
+    return _line(shown)
 
 
 def _line(text: str) -> str:

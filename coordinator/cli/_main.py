@@ -443,6 +443,17 @@ def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
     return os_reason(error)
 
 
+def _not_a_notice(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is a warning of its own, not a notice the run's progress prints.
+
+    The driver logs each notice it tells its observer (a secret question's
+    default) for callers that do not observe its steps; ``inquiry run`` prints
+    every notice as a ``!`` line of its progress, so the log would say it a
+    second time on the same screen.
+    """
+    return getattr(record, "notice", None) is None
+
+
 class _ShownFormatter(logging.Formatter):
     """Formats a warning as one line a terminal only shows: it may name a tool or quote a file."""
 
@@ -475,6 +486,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     warnings = logging.StreamHandler(sys.stderr)
     warnings.setLevel(logging.WARNING)
     warnings.setFormatter(_ShownFormatter("inquiry: %(message)s"))
+    warnings.addFilter(_not_a_notice)
     logger.addHandler(warnings)
     output = out or sys.stdout
     try:

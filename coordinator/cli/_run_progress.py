@@ -74,6 +74,7 @@ import orjson
 from coordinator._text import shown_path, shown_text
 from coordinator.adapters._terminal import printable
 from coordinator.cli._check import to_null_device
+from coordinator.cli._export import shown_reason
 from coordinator.driver import CallOutcome, PermissionBy, Resolution
 from machines import (
     Answered,
@@ -418,7 +419,7 @@ class Progress:
         if resolution in _UNANSWERED:
             self.unanswered += 1
             cancelled = _first(records, Cancelled)
-            reason = cancelled.reason.as_str() if cancelled is not None else "?"
+            reason = shown_reason(cancelled.reason.as_str()) if cancelled is not None else "?"
             self.questions[f"cancelled ({reason})"] += 1
             lines.append(f"    x {named}: cancelled ({reason}){_WHY_UNANSWERED[resolution]}")
             if resolution is not Resolution.CANCELLED and question.failure:

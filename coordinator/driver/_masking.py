@@ -94,7 +94,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
-from machines import MachineError, Question, RunTool, SecretValue
+from machines import JsonValue, MachineError, Question, RunTool, SecretValue
 
 if TYPE_CHECKING:
     from coordinator.store._store import Conversation
@@ -483,9 +483,10 @@ class SecretMasks:
     def mask_question(self, question: Question) -> MaskedQuestion:
         """``question`` with every secret masked, or :class:`UnmaskableQuestionError`.
 
-        Text, context, options (values and descriptions) and default are
-        masked. An option or default that had to be is what the record, the
-        person and the model see; :attr:`MaskedQuestion.originals` maps it
+        Text, context, options (values and descriptions) and default (every
+        string in it, when it is an array or object) are masked. An option
+        or default that had to be is what the record, the person and the
+        model see; :attr:`MaskedQuestion.originals` maps it
         back to what the tool offered. A question whose id holds a secret
         cannot be asked (the tool matches answers by the id), nor one whose
         options become alike once masked.
@@ -515,6 +516,11 @@ class SecretMasks:
         if isinstance(default, str) and (masked_default := self.mask(default)) != default:
             originals[masked_default] = SecretValue(default)
             default = masked_default
+        elif isinstance(default, list | dict):
+            # A default need not fit its question (RFD 082 records it verbatim):
+            # an array or object is masked string by string, keys included. It
+            # is never offered, so nothing maps it back.
+            default = self._mask_json(question.id, default)
         try:
             masked_question = attrs.evolve(
                 question,
@@ -531,6 +537,25 @@ class SecretMasks:
                 f"its question {question.id!r} cannot be asked without a secret: {error}"
             ) from None
         return MaskedQuestion(masked_question, originals)
+
+    def _mask_json(self, question_id: str, value: JsonValue) -> JsonValue:
+        """``value`` with every string in it masked, the keys of its objects too."""
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, list):
+            return [self._mask_json(question_id, item) for item in value]
+        if isinstance(value, dict):
+            masked: dict[str, JsonValue] = {}
+            for key, item in value.items():
+                masked_key = self.mask(key)
+                if masked_key in masked:
+                    raise UnmaskableQuestionError(
+                        f"its question {question_id!r} cannot be asked without a secret: "
+                        f"two keys of its default read {masked_key!r} once masked"
+                    )
+                masked[masked_key] = self._mask_json(question_id, item)
+            return masked
+        return value
 
 
 _ANCHOR: Final = re.compile(r"[A-Za-z0-9]+")

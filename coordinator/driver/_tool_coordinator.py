@@ -811,7 +811,9 @@ class ToolCoordinator:
         notice = SecretDefaultNotice(
             tool_call_id=call.id, tool_name=call.name, question_id=question.id
         )
-        _LOG.warning("%s", notice.message)
+        # The record carries the notice, so that a logging handler can tell
+        # it from other warnings (the command line prints notices itself).
+        _LOG.warning("%s", notice.message, extra={"notice": notice})
         return question, Told(notices=(notice,))
 
     def _tool_failed(self, call: ToolCall, problem: str) -> _Ended:

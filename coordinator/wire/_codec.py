@@ -384,8 +384,10 @@ def _unstructure_inquiry_request(request: InquiryRequest) -> dict[str, Any]:
 
 
 def _structure_reason(value: Any) -> AnyCancellationReason:
-    if type(value) is not str or not value:
-        raise WireError(f"reason must be a non-empty string, got {json_type(value)}")
+    # Any string is a tag: one this build does not know, "" too, lands in
+    # Unknown(tag) and is written back verbatim (RFD 082's reader rule).
+    if type(value) is not str:
+        raise WireError(f"reason must be a string, got {json_type(value)}")
     return parse_cancellation_reason(value)
 
 
