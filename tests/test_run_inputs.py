@@ -180,6 +180,22 @@ def test_a_seed_file_replaces_a_file_and_a_folder_refuses_to(
     assert (workspace / "notes.txt").read_text() == "edited again\n"
 
 
+def test_a_seed_file_named_with_255_bytes_is_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The longest name a file may have: its copy's temporary name is not too long."""
+    name = "n" * 255
+    seed(tmp_path, {name: "long\n"})
+    conversation = tmp_path / "conversation"
+    for _ in range(2):  # copied, then replaced
+        status, _, err = run(
+            scenario(tmp_path, '[workspace]\nseed = "seed"\n'), conversation, capsys
+        )
+        assert (status, err) == (0, "")
+        assert (conversation / "workspace" / name).read_text() == "long\n"
+    assert [path.name for path in (conversation / "workspace").iterdir()] == [name]
+
+
 def _untouched(conversation: Path) -> dict[str, tuple[int, int]]:
     """Each file of the conversation's own, by name: its inode and time of change."""
     return {

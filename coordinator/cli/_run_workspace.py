@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from coordinator._errors import ConfigError, os_reason
 from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError
+from coordinator.store._atomic import short_name
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -179,7 +180,8 @@ def _replace_file(source: Path, target: Path) -> None:
     tools files they can edit, and copies that the next run can replace.
     """
     _refuse_directory(target)  # checked before anything was written; checked again
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.seeding")
+    # The start of the name only: a seed file's name may be as long as a name can be.
+    temporary = target.with_name(f".{short_name(target.name)}.{secrets.token_hex(8)}.seeding")
     # O_EXCL: a fresh file, never one (or a link) that is already there.
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
