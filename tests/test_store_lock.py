@@ -374,6 +374,38 @@ def test_inquiry_run_that_ended_leaves_no_pid_in_the_lock_file(tmp_path: Path) -
     assert _named_pid(directory) is None
 
 
+#: Hold the lock of sys.argv[1] as a writer that has not written its pid yet.
+_SILENT_HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1] + "/.inquiry.lock", os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_holder_whose_pid_is_not_in_the_lock_file_is_said_unknown(tmp_path: Path) -> None:
+    """The lock is held, its file names nobody: the refusal says the pid is not known."""
+    directory = _conversation(tmp_path / "conv")
+    with subprocess.Popen(
+        [sys.executable, "-c", _SILENT_HOLDER, str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as process:
+        try:
+            assert _line(process) == "holding"
+            conversation = load_conversation(directory)
+            conversation.stream.append(ChatResponse.message("mine"))
+            with pytest.raises(ConversationLockedError) as caught:
+                save_conversation(conversation)
+        finally:
+            process.communicate(timeout=PATIENCE)
+    assert caught.value.pid is None
+    assert str(caught.value).startswith(
+        f"{directory}: is being written by another process (its pid is not known); "
+    )
+
+
 def test_a_forked_child_that_ends_leaves_its_parents_pid(tmp_path: Path) -> None:
     """A child forked from a writer ends (running its finalizers): the parent is still named."""
     directory = _conversation(tmp_path / "conv")
