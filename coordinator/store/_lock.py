@@ -8,10 +8,10 @@ rather than the last of two writers silently winning. Released, the lock
 file names nobody (its first line is emptied), so that a pid read from it
 after the writer has gone is never a process that merely reused the number;
 a writer killed by a signal cannot empty it, and the next writer's pid
-replaces its own. The OS releases the lock when the
-descriptor is closed, so a writer killed by any signal (``SIGKILL``
-included) never blocks the next one, and nothing is ever waited for: taking
-the lock either succeeds at once or is refused.
+replaces its own. The OS releases the lock when the descriptor is closed,
+so a writer killed by any signal (``SIGKILL`` included) never blocks the
+next one, and nothing is ever waited for: taking the lock either succeeds
+at once or is refused.
 
 When it is taken and released (the store decides, see
 :mod:`coordinator.store._store`): by the first save of a conversation that
