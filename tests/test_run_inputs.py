@@ -27,6 +27,7 @@ from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
 from coordinator.driver._toml_fields import check_keys
+from coordinator.store._lock import LOCK_FILE
 from machines import CancellationReason, Cancelled, InquirySource, Question, ShowQuestion
 
 #: A tool that asks the questions in its ``options``, one at a time, then succeeds.
@@ -200,11 +201,16 @@ def test_a_seed_file_named_with_255_bytes_is_copied(
 
 
 def _untouched(conversation: Path) -> dict[str, tuple[int, int]]:
-    """Each file of the conversation's own, by name: its inode and time of change."""
+    """Each file of the conversation's own, by name: its inode and time of change.
+
+    Not the writer's lock file: an earlier run in this process lets go of
+    its lock (emptying the file's pid line) whenever its conversation is
+    collected, which may be during the next run.
+    """
     return {
         path.name: (path.stat().st_ino, path.stat().st_mtime_ns)
         for path in conversation.iterdir()
-        if path.is_file()
+        if path.is_file() and path.name != LOCK_FILE
     }
 
 
