@@ -14,10 +14,11 @@ reads the old or the new version, and the next save puts it on disk byte for
 byte and clears the undo record.
 
 A writer creating a conversation is killed before each of its calls that
-changes the disk: the directory is then absent, empty, whole, or a first save
-cut short that the next run completes; never stuck, never in the legacy
-layout. A process killed while a question waits for its answer leaves the
-request on disk, so the turn is seen as blocked on it.
+changes the disk: the directory is then as it was (absent, or the empty
+directory it was created in) or whole; never stuck, never without its
+title, never in the legacy layout. A process killed while a question waits
+for its answer leaves the request on disk, so the turn is seen as blocked on
+it.
 """
 
 from __future__ import annotations
@@ -258,10 +259,11 @@ def _reopen(directory: Path) -> Conversation:
 def test_a_first_save_killed_at_each_step_is_never_stuck_nor_legacy(
     tmp_path: Path, zygote: tuple[subprocess.Popen[bytes], Lines], where: str
 ) -> None:
-    """Killed at each step of a creation: the next run goes on, the title kept once written.
+    """Killed at each step of a creation: the directory is as it was, or whole; never untitled.
 
-    ``new``: the directory did not exist (it appears whole or not at all);
-    ``empty``: it existed, empty (it is written in place, events.json last).
+    ``new``: the directory did not exist; ``empty``: it existed, empty. Either
+    way the conversation appears whole or not at all, so the next run starts
+    it afresh (its own title) or goes on with it (the title it was made with).
     """
     process, lines = zygote
     whole = False
@@ -279,24 +281,23 @@ def test_a_first_save_killed_at_each_step_is_never_stuck_nor_legacy(
         os.kill(pid, signal.SIGKILL)
         _send(process, f"reap {pid}")
         lines.expect("reaped")
-        if where == "new":
-            # Nothing at the target until the whole directory is renamed into place.
-            assert not directory.exists() or (
-                encode_stream(load_conversation(directory).stream) == created_entries()
-            ), f"killed at step {step}: a partial directory is in place"
+        # Nothing at the target until the whole directory is renamed into place:
+        # no directory, or the empty one that was there, or the whole conversation.
         fresh = not directory.exists() or not any(directory.iterdir())
-        had_metadata = (directory / "metadata.json").exists()
+        if fresh:
+            assert directory.is_dir() == (where == "empty"), f"killed at step {step}"
+        else:
+            created = load_conversation(directory)
+            assert encode_stream(created.stream) == created_entries(), (
+                f"killed at step {step}: a partial directory is in place"
+            )
+            assert created.metadata == {"title": "created"}, f"killed at step {step}"
         conversation = _reopen(directory)
         assert conversation.layout is Layout.CURRENT, f"killed at step {step}: legacy layout"
         entries = encode_stream(conversation.stream)
-        assert entries in ([], created_entries()), f"killed at step {step}"
+        assert entries == ([] if fresh else created_entries()), f"killed at step {step}"
         title = (conversation.metadata or {}).get("title")
-        if fresh:
-            assert title == "again"
-        elif entries or had_metadata:
-            assert title == "created", f"killed at step {step}: the title was lost"
-        else:  # cut before metadata.json was in place (in place only): nothing to keep
-            assert (where, title) == ("empty", None), f"killed at step {step}"
+        assert title == ("again" if fresh else "created"), f"killed at step {step}"
         conversation.stream.append(ChatResponse.message("the next run"))
         save_conversation(conversation)
         again = load_conversation(directory)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import subprocess
+import sys
 import textwrap
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
@@ -16,6 +18,7 @@ from run_helpers import assert_paired, cli, every_byte, outcomes, responses, wri
 from coordinator import ConfigError, ScriptedPrompter
 from coordinator.adapters._local_tools import LocalToolExecutor
 from coordinator.adapters.providers import ProviderConfigError, backend_from_config
+from coordinator.cli import _run_workspace
 from coordinator.cli._answer_script import load_answer_script
 from coordinator.cli._run import run_scenario
 from coordinator.cli._run_players import WatchedPrompter
@@ -24,6 +27,7 @@ from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
 from coordinator.driver._toml_fields import check_keys
+from coordinator.store._lock import LOCK_FILE
 from machines import CancellationReason, Cancelled, InquirySource, Question, ShowQuestion
 
 #: A tool that asks the questions in its ``options``, one at a time, then succeeds.
@@ -180,12 +184,33 @@ def test_a_seed_file_replaces_a_file_and_a_folder_refuses_to(
     assert (workspace / "notes.txt").read_text() == "edited again\n"
 
 
+def test_a_seed_file_named_with_255_bytes_is_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The longest name a file may have: its copy's temporary name is not too long."""
+    name = "n" * 255
+    seed(tmp_path, {name: "long\n"})
+    conversation = tmp_path / "conversation"
+    for _ in range(2):  # copied, then replaced
+        status, _, err = run(
+            scenario(tmp_path, '[workspace]\nseed = "seed"\n'), conversation, capsys
+        )
+        assert (status, err) == (0, "")
+        assert (conversation / "workspace" / name).read_text() == "long\n"
+    assert [path.name for path in (conversation / "workspace").iterdir()] == [name]
+
+
 def _untouched(conversation: Path) -> dict[str, tuple[int, int]]:
-    """Each file of the conversation's own, by name: its inode and time of change."""
+    """Each file of the conversation's own, by name: its inode and time of change.
+
+    Not the writer's lock file: an earlier run in this process lets go of
+    its lock (emptying the file's pid line) whenever its conversation is
+    collected, which may be during the next run.
+    """
     return {
         path.name: (path.stat().st_ino, path.stat().st_mtime_ns)
         for path in conversation.iterdir()
-        if path.is_file()
+        if path.is_file() and path.name != LOCK_FILE
     }
 
 
@@ -439,6 +464,125 @@ def test_an_argument_too_long_to_look_up_is_passed_as_it_is(tmp_path: Path) -> N
     local = load_scenario(scenario_file).tools["t"].local
     assert local is not None
     assert local.command[-1] == f"{LONG}/a"
+
+
+# ------------------------------------------- inputs that are not files
+
+
+#: A seed's own directory, as a path relative to it.
+TOP = PurePath()
+
+
+def _not_a_file(path: Path, kind: str) -> str:
+    """Make ``path`` a FIFO or a link to /dev/zero; what the refusal calls it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO"
+    path.symlink_to("/dev/zero")
+    return "a character device"
+
+
+#: `inquiry` in a process that may not grow past 1 GiB: a file read for ever
+#: fails it (MemoryError) rather than the machine it runs on.
+_BOUNDED_INQUIRY = """
+import resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+sys.argv = ["inquiry", *sys.argv[1:]]
+runpy.run_module("coordinator", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("which", ["scenario", "answers"])
+def test_a_scenario_or_answers_file_that_is_not_a_file_is_refused_at_once(
+    tmp_path: Path, which: str, kind: str
+) -> None:
+    """A FIFO (waited on for ever) or a link to /dev/zero (read for ever): exit 2, one line."""
+    scenario_file = scenario(tmp_path)
+    extra: tuple[str, ...] = ()
+    if which == "scenario":
+        scenario_file.unlink()
+        bad = scenario_file
+    else:
+        bad = tmp_path / "answers.toml"
+        extra = ("--answers", str(bad))
+    what = _not_a_file(bad, kind)
+    conversation = tmp_path / "conversation"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", _BOUNDED_INQUIRY, "run", str(scenario_file)),
+            *("-c", str(conversation), "--no-tty", *extra),
+        ],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"inquiry: {bad}: (file): is not a regular file but {what}; not reading it\n"
+    )
+    assert not conversation.exists()
+
+
+@pytest.mark.parametrize("which", ["scenario", "answers"])
+def test_a_scenario_or_answers_file_over_the_size_limit_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    which: str,
+) -> None:
+    """Larger than INQUIRY_MAX_FILE_SIZE: refused before it is read, naming the limit."""
+    scenario_file = scenario(tmp_path)
+    answers = write(tmp_path / "answers.toml", "# " + "x" * 2000 + "\n")
+    bad = scenario_file if which == "scenario" else answers
+    limit = bad.stat().st_size - 1
+    assert scenario_file.stat().st_size <= limit or which == "scenario"
+    monkeypatch.setenv("INQUIRY_MAX_FILE_SIZE", str(limit))
+    status, _, err = run(scenario_file, tmp_path / "conversation", capsys, "--answers", answers)
+    assert status == 2
+    assert err == (
+        f"inquiry: {bad}: (file): is {bad.stat().st_size} bytes, more than the {limit} a TOML "
+        "file may be (set INQUIRY_MAX_FILE_SIZE to allow more); not reading it\n"
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_what_is_not_a_file_in_a_seed_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A FIFO or a link to /dev/zero in the seed is not copied; the rest is; the run goes on."""
+    seed(tmp_path, {"notes.txt": "seed notes\n"})
+    _not_a_file(tmp_path / "seed" / "odd", kind)
+    conversation = tmp_path / "conversation"
+    status, _, err = run(scenario(tmp_path, '[workspace]\nseed = "seed"\n'), conversation, capsys)
+    assert (status, err) == (0, "")
+    assert [path.name for path in (conversation / "workspace").iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.timeout(60)
+def test_a_seed_file_that_is_no_longer_a_file_when_opened_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listed as a file, a FIFO when opened: exit 2 naming it at once, nothing written."""
+    seed(tmp_path, {"notes.txt": "seed notes\n"})
+    late = tmp_path / "seed" / "late.txt"
+    what = _not_a_file(late, "fifo")
+    listed = _run_workspace._seed_entries
+
+    def entries(source: Path, leave_out: Path, relative: PurePath = TOP) -> Any:
+        yield from listed(source, leave_out, relative)
+        if relative == TOP:
+            yield late, PurePath("late.txt"), False  # a file, when it was listed
+
+    monkeypatch.setattr(_run_workspace, "_seed_entries", entries)
+    conversation = tmp_path / "conversation"
+    status, _, err = run(scenario(tmp_path, '[workspace]\nseed = "seed"\n'), conversation, capsys)
+    assert status == 2
+    assert err == (
+        f"inquiry: {late}: cannot seed the workspace: is not a regular file but {what}; "
+        "not reading it\n"
+    )
+    assert not conversation.exists()
 
 
 # ---------------------------------------------------- names not UTF-8

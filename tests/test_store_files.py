@@ -237,6 +237,16 @@ def test_export_to_dev_stdout_into_a_pipe_works(tmp_path: Path) -> None:
     assert done.stderr == b""
 
 
+def test_export_to_a_file_named_with_255_bytes_replaces_it(tmp_path: Path) -> None:
+    """-o NAME of the longest length a name may have: its temporary file is not too long."""
+    directory = _conversation(tmp_path / "conv")
+    output = tmp_path / ("o" * 255)
+    for _ in range(2):  # created, then replaced
+        assert main(["export", str(directory), "-o", str(output)], out=io.StringIO()) == 0
+        assert output.read_bytes().startswith(b"# files\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["conv", output.name]
+
+
 # --------------------------------------------- directories that are not ones
 
 

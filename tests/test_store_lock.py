@@ -291,9 +291,13 @@ def test_a_save_refused_before_writing_creates_no_lock_file(tmp_path: Path) -> N
 
 
 def test_the_lock_file_holds_the_writers_pid_and_is_ignored_by_readers(tmp_path: Path) -> None:
-    """Its first line is the pid; loading and checking the directory never look at it."""
+    """Its first line is the pid while held, none once let go; readers never look at it."""
     directory = _conversation(tmp_path / "conv")
-    assert (directory / LOCK_FILE).read_bytes() == f"{os.getpid()}\n".encode()
+    assert _named_pid(directory) is None  # _conversation let it go
+    conversation = load_conversation(directory)
+    with conversation:
+        assert (directory / LOCK_FILE).read_bytes() == f"{os.getpid()}\n".encode()
+    assert _named_pid(directory) is None
     out = io.StringIO()
     assert main(["check", str(directory), "--json"], out=out) == EXIT_INCOMPLETE_TURN
     assert orjson.loads(out.getvalue())["entries"] == 3
@@ -312,3 +316,110 @@ def test_a_lock_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
         save_conversation(conversation)
     assert (tmp_path / "elsewhere").read_bytes() == b"keep\n"
     assert (directory / "events.json").read_bytes() == b"[]\n"
+
+
+def _named_pid(directory: Path) -> str | None:
+    """The first line of the lock file, when it holds anything but blanks."""
+    first = (directory / LOCK_FILE).read_bytes().partition(b"\n")[0].decode()
+    return first.strip() or None
+
+
+#: A writer that saves (taking the lock) and then ends as ``sys.argv[2]`` says.
+_ENDING_WRITER = """
+import sys
+from coordinator import load_conversation, save_conversation
+from machines import ChatResponse
+conversation = load_conversation(sys.argv[1])
+conversation.stream.append(ChatResponse.message("then ended"))
+save_conversation(conversation)
+with open(sys.argv[1] + "/.inquiry.lock", "rb") as lock:
+    print(lock.read().decode().partition("\\n")[0], flush=True)
+if sys.argv[2] == "raises":
+    raise RuntimeError("the writer failed")
+"""
+
+
+@pytest.mark.parametrize("ending", ["returns", "raises"])
+def test_a_writer_that_ended_leaves_no_pid_in_the_lock_file(tmp_path: Path, ending: str) -> None:
+    """Ended normally or by an exception: the lock file names no pid a kill could hit."""
+    directory = _conversation(tmp_path / "conv")
+    done = subprocess.run(
+        [sys.executable, "-c", _ENDING_WRITER, str(directory), ending],
+        capture_output=True,
+        check=False,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == (0 if ending == "returns" else 1), done.stderr
+    held = done.stdout.decode().strip()
+    assert held.isdigit()  # while it held the lock, it was named
+    assert _named_pid(directory) is None
+    messages = [entry.get("message") for entry in orjson.loads(_files(directory)["events.json"])]
+    assert messages[-1] == "then ended"
+
+
+def test_inquiry_run_that_ended_leaves_no_pid_in_the_lock_file(tmp_path: Path) -> None:
+    """The README's crash demo reads the pid: after the run, there is none to kill."""
+    directory = tmp_path / "conv"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "coordinator", "run", str(TOUR_SCENARIO)),
+            *("--answers", str(TOUR_ANSWERS), "--no-tty", "-c", str(directory)),
+        ],
+        capture_output=True,
+        check=False,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (directory / LOCK_FILE).exists()
+    assert _named_pid(directory) is None
+
+
+#: Hold the lock of sys.argv[1] as a writer that has not written its pid yet.
+_SILENT_HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1] + "/.inquiry.lock", os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_holder_whose_pid_is_not_in_the_lock_file_is_said_unknown(tmp_path: Path) -> None:
+    """The lock is held, its file names nobody: the refusal says the pid is not known."""
+    directory = _conversation(tmp_path / "conv")
+    with subprocess.Popen(
+        [sys.executable, "-c", _SILENT_HOLDER, str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as process:
+        try:
+            assert _line(process) == "holding"
+            conversation = load_conversation(directory)
+            conversation.stream.append(ChatResponse.message("mine"))
+            with pytest.raises(ConversationLockedError) as caught:
+                save_conversation(conversation)
+        finally:
+            process.communicate(timeout=PATIENCE)
+    assert caught.value.pid is None
+    assert str(caught.value).startswith(
+        f"{directory}: is being written by another process (its pid is not known); "
+    )
+
+
+def test_a_forked_child_that_ends_leaves_its_parents_pid(tmp_path: Path) -> None:
+    """A child forked from a writer ends (running its finalizers): the parent is still named."""
+    directory = _conversation(tmp_path / "conv")
+    conversation = load_conversation(directory)
+    conversation.stream.append(ChatResponse.message("parent"))
+    save_conversation(conversation)
+    pid = os.fork()
+    if pid == 0:  # the child: drops what it inherited, as any ending does
+        try:
+            del conversation
+            gc.collect()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert _named_pid(directory) == str(os.getpid())
+    conversation.close()
+    assert _named_pid(directory) is None

@@ -22,9 +22,11 @@ import stat
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
-from coordinator._errors import ConfigError, os_reason
+from coordinator._errors import ConfigError, StreamFormatError, os_reason
 from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError
+from coordinator.store._atomic import short_name
+from coordinator.store._files import open_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -67,8 +69,7 @@ def check_seed(scenario: Scenario, workspace: Path, conversation: Path) -> None:
                 if made_anew or not _is_directory(workspace / name):
                     anew.add(name)
                 continue
-            with source.open("rb"):
-                pass  # it can be read
+            os.close(open_file(source)[0])  # it can be read
             if not made_anew:
                 _refuse_directory(workspace / name)
 
@@ -90,7 +91,11 @@ def seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> N
     is left as it is.
 
     From the seed: a file is copied (a link to a file, the file it names);
-    a link to a directory is not followed, so a link to a parent cannot loop;
+    what is not a file (a FIFO, a device, a socket, or a link to one) is
+    left out, and one that turns into one after it was listed is refused
+    when opened, never waited on or read for ever (it is copied in pieces,
+    so no size limit applies); a link to a directory is not followed, so a
+    link to a parent cannot loop;
     nothing inside the conversation is copied, so a seed that holds the
     conversation (``seed = "."``, ``-c ./conversation``) neither copies it
     into its own workspace nor shows ``events.json`` to the tools.
@@ -116,6 +121,10 @@ def _seeding(workspace: Path) -> Iterator[None]:
         raise RunError(
             f"{shown_path(where)}: cannot seed the workspace: {os_reason(error)}"
         ) from None
+    except StreamFormatError as error:  # not a regular file when opened (it changed)
+        where = error.path if error.path is not None else workspace
+        problem = error.problem
+        raise RunError(f"{shown_path(where)}: cannot seed the workspace: {problem}") from None
 
 
 def _seed_entries(
@@ -179,12 +188,15 @@ def _replace_file(source: Path, target: Path) -> None:
     tools files they can edit, and copies that the next run can replace.
     """
     _refuse_directory(target)  # checked before anything was written; checked again
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.seeding")
+    # The start of the name only: a seed file's name may be as long as a name can be.
+    temporary = target.with_name(f".{short_name(target.name)}.{secrets.token_hex(8)}.seeding")
     # O_EXCL: a fresh file, never one (or a link) that is already there.
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(descriptor, "wb") as copy, source.open("rb") as original:
-            shutil.copyfileobj(original, copy)
+        with os.fdopen(descriptor, "wb") as copy:
+            fd, _ = open_file(source)  # never a FIFO waited on, nor a device read for ever
+            with os.fdopen(fd, "rb") as original:
+                shutil.copyfileobj(original, copy)
         temporary.replace(target)
     except BaseException:
         temporary.unlink(missing_ok=True)

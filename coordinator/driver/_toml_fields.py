@@ -28,8 +28,9 @@ import tomllib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from coordinator._errors import ConfigError
+from coordinator._errors import ConfigError, StreamFormatError, os_reason
 from coordinator._text import shown_path
+from coordinator.store._files import read_regular
 from coordinator.wire._json_read import WRITE_DEPTH
 from machines._json import TOO_DEEP, json_fault, json_type, leaf_rules
 
@@ -72,11 +73,21 @@ DEEPEST_JSON = WRITE_DEPTH - 4
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    """Parse the TOML file ``path``; an error names the file."""
+    """Parse the TOML file ``path``; an error names the file.
+
+    The file is read as the store reads a conversation file
+    (:func:`~coordinator.store._files.read_regular`): a FIFO, a device (a
+    link to ``/dev/zero``) or a file over the size limit is refused before a
+    byte of it is read, rather than waited on or read for ever.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular(path, what="a TOML file")
+    except StreamFormatError as error:
+        raise ConfigError(str(path), "(file)", error.problem) from None
     except OSError as error:
-        raise ConfigError(str(path), "(file)", f"cannot be read: {error.strerror}") from None
+        raise ConfigError(str(path), "(file)", f"cannot be read: {os_reason(error)}") from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(str(path), "(file)", "is not UTF-8 text") from None
     try:

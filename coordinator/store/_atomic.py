@@ -2,9 +2,10 @@
 
 The new bytes go to a temporary file in the same directory, are flushed and
 fsynced, then renamed over the target, and the directory is fsynced so the
-rename itself survives a crash. Temporary files are named after the writing
-process; those left by a process that died mid-write are removed by the next
-successful write (or save) to the same directory.
+rename itself survives a crash. Temporary files are named after the start of
+the file's name and the writing process; those left by a process that died
+mid-write are removed by the next successful write (or save) to the same
+directory.
 
 A file its writer may not write (made read-only) is not replaced, though
 renaming over it would succeed: ``PermissionError``, as writing it would.
@@ -48,6 +49,7 @@ __all__ = [
     "alive",
     "atomic_write",
     "remove_stale_temps",
+    "short_name",
     "sync_directory",
     "write_output",
 ]
@@ -62,6 +64,20 @@ class UnsyncedError(OSError):
 
 
 _TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{16}\.tmp$")
+#: How much of a file's name the name of a file made beside it keeps, in bytes.
+_NAME_KEPT = 40
+
+
+def short_name(name: str) -> str:
+    """The start of ``name`` (at most 40 bytes), to name a file made beside it.
+
+    A temporary or staging name holds the name it is for, to be recognized,
+    and more besides: whole, a name near the 255 bytes a name may have would
+    make it too long to create. A character cut in two stays the bytes it was
+    (``os.fsdecode`` keeps them as escapes), so the cut name is the same
+    every time.
+    """
+    return os.fsdecode(os.fsencode(name)[:_NAME_KEPT])
 
 
 def atomic_write(path: Path, *chunks: bytes) -> None:
@@ -73,7 +89,7 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
     """
     path = _through_links(path)
     directory = path.parent
-    temp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    temp = directory / f".{short_name(path.name)}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
     try:
         existing: int | None = path.stat().st_mode & 0o777
     except FileNotFoundError:

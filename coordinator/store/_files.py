@@ -18,6 +18,13 @@ to bound what a real conversation may hold.
 
 A file is read up to the size ``fstat`` gave, through :class:`FileReader`: a
 file that grows while it is read is read as it was when opened.
+
+The files ``inquiry run`` is given to read (the scenario, the answers file)
+are read the same way, by :func:`read_regular`, under the same limit: a
+scenario that is a link to ``/dev/zero`` or a FIFO is refused at once rather
+than read for ever or waited on. A file copied in pieces rather than held in
+memory (a workspace seed's) is opened by :func:`open_file`: checked, not
+limited.
 """
 
 from __future__ import annotations
@@ -40,7 +47,9 @@ __all__ = [
     "FileReader",
     "file_kind",
     "max_file_size",
+    "open_file",
     "open_regular",
+    "read_regular",
 ]
 
 #: The environment variable that sets the largest conversation file read, in bytes.
@@ -83,33 +92,62 @@ def file_kind(mode: int) -> str:
     return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
+def open_regular(path: Path, *, what: str = "a conversation file") -> tuple[int, os.stat_result]:
     """Open ``path`` for reading, and its status: only a regular file within the size limit.
 
     Raises ``OSError`` as opening does (``FileNotFoundError`` included), and
     :class:`StreamFormatError` naming the file for anything else that is
-    refused. The caller closes the descriptor.
+    refused; ``what`` is what the file is, as the size refusal says it
+    (``a conversation file``). The caller closes the descriptor.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd, status = open_file(path)
     try:
-        status = os.fstat(fd)
-        _refuse_unreadable(path, status)
+        _refuse_larger(path, status, what)
     except BaseException:
         os.close(fd)
         raise
     return fd, status
 
 
-def _refuse_unreadable(path: Path, status: os.stat_result) -> None:
-    """Refuse what is not a regular file, or is larger than the limit."""
+def open_file(path: Path) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading, without waiting, and its status: only a regular file.
+
+    As :func:`open_regular`, whatever the file's size.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        status = os.fstat(fd)
+        _refuse_irregular(path, status)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, status
+
+
+def read_regular(path: Path, *, what: str) -> bytes:
+    """All of ``path``, opened as :func:`open_regular` opens it, up to the size it had then.
+
+    Raises as :func:`open_regular` does, and ``OSError`` as reading does.
+    """
+    fd, status = open_regular(path, what=what)
+    with FileReader(fd, status.st_size) as reader:
+        return reader.readall()
+
+
+def _refuse_irregular(path: Path, status: os.stat_result) -> None:
+    """Refuse what is not a regular file."""
     if not stat.S_ISREG(status.st_mode):
         kind = file_kind(status.st_mode)
         raise StreamFormatError(path, f"is not a regular file but {kind}; not reading it")
+
+
+def _refuse_larger(path: Path, status: os.stat_result, what: str) -> None:
+    """Refuse a file larger than the limit."""
     limit = max_file_size()
     if status.st_size > limit:
         raise StreamFormatError(
             path,
-            f"is {status.st_size} bytes, more than the {limit} a conversation file may "
+            f"is {status.st_size} bytes, more than the {limit} {what} may "
             f"be (set {MAX_FILE_SIZE_VARIABLE} to allow more); not reading it",
         )
 

@@ -2,12 +2,16 @@
 
 A process that writes a conversation holds an exclusive ``flock`` on
 ``.inquiry.lock`` in its directory, a file holding the writer's pid on its
-first line. A second process that would write there is refused with
-:class:`ConversationLockedError`, which names that pid, rather than the last
-of two writers silently winning. The OS releases the lock when the
-descriptor is closed, so a writer killed by any signal (``SIGKILL``
-included) never blocks the next one, and nothing is ever waited for: taking
-the lock either succeeds at once or is refused.
+first line while it holds the lock. A second process that would write there
+is refused with :class:`ConversationLockedError`, which names that pid,
+rather than the last of two writers silently winning. Released, the lock
+file names nobody (its first line is emptied), so that a pid read from it
+after the writer has gone is never a process that merely reused the number;
+a writer killed by a signal cannot empty it, and the next writer's pid
+replaces its own. The OS releases the lock when the descriptor is closed,
+so a writer killed by any signal (``SIGKILL`` included) never blocks the
+next one, and nothing is ever waited for: taking the lock either succeeds
+at once or is refused.
 
 When it is taken and released (the store decides, see
 :mod:`coordinator.store._store`): by the first save of a conversation that
@@ -47,6 +51,7 @@ from pathlib import Path
 import attrs
 
 from coordinator._errors import CoordinatorError, StreamFormatError, os_reason
+from coordinator.store._atomic import alive
 from coordinator.store._files import file_kind
 
 __all__ = [
@@ -54,6 +59,8 @@ __all__ = [
     "ConversationLockedError",
     "WriterLock",
     "acquire",
+    "holder_of",
+    "named_holder",
     "read_record",
     "release",
     "write_all",
@@ -79,9 +86,8 @@ class ConversationLockedError(CoordinatorError):
         """Name the directory and the holder."""
         self.directory = directory
         self.pid = pid
-        holder = "another process" if pid is None else f"another process (pid {pid})"
         super().__init__(
-            f"{directory}: is being written by {holder}; not writing to it "
+            f"{directory}: is being written by {named_holder(pid)}; not writing to it "
             "(wait for it to finish, or save this conversation to another directory)"
         )
 
@@ -233,7 +239,29 @@ def _release_now(lock: WriterLock) -> None:
     with contextlib.suppress(OSError):
         lock.settle()
     with contextlib.suppress(OSError):
+        _unname(lock)  # before closing: no other writer can have the file yet
+    with contextlib.suppress(OSError):
         os.close(lock.fd)
+
+
+def _unname(lock: WriterLock) -> None:
+    """Empty the pid line of the lock file this process is letting go of.
+
+    Only this process's own pid is removed: a child forked from the writer
+    ends without touching its parent's. An undo record still there (an
+    append that could not be put back) stays where it is, byte for byte:
+    the pid is overwritten with blanks rather than the record moved, so that
+    a crash while letting go leaves a whole record. Not synced: after a power
+    loss the pid may come back, as it would have stayed before.
+    """
+    if not lock.writable or lock.owner != os.getpid():
+        return
+    content = os.pread(lock.fd, _READ_AT_MOST, 0)
+    line = f"{lock.owner}\n".encode()
+    if content == line:
+        os.ftruncate(lock.fd, 0)
+    elif content.startswith(line):
+        write_all(lock.fd, b" " * (len(line) - 1), 0)
 
 
 def read_record(directory: Path) -> bytes | None:
@@ -317,9 +345,38 @@ def _sync_new_entry(directory: Path) -> None:
 
 
 def _holder(fd: int) -> int | None:
-    """The pid on the lock file's first line, if it holds one."""
+    """The pid on the lock file's first line, if it holds one (a lock let go holds none)."""
     first = os.pread(fd, 32, 0).partition(b"\n")[0]
     return int(first) if first.isdigit() else None
+
+
+def holder_of(directory: Path) -> int | None:
+    """The pid ``directory``'s lock file names, when it names a live process.
+
+    For a refusal that names whoever made the directory: ``None`` when there
+    is no lock file, when its holder let go of it (it names nobody), or when
+    the process it names is gone (killed, it could not let go).
+    """
+    try:
+        fd = os.open(
+            directory / LOCK_FILE, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+        )
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        pid = _holder(fd)
+    finally:
+        os.close(fd)
+    return pid if pid is not None and alive(pid) else None
+
+
+def named_holder(pid: int | None) -> str:
+    """The holder of a lock as an error names it."""
+    return (
+        "another process (its pid is not known)" if pid is None else f"another process (pid {pid})"
+    )
 
 
 def _drop_inherited() -> None:

@@ -25,11 +25,13 @@ conversation last wrote ``events.json`` is entries appended at its end, and
 the file is as that write left it, just those entries are appended in place
 (:mod:`coordinator.store._append`: the same bytes a rewrite would give, with
 an undo record so that a crash leaves the old or the new version). A new
-conversation appears whole or not at all (:mod:`coordinator.store._create`);
-written in place into a directory that exists, ``events.json`` comes last,
-and a directory holding the lock file but no ``events.json`` is read as a
-conversation whose first save did not finish: empty, with what of it was
-written, completed by the next save.
+conversation appears whole or not at all (:mod:`coordinator.store._create`),
+in a new directory or in place of an empty one. Written in place into a
+directory that holds files (or an empty one that cannot be replaced, such as
+the working directory), ``events.json`` comes last, and a directory holding
+the lock file but no ``events.json`` is read as a conversation whose first
+save did not finish: empty, with what of it was written, completed by the
+next save.
 
 Who writes. A save that writes takes the directory's writer lock
 (:mod:`coordinator.store._lock`) and keeps it until the conversation is
@@ -591,8 +593,12 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     if directory.name == EVENTS and not _is_directory(directory):
         directory = directory.parent  # the events.json path, as load_conversation accepts
     _refuse_another_stream(conversation, directory)
-    if not os.path.lexists(directory):
-        return _create(conversation, directory)
+    if not os.path.lexists(directory) or (
+        directory / EVENTS not in conversation._files and _is_empty(directory)
+    ):
+        created = _create(conversation, directory)
+        if created is not None:
+            return created
 
     # Everything is decided before anything is written: a refusal leaves every file as it was.
     plans = _plans(conversation, directory, may_append=True)
@@ -724,8 +730,20 @@ def _repair(conversation: Conversation, lock: WriterLock, events_path: Path) -> 
         conversation._files[events_path] = _FileState.of(after)
 
 
-def _create(conversation: Conversation, directory: Path) -> SaveResult:
-    """Save ``conversation`` as a new directory, whole or not at all (see :mod:`~._create`)."""
+def _is_empty(directory: Path) -> bool:
+    """Whether ``directory`` is a directory holding nothing (a new conversation may replace it)."""
+    try:
+        return next(directory.iterdir(), None) is None
+    except OSError:
+        return False
+
+
+def _create(conversation: Conversation, directory: Path) -> SaveResult | None:
+    """Save ``conversation`` as a new directory, whole or not at all (see :mod:`~._create`).
+
+    ``None``, with nothing written, when ``directory`` is an empty directory
+    that is written in place instead.
+    """
     plans = _plans(conversation, directory, may_append=False)
     files = [(plan.target.name, (plan.body, _NEWLINE)) for plan in plans if plan.body is not None]
     try:
@@ -733,6 +751,8 @@ def _create(conversation: Conversation, directory: Path) -> SaveResult:
     except OSError as error:
         problem = f"cannot be created: {os_reason(error)}; nothing was saved"
         raise StreamFormatError(directory, problem) from error
+    if lock is None:
+        return None
     conversation.close()
     conversation._lock, conversation._lock_directory = lock, _identity(directory)
     conversation._lock_release = weakref.finalize(conversation, release, lock)
