@@ -170,6 +170,32 @@ def test_check_says_what_blocks_the_turn_and_exits_3(
     assert open_call["asked"] == {"go": 1}
 
 
+def test_check_describes_a_question_jp_recorded_by_its_text_escaped_and_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No question.id (as JP records): check quotes its text, never a piece of its id."""
+    left = Left(tmp_path)
+    text = "Token for \x1b[31mprod\x1b[0m? " + "x" * 200
+    jp_asked = InquiryRequest(
+        id="call_1_2_1.token.1",
+        source=InquirySource.tool("work"),
+        question=InquiryQuestion(text=text, answer_type=AnswerType.secret()),
+    )
+    left.died_in(0, ChatRequest(content="one"), work("call_1_2_1", "c"), jp_asked)
+    status, out, _ = run(["check", str(left.directory)], capsys)
+    assert status == EXIT_INCOMPLETE_TURN
+    (line,) = [line for line in out.splitlines() if "waits for" in line]
+    assert line.startswith("      waits for 'Token for \\x1b[31mprod\\x1b[0m? xxx")
+    assert "(secret; recorded without a question id) [call_1_2_1.token.1]" in line
+    assert "waits for token" not in out
+    assert "\x1b" not in out  # escaped: no escape sequence reaches the terminal
+    assert "x" * 100 not in line  # bounded
+    report = json.loads(run(["check", "--json", str(left.directory)], capsys)[1])
+    (open_call,) = report["incomplete_turn"]["open_calls"]
+    assert open_call["waiting"]["question_id"] is None
+    assert open_call["waiting"]["text"] == text
+
+
 def test_continue_turn_finishes_the_turn_then_plays_the_rest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "incomplete_lines",
     "incomplete_summary",
     "pairing_summary",
+    "quoted_text",
     "summarize",
     "to_null_device",
 ]
@@ -47,6 +48,8 @@ __all__ = [
 #: ``inquiry check``'s exit status when the last turn is blocked on an open
 #: tool call or question (RFD 023: it is to be continued or discarded).
 EXIT_INCOMPLETE_TURN = 3
+#: How much of a question's text a line of the report quotes.
+TEXT_SHOWN = 72
 
 
 def pairing_summary(pairing: Pairing) -> dict[str, Any]:
@@ -158,13 +161,26 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
         again = f"; asked again: {', '.join(call['ask_again'])}" if call["ask_again"] else ""
         lines.append(f"    open: {call['tool']} [{call['id']}]: {how}{answered}{again}")
         waiting = call["waiting"]
-        if waiting is not None:
+        if waiting is None:
+            continue
+        text, kind, inquiry_id = (
+            quoted_text(waiting["text"]),
+            waiting["answer_type"],
+            waiting["inquiry_id"],
+        )
+        if waiting["question_id"] is None:
+            # Recorded without its question id (as JP records): named by what it asks,
+            # never by a piece of its inquiry id, which is opaque (RFD 082).
             lines.append(
-                f"      waits for {waiting['question_id']} ({waiting['answer_type']}): "
-                f"{waiting['text']!r} [{waiting['inquiry_id']}]"
+                f"      waits for {text} ({kind}; recorded without a question id) [{inquiry_id}]"
+            )
+        else:
+            lines.append(
+                f"      waits for {waiting['question_id']} ({kind}): {text} [{inquiry_id}]"
             )
     lines.extend(
-        f"    open question no open call is known to have asked: {stray['inquiry_id']} "
+        f"    open question no open call is known to have asked: {quoted_text(stray['text'])} "
+        f"({stray['answer_type']}) [{stray['inquiry_id']}] "
         "(closed as interrupted when the turn is continued)"
         for stray in summary["stray_requests"]
     )
@@ -179,6 +195,14 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
             f"or discard it: inquiry sanitize {path}"
         )
     return lines
+
+
+def quoted_text(text: str) -> str:
+    """A question's text quoted on one line, escaped, at most :data:`TEXT_SHOWN` characters."""
+    one_line = " ".join(text.split())
+    if len(one_line) > TEXT_SHOWN:
+        one_line = one_line[: TEXT_SHOWN - 3] + "..."
+    return repr(one_line)
 
 
 def summarize(conversation: Conversation) -> dict[str, Any]:

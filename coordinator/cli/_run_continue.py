@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordinator._text import shown_path
+from coordinator.cli._check import quoted_text
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
@@ -173,7 +174,9 @@ class Continuation:
                 how = "ends as its last question was closed, without running again"
             waiting = call.recorded.waiting
             if waiting is not None:
-                how += f"; {waiting.question_id} was waiting for an answer"
+                # Recorded without its question id (JP's): named by its text, never by its id.
+                named = waiting.question_id or quoted_text(waiting.request.question.text)
+                how += f"; {named} was waiting for an answer"
             progress.emit(f"  -> {call.tool_call.name} [{call.tool_call.id}] {how}")
         for stray in incomplete.stray:
             progress.emit(f"  x {stray.id}: no open call asked it; closed (interrupted)")
