@@ -21,6 +21,7 @@ are refused, naming it; the first then completes, and nothing is lost.
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import signal
@@ -36,12 +37,13 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
-from resume_scenario import CALLS, MODEL, SECRET, TAGS, resume_files, run_argv, runs
-from run_helpers import answering
+from resume_scenario import CALLS, MODEL, SECRET, TAGS, TOOL, resume_files, run_argv, runs
+from run_helpers import answering, write
 
-from coordinator import find_incomplete_turn, load_conversation
+from coordinator import Conversation, find_incomplete_turn, load_conversation, save_conversation
 from coordinator.cli._check import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
+from coordinator.store._running import RUNNING_FILE
 from coordinator.stream import EventEntry
 from machines import (
     Answered,
@@ -344,6 +346,134 @@ def test_a_second_writer_of_a_continued_run_is_refused_and_nothing_is_lost(
             if run is not None and run.isalive():
                 run.terminate(force=True)
     crashes.assert_whole()
+
+
+#: One turn, one call of a tool that works a minute, holding a lock that shows an overlap.
+SLOW = f"""
+[defaults]
+run = "unattended"
+
+[tools.work]
+command = ["{sys.executable}", "{TOOL}"]
+
+[[turns]]
+message = "one"
+reply = "done"
+
+[[turns.cycles]]
+calls = [{{ tool = "work", arguments = {{ tag = "slow", sleep = 60, hold = true }} }}]
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
+    except OSError:
+        return False
+    return fields[0] not in (b"Z", b"X")
+
+
+def _started(directory: Path, tag: str, process: subprocess.Popen[bytes]) -> int:
+    """Wait until the tool of ``tag`` has started in ``directory``'s workspace: its pid."""
+    log = directory / "workspace" / "runs.log"
+    deadline = time.monotonic() + PATIENCE
+    while time.monotonic() < deadline:
+        text = log.read_text() if log.exists() else ""
+        for line in text.splitlines():
+            words = line.split()
+            if words[:2] == ["start", tag] and len(words) == 3:
+                return int(words[2])
+        assert process.poll() is None, "the run ended before its tool started"
+        time.sleep(0.01)
+    pytest.fail(f"the tool of {tag} never started")
+
+
+def test_a_killed_runs_tool_is_stopped_before_its_call_runs_again(tmp_path: Path) -> None:
+    """SIGKILL while a tool works: --continue-turn stops the one left running, then runs it."""
+    scenario = write(tmp_path / "scenario.toml", SLOW)
+    directory = tmp_path / "conversation"
+    argv = [sys.executable, "-m", "coordinator", "run", str(scenario), "-c", str(directory)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    leftover = None
+    try:
+        leftover = _started(directory, "slow", process)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=PATIENCE)
+        assert _alive(leftover)  # a run killed so stops nothing itself: its tool works on
+        continued = subprocess.run(
+            [*argv, "--continue-turn"],
+            env=dict(os.environ, RESUME_TOOL_NO_SLEEP="1"),  # the call, run again, is quick
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+            check=False,
+        )
+        assert continued.returncode == 0, continued.stderr
+        assert not _alive(leftover)
+        assert "stopped 1 tool process group a writer that died" in continued.stderr
+        assert "overlap" not in (directory / "workspace" / "runs.log").read_text()
+        assert runs(directory) == {"slow": 2}
+        assert find_incomplete_turn(load_conversation(directory).stream) is None
+    finally:
+        if leftover is not None and _alive(leftover):
+            os.kill(leftover, signal.SIGKILL)
+
+
+def _start_time(pid: int) -> int:
+    """Process ``pid``'s start time, in clock ticks since boot (``/proc/<pid>/stat``)."""
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[19])
+
+
+def _noted(directory: Path, holder: int, holder_start: int, *groups: tuple[int, int]) -> None:
+    """Write the record of running tools a writer ``holder`` would have left in ``directory``."""
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    record = {
+        "holder": {"pid": holder, "start": holder_start},
+        "boot": boot,
+        "groups": [{"pgid": pgid, "start": start} for pgid, start in groups],
+    }
+    (directory / RUNNING_FILE).write_text(json.dumps(record))
+
+
+def _take_over(directory: Path) -> None:
+    """Take the conversation's writer lock afresh, as the next writer does, then let it go."""
+    with load_conversation(directory):
+        pass
+
+
+def test_only_the_noted_tool_of_a_dead_writer_is_stopped(tmp_path: Path) -> None:
+    """Its leader as noted: stopped; a pid noted with another start, or a live holder's: left."""
+    directory = tmp_path / "conversation"
+    conversation = Conversation.new(base_config={})
+    save_conversation(conversation, directory)
+    conversation.close()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    sleepers = [subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(3)]
+    try:
+        mine, reused, holders = sleepers
+        _noted(
+            directory,
+            dead.pid,
+            1,
+            (mine.pid, _start_time(mine.pid)),
+            (reused.pid, _start_time(reused.pid) + 1),  # the pid noted is another process now
+        )
+        _take_over(directory)
+        assert not _alive(mine.pid)
+        assert _alive(reused.pid)
+        assert not (directory / RUNNING_FILE).exists()
+        # The holder still runs (it let the lock go): its tools are its own.
+        _noted(
+            directory, holders.pid, _start_time(holders.pid), (reused.pid, _start_time(reused.pid))
+        )
+        _take_over(directory)
+        assert _alive(reused.pid)
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
 
 
 @pytest.fixture(autouse=True)

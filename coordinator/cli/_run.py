@@ -77,6 +77,7 @@ from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import ScriptedPrompter
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._tool_coordinator import ToolCoordinator
+from coordinator.store._running import RunningTools
 from coordinator.store._store import Conversation, load_conversation, save_conversation
 
 if TYPE_CHECKING:
@@ -172,7 +173,9 @@ async def run_scenario(
             workspace,
             shown_path(path.resolve().name),
             environment,
-            mcp,
+            mcp=mcp,
+            # Should this run die, the next writer stops the tools it left running.
+            running=RunningTools(path),
         )
         coordinator = _coordinator(
             conversation,
