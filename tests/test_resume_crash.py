@@ -5,13 +5,19 @@ appends ``start <tag>`` to ``runs.log`` each time it starts). It is killed
 during tool runs, between them, while a question waits for the person at a
 terminal (a pty), while one waits for the model (the fake API made slow),
 and in the middle of a save of ``events.json`` (paused there by
-``resume_programs.py``) — dozens of times with a fixed seed. After each
+``resume_programs.py``) — dozens of times with a fixed seed, the moments tied
+to the run's progress (after a random one of its tools' starts), and most of
+them required to land mid-turn. After each
 kill, ``--continue-turn`` (itself killed again now and then) completes the
 scenario, and then: no tool call whose response was on disk at a kill ran
 again, every request has its one response, no inquiry id repeats within a
 turn, both turns of the scenario are there whole, and no secret is on disk.
-``inquiry check`` exits 3 exactly when a kill left the last turn blocked, and
+``inquiry check`` exits 3 exactly when a kill left the last turn blocked (4
+when it left it unfinished with nothing open, as a SIGTERM does), and
 ``inquiry run`` without ``--continue-turn`` refuses such a conversation.
+
+A tool left working by a killed run is stopped by the next writer before the
+call runs again (no two runs of one call at once).
 
 Two writers: while a continued run holds the conversation (its question on
 screen), a second ``inquiry run --continue-turn`` and an ``inquiry sanitize``
@@ -44,7 +50,7 @@ from coordinator import Conversation, find_incomplete_turn, load_conversation, s
 from coordinator.cli._check import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
 from coordinator.store._running import RUNNING_FILE
-from coordinator.stream import EventEntry
+from coordinator.stream import EventEntry, ResumePhase
 from machines import (
     Answered,
     Cancelled,
@@ -100,6 +106,17 @@ class Crashes:
     def runs(self) -> Counter[str]:
         """How many times each tag's tool started, as ``runs.log`` counts them."""
         return runs(self.directory)
+
+    def started(self, process: subprocess.Popen[bytes], count: int) -> bool:
+        """Wait until tools have started ``count`` times in all; false if the run ended first."""
+        deadline = time.monotonic() + PATIENCE
+        while time.monotonic() < deadline:
+            if self.runs().total() >= count:
+                return True
+            if process.poll() is not None:
+                return False
+            time.sleep(0.005)
+        pytest.fail(f"tools started {self.runs().total()} times, never {count}")
 
     def killed(self, process: subprocess.Popen[bytes]) -> None:
         """Kill ``process`` now (SIGKILL), and note what a kill must leave alone."""
@@ -157,8 +174,11 @@ class Crashes:
             return
         pytest.fail("--continue-turn never completed")
 
-    def assert_whole(self) -> None:
-        """Both turns whole, each call answered once, nothing finished ran again, no secret."""
+    def assert_whole(self, *, ran: tuple[str, ...] = TAGS) -> None:
+        """Both turns whole, each call answered once, nothing finished ran again, no secret.
+
+        ``ran``: the tags whose tools must have run (a call a stop closed never may).
+        """
         conversation = load_conversation(self.directory)
         assert find_incomplete_turn(conversation.stream) is None
         assert len(conversation.stream.turns()) == 2
@@ -173,7 +193,7 @@ class Crashes:
         counted = self.runs()
         for finished in self.finished_at_kills:
             assert {tag: counted[tag] for tag in finished} == finished, "a finished tool ran again"
-        assert all(counted[tag] >= 1 for tag in TAGS)
+        assert all(counted[tag] >= 1 for tag in ran)
 
 
 @pytest.fixture
@@ -182,25 +202,61 @@ def rng() -> random.Random:
     return random.Random(SEED)  # noqa: S311 - a reproducible schedule, not a secret
 
 
+#: How often the scenario's tools start in a whole run: a, b, c thrice (go, pin, done), d
+#: twice (fix, done), e.
+TOOL_STARTS = 8
+#: Of the five kills of a round, at least this many must leave the turn blocked (a tool
+#: working, or a question open): the test cannot pass without killing a turn mid-way.
+BLOCKED_AT_LEAST = 3
+
+
 @pytest.mark.parametrize("round_", range(3))
 def test_killed_at_random_moments_the_run_is_continued_whole(
     tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str], round_: int
 ) -> None:
-    """Five kills a round at random moments (tools running, between steps), then continued."""
+    """Five kills a round at random moments of the turns (tools running, between steps).
+
+    The moments are tied to the run's progress, not to the clock (a loaded
+    machine starts Python slowly): a random one of the tools' starts, then a
+    random moment more. Most kills must find the turn blocked.
+    """
     rng.seed(SEED + round_)
+    blocked = 0
     for attempt in range(5):
         crashes = Crashes(tmp_path / f"{attempt}")
         process = crashes.start()
-        # From the interpreter's start (some 0.4 s) to the run's end (some 1.3 s).
-        time.sleep(rng.uniform(0.35, 1.3))
+        if crashes.started(process, rng.randint(1, TOOL_STARTS)):
+            time.sleep(rng.uniform(0, 0.1))
         if process.poll() is None:
             crashes.killed(process)
         else:
             process.communicate(timeout=PATIENCE)
         if crashes.unfinished_kills:
             crashes.refused_without_the_flag(capsys)
+        blocked += crashes.blocked_kills
         crashes.continue_until_done(rng, kill_again=0.3)
         crashes.assert_whole()
+    assert blocked >= BLOCKED_AT_LEAST, f"only {blocked} of 5 kills landed mid-turn"
+
+
+def test_stopped_by_a_signal_mid_tool_the_turn_is_refused_then_continued_whole(
+    tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM while a tool works: closed and saved, nothing open; refused; continued whole."""
+    crashes = Crashes(tmp_path)
+    process = crashes.start()
+    assert crashes.started(process, 1)  # a works for a while
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=PATIENCE)
+    assert process.returncode == 128 + signal.SIGTERM, err.decode()
+    incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
+    assert incomplete is not None
+    assert incomplete.phase is ResumePhase.AWAITING_FOLLOW_UP
+    assert main(["check", str(crashes.directory)], out=io.StringIO()) == EXIT_AWAITING_MODEL
+    crashes.refused_without_the_flag(capsys)
+    crashes.continue_until_done(rng)
+    crashes.assert_whole(ran=("a", "c", "d", "e"))  # the turn's later cycles, then turn 2
+    assert crashes.runs()["a"] == 1  # its call was closed by the stop: not run again
 
 
 def test_killed_in_the_middle_of_saves_the_run_is_continued_whole(
