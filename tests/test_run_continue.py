@@ -28,7 +28,8 @@ from run_helpers import every_byte, write
 from coordinator import EventEntry, find_incomplete_turn, load_conversation, save_conversation
 from coordinator.cli._check import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
-from coordinator.cli._run_continue import TURN_MARKER, turn_marker
+from coordinator.cli._run_continue import TURN_MARKER, command_line, turn_marker
+from coordinator.cli._run_result import RunOptions
 from coordinator.cli._scenario import load_scenario
 from coordinator.store import Conversation
 from coordinator.store._lock import LOCK_FILE
@@ -419,3 +420,35 @@ def test_continue_turn_tells_a_repaired_event_id_once(
     status, _, err = run(left.argv("--continue-turn"), capsys)
     assert status == 0
     assert err.count("repeats event id") == 1, err
+
+
+def test_the_refusals_command_repeats_every_option_given_quoted_for_a_shell(
+    tmp_path: Path,
+) -> None:
+    """Paths with spaces quoted, the prompting and the backend repeated: a shell reads it back."""
+    options = RunOptions(
+        scenario=tmp_path / "my scenario.toml",
+        conversation=tmp_path / "the conversation",
+        answers=tmp_path / "answers.toml",
+        interactive=False,
+        backend={"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+        verbose=True,
+    )
+    assert shlex.split(command_line(options, "--continue-turn")) == [
+        "inquiry",
+        "run",
+        str(tmp_path / "my scenario.toml"),
+        "--answers",
+        str(tmp_path / "answers.toml"),
+        "--no-tty",
+        "--backend",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--verbose",
+        "--conversation",
+        str(tmp_path / "the conversation"),
+        "--continue-turn",
+    ]
