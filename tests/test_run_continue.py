@@ -452,3 +452,16 @@ def test_the_refusals_command_repeats_every_option_given_quoted_for_a_shell(
         str(tmp_path / "the conversation"),
         "--continue-turn",
     ]
+
+
+def test_continue_turn_into_a_directory_that_is_no_conversation_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory holding other files: refused, exit 2, not even a lock file left there."""
+    left = Left(tmp_path)
+    left.directory.mkdir()
+    (left.directory / "notes.txt").write_text("mine\n")
+    status, _, err = run(left.argv("--continue-turn"), capsys)
+    assert status == 2
+    assert "is not a conversation" in err
+    assert sorted(path.name for path in left.directory.iterdir()) == ["notes.txt"]

@@ -46,6 +46,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,7 @@ from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
 from coordinator.store._lock import LOCK_FILE, acquire, release
-from coordinator.store._store import load_conversation, save_conversation
+from coordinator.store._store import EVENTS, load_conversation, save_conversation
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._incomplete import IncompleteTurn, find_incomplete_turn
 from machines import (
@@ -238,7 +239,9 @@ def load_locked(path: Path) -> Conversation:
     writes it.
     """
     try:
-        lock = acquire(path, create=True)
+        # A directory that holds neither a stream nor a lock file is no
+        # conversation: no lock file is made there, and the load says so.
+        lock = acquire(path, create=os.path.lexists(path / EVENTS))
     except OSError as error:
         raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
     try:
