@@ -144,30 +144,42 @@ def _optional_declined(_instance: Any, _attribute: attrs.Attribute[Any], value: 
 
 @attrs.frozen(kw_only=True)
 class RecordedQuestion:
-    """A request the stream holds for a call, and its bare question id (the tool's own)."""
+    """A request the stream holds for a call, and its bare question id (the tool's own).
+
+    ``question_id`` is ``None`` for a request recorded without one (JP
+    records none): it cannot be known, since an inquiry id is opaque and
+    never parsed (RFD 082).
+    """
 
     request: InquiryRequest = attrs.field(validator=of_type(InquiryRequest))
-    question_id: str = attrs.field(validator=of_type(str))
+    question_id: str | None = attrs.field(validator=optional_of_type(str))
 
     def as_asked(self) -> Question:
-        """The question as the tool asked it (only its ids matter: it is not asked again)."""
-        return self.request.question.as_asked(self.question_id)
+        """The question as the tool asked it (only its ids matter: it is not asked again).
+
+        Recorded without its question id, it goes by its inquiry id, an
+        opaque name for it that nothing parses.
+        """
+        question_id = self.request.id if self.question_id is None else self.question_id
+        return self.request.question.as_asked(question_id)
 
     def same_as(self, question: Question, source: InquirySource) -> bool:
         """Whether the tool, asking ``question`` from ``source``, asks exactly this again.
 
         Source, question id, text, answer type with its options, default and
-        context must all be equal (a question recorded by another writer
-        without its id is compared under the id it was attributed).
+        context must all be equal. A question recorded without its id is
+        matched on everything that was recorded: the tool's id for it now
+        has nothing to be compared with.
         """
+        if self.request.source != source:
+            return False
+        asked = InquiryQuestion.from_question(question)
         recorded = self.request.question
+        if self.question_id is None:
+            return attrs.evolve(asked, id=None) == attrs.evolve(recorded, id=None)
         if recorded.id is None:
             recorded = attrs.evolve(recorded, id=self.question_id)
-        return (
-            self.request.source == source
-            and question.id == self.question_id
-            and InquiryQuestion.from_question(question) == recorded
-        )
+        return question.id == self.question_id and asked == recorded
 
 
 @attrs.frozen(kw_only=True)

@@ -72,16 +72,16 @@ def test_check_prints_pairing_totals(blocked: Path) -> None:
 
 
 def test_check_json_pairs_per_turn(blocked: Path) -> None:
-    """``--json`` gives each turn's counts and the ids left open or orphaned."""
+    """``--json`` gives each turn's counts (turns numbered from 1) and the ids left open."""
     status, out = run("check", str(blocked), "--json")
     assert status == EXIT_INCOMPLETE_TURN
     pairing = json.loads(out)["pairing"]
     assert pairing["inquiries"] == {
         "totals": {"paired": 1, "pending": 1, "orphaned": 1},
         "turns": [
-            {"turn": 0, "paired": 1, "pending": 0, "orphaned": 0}
+            {"turn": 1, "paired": 1, "pending": 0, "orphaned": 0}
             | {"pending_ids": [], "orphaned_ids": []},
-            {"turn": 1, "paired": 0, "pending": 1, "orphaned": 1}
+            {"turn": 2, "paired": 0, "pending": 1, "orphaned": 1}
             | {"pending_ids": ["t2.q"], "orphaned_ids": ["gone"]},
         ],
     }

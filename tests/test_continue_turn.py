@@ -209,6 +209,76 @@ def test_ctrl_c_at_the_adopted_prompt_is_the_persons_cancellation(tmp_path: Path
     ]
 
 
+def jp_recorded(inquiry_id: str, question: Question, tool: str = "deploy") -> InquiryRequest:
+    """The request JP records for ``question``: without ``question.id``."""
+    request = recorded(inquiry_id, question, tool)
+    return InquiryRequest(
+        id=request.id,
+        source=request.source,
+        question=InquiryQuestion(
+            text=request.question.text,
+            answer_type=request.question.answer_type,
+            default=request.question.default,
+            context=request.question.context,
+        ),
+    )
+
+
+def test_a_waiting_jp_question_asked_exactly_again_is_adopted_whatever_its_id(
+    tmp_path: Path,
+) -> None:
+    """No question.id recorded, an id that says nothing: asked the same, it is adopted."""
+    path = left_on_disk(tmp_path, deploy_call(), jp_recorded("inq-0007", TOKEN))
+    deploy = AskingTool([TOKEN])
+    done = Continued(path, {"deploy": deploy}, prompter=ScriptedPrompter().answer(value=SECRET))
+    assert done.appended == [
+        Redacted(id="inq-0007"),
+        ToolCallResponse(id="call_1", content="answers: token='<secret>'", is_error=False),
+    ]
+    assert deploy.runs[-1]["token"] == SECRET
+    assert_invariants(done.conversation, [SECRET])
+
+
+def test_a_waiting_jp_question_asked_otherwise_is_superseded(tmp_path: Path) -> None:
+    """Recorded without its id, asked now with another text: closed interrupted, asked anew."""
+    changed = Question.secret("token", "The production token?")
+    path = left_on_disk(tmp_path, deploy_call(), jp_recorded("inq-0007", TOKEN))
+    done = Continued(
+        path, {"deploy": AskingTool([changed])}, prompter=ScriptedPrompter().answer(value=SECRET)
+    )
+    assert done.appended[:3] == [
+        Cancelled(id="inq-0007", reason=CancellationReason.INTERRUPTED),
+        recorded("call_1.token.1", changed),
+        Redacted(id="call_1.token.1"),
+    ]
+    assert_invariants(done.conversation, [SECRET])
+
+
+def test_a_jp_calls_answered_questions_are_asked_again_not_read_from_their_ids(
+    tmp_path: Path,
+) -> None:
+    """JP's target answered as call_1.target.1: the id is not parsed for 'target': asked again."""
+    path = left_on_disk(
+        tmp_path,
+        deploy_call(),
+        jp_recorded("call_1.target.1", TARGET),
+        Answered(id="call_1.target.1", answer="staging"),
+        jp_recorded("call_1.token.1", TOKEN),
+    )
+    deploy = AskingTool([TARGET, TOKEN])
+    prompter = ScriptedPrompter().answer(value="production").answer(value=SECRET)
+    done = Continued(path, {"deploy": deploy}, prompter=prompter)
+    assert deploy.runs[0] == {}  # nothing replayed from an id-less record
+    assert done.appended[:3] == [
+        Cancelled(id="call_1.token.1", reason=CancellationReason.INTERRUPTED),
+        recorded("call_1.target.2", TARGET),
+        Answered(id="call_1.target.2", answer="production"),
+    ]
+    permissions = [step.permission for step in done.steps if step.permission is not None]
+    assert [permission.by for permission in permissions] == [PermissionBy.EARLIER_RUN]
+    assert_invariants(done.conversation, [SECRET])
+
+
 def test_a_redacted_secret_is_asked_again_as_the_next_attempt(tmp_path: Path) -> None:
     """Killed after the secret was given, mid-run: target replayed, the secret asked as .2."""
     path = left_on_disk(

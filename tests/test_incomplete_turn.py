@@ -3,9 +3,10 @@
 Detection: each of RFD 023's three conditions of a complete turn, global and
 unknown entries ignored, a stream without ``turn_start``, an empty turn, a
 tool-call id reused across cycles. Attribution of inquiries to the open
-calls: by position, source and ``question.id``; parallel calls of one tool;
-dotted ids; JP's requests without ``question.id`` (the one place an id is
-read, bounded); ambiguity, which never replays an answer.
+calls: by position and source, never by reading an inquiry id (RFD 082);
+``question.id`` keys the replayed answers; parallel calls of one tool; JP's
+requests without ``question.id`` (attributed, never replayed by id);
+ambiguity, which never replays an answer.
 """
 
 from __future__ import annotations
@@ -296,37 +297,52 @@ def test_a_question_asked_in_another_model_response_is_not_the_calls() -> None:
     assert [located.id for located in found.stray] == ["c1.env.1"]
 
 
-def test_jp_requests_without_question_ids_are_read_from_the_id_when_one_call_matches() -> None:
-    """JP writes no question.id: the id after '<call>.' gives it, 082 and legacy forms alike."""
+def test_jp_requests_without_question_ids_are_attributed_by_position_and_source_alone() -> None:
+    """JP writes no question.id: the one deploy of the response asked them, whatever the ids say.
+
+    Its question ids are not known (RFD 082: an inquiry id is opaque, never
+    parsed), so nothing is replayed by id; the requests show the call ran,
+    count towards its budget, and the open one waits.
+    """
+    stream = make_stream(
+        turn(), chat(), reply(), call("toolu_1", "deploy"),
+        asked("toolu_1.apply_changes.1", None), answer("toolu_1.apply_changes.1", True),
+        asked("opaque-7", None, text="Token?", answer_type=AnswerType.secret()),
+    )  # fmt: skip
+    (open_call,) = incomplete(stream).open
+    assert open_call.ran
+    assert open_call.question_ids == (None, None)
+    assert dict(open_call.replay) == {}
+    assert open_call.reask == frozenset()
+    assert open_call.waiting is not None
+    assert open_call.waiting.id == "opaque-7"
+    assert open_call.recorded.waiting is not None
+    assert open_call.recorded.waiting.question_id is None
+    assert sum(open_call.recorded.asked.values()) == 2
+    assert incomplete(stream).stray == ()
+
+
+def test_jp_requests_of_parallel_calls_of_one_tool_are_ambiguous_whatever_their_ids() -> None:
+    """Ids that start with each call's id do not attribute them: both deploys could have asked."""
     stream = make_stream(
         turn(), chat(), reply(), call("toolu_1", "deploy"), call("toolu_2", "deploy"),
         asked("toolu_1.apply_changes.1", None), answer("toolu_1.apply_changes.1", True),
-        asked("toolu_2.target", None), answer("toolu_2.target", "prod"),
+        asked("toolu_2.target", None),
     )  # fmt: skip
     found = incomplete(stream)
-    assert [dict(call.replay) for call in found.open] == [
-        {"apply_changes": True},
-        {"target": "prod"},
-    ]
+    assert [(dict(call.replay), call.ran) for call in found.open] == [({}, False), ({}, False)]
+    assert [located.id for located in found.stray] == ["toolu_2.target"]
 
 
-def test_dotted_ids_that_read_alike_are_ambiguous() -> None:
-    """Calls 'a.b' and 'a' both prefix 'a.b.c.1' (question c of a.b, or b.c of a): no replay."""
-    stream = make_stream(
-        turn(), chat(), reply(), call("a.b", "deploy"), call("a", "deploy"),
-        asked("a.b.c.1", None), answer("a.b.c.1", "x"),
-    )  # fmt: skip
-    assert [dict(call.replay) for call in incomplete(stream).open] == [{}, {}]
-
-
-def test_a_question_id_that_itself_ends_in_digits_is_ambiguous() -> None:
-    """'c.q.2.1': question 'q.2' attempt 1, or legacy 'q.2.1'? Not replayed."""
+def test_an_inquiry_id_that_reads_like_a_question_id_is_not_read() -> None:
+    """'c.q.2.1' recorded without a question id: the open call asked it; no id is made up."""
     stream = make_stream(
         turn(), chat(), reply(), call("c", "deploy"), asked("c.q.2.1", None), answer("c.q.2.1", 1),
     )  # fmt: skip
     (open_call,) = incomplete(stream).open
+    assert open_call.ran
     assert dict(open_call.replay) == {}
-    assert not open_call.ran
+    assert open_call.question_ids == (None,)
 
 
 def test_with_question_ids_the_inquiry_id_is_never_read() -> None:

@@ -5,13 +5,19 @@ appends ``start <tag>`` to ``runs.log`` each time it starts). It is killed
 during tool runs, between them, while a question waits for the person at a
 terminal (a pty), while one waits for the model (the fake API made slow),
 and in the middle of a save of ``events.json`` (paused there by
-``resume_programs.py``) — dozens of times with a fixed seed. After each
+``resume_programs.py``) — dozens of times with a fixed seed, the moments tied
+to the run's progress (after a random one of its tools' starts), and most of
+them required to land mid-turn. After each
 kill, ``--continue-turn`` (itself killed again now and then) completes the
 scenario, and then: no tool call whose response was on disk at a kill ran
 again, every request has its one response, no inquiry id repeats within a
 turn, both turns of the scenario are there whole, and no secret is on disk.
-``inquiry check`` exits 3 exactly when a kill left the last turn blocked, and
+``inquiry check`` exits 3 exactly when a kill left the last turn blocked (4
+when it left it unfinished with nothing open, as a SIGTERM does), and
 ``inquiry run`` without ``--continue-turn`` refuses such a conversation.
+
+A tool left working by a killed run is stopped by the next writer before the
+call runs again (no two runs of one call at once).
 
 Two writers: while a continued run holds the conversation (its question on
 screen), a second ``inquiry run --continue-turn`` and an ``inquiry sanitize``
@@ -21,6 +27,7 @@ are refused, naming it; the first then completes, and nothing is lost.
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import signal
@@ -36,13 +43,14 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
-from resume_scenario import CALLS, MODEL, SECRET, TAGS, resume_files, run_argv, runs
-from run_helpers import answering
+from resume_scenario import CALLS, MODEL, SECRET, TAGS, TOOL, resume_files, run_argv, runs
+from run_helpers import answering, write
 
-from coordinator import find_incomplete_turn, load_conversation
-from coordinator.cli._check import EXIT_INCOMPLETE_TURN
+from coordinator import Conversation, find_incomplete_turn, load_conversation, save_conversation
+from coordinator.cli._check import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
-from coordinator.stream import EventEntry
+from coordinator.store._running import RUNNING_FILE
+from coordinator.stream import EventEntry, ResumePhase
 from machines import (
     Answered,
     Cancelled,
@@ -79,6 +87,7 @@ class Crashes:
         #: Each kill's view of the finished calls: tag -> runs counted then.
         self.finished_at_kills: list[dict[str, int]] = []
         self.blocked_kills = 0
+        self.unfinished_kills = 0
 
     def argv(self, *extra: str) -> list[str]:
         """``inquiry run`` of the scenario into the directory, the person (and model) scripted."""
@@ -97,6 +106,17 @@ class Crashes:
     def runs(self) -> Counter[str]:
         """How many times each tag's tool started, as ``runs.log`` counts them."""
         return runs(self.directory)
+
+    def started(self, process: subprocess.Popen[bytes], count: int) -> bool:
+        """Wait until tools have started ``count`` times in all; false if the run ended first."""
+        deadline = time.monotonic() + PATIENCE
+        while time.monotonic() < deadline:
+            if self.runs().total() >= count:
+                return True
+            if process.poll() is not None:
+                return False
+            time.sleep(0.005)
+        pytest.fail(f"tools started {self.runs().total()} times, never {count}")
 
     def killed(self, process: subprocess.Popen[bytes]) -> None:
         """Kill ``process`` now (SIGKILL), and note what a kill must leave alone."""
@@ -124,17 +144,20 @@ class Crashes:
         incomplete = find_incomplete_turn(stream)
         blocked = incomplete is not None and incomplete.blocked
         self.blocked_kills += blocked
+        self.unfinished_kills += incomplete is not None
         status = main(["check", str(self.directory)], out=io.StringIO())
-        assert status == (EXIT_INCOMPLETE_TURN if blocked else 0)
+        if incomplete is None:
+            assert status == 0
+        else:
+            assert status == (EXIT_INCOMPLETE_TURN if blocked else EXIT_AWAITING_MODEL)
 
     def refused_without_the_flag(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """A blocked conversation: inquiry run without --continue-turn refuses, writing nothing."""
+        """An unfinished turn: inquiry run without --continue-turn refuses, writing nothing."""
         before = (self.directory / "events.json").read_bytes()
         capsys.readouterr()
         assert main(self.argv(), out=io.StringIO()) == 2
         err = capsys.readouterr().err
         assert "--continue-turn" in err
-        assert "inquiry sanitize" in err
         assert (self.directory / "events.json").read_bytes() == before
 
     def continue_until_done(self, rng: random.Random, *, kill_again: float = 0.0) -> None:
@@ -151,8 +174,11 @@ class Crashes:
             return
         pytest.fail("--continue-turn never completed")
 
-    def assert_whole(self) -> None:
-        """Both turns whole, each call answered once, nothing finished ran again, no secret."""
+    def assert_whole(self, *, ran: tuple[str, ...] = TAGS) -> None:
+        """Both turns whole, each call answered once, nothing finished ran again, no secret.
+
+        ``ran``: the tags whose tools must have run (a call a stop closed never may).
+        """
         conversation = load_conversation(self.directory)
         assert find_incomplete_turn(conversation.stream) is None
         assert len(conversation.stream.turns()) == 2
@@ -167,7 +193,7 @@ class Crashes:
         counted = self.runs()
         for finished in self.finished_at_kills:
             assert {tag: counted[tag] for tag in finished} == finished, "a finished tool ran again"
-        assert all(counted[tag] >= 1 for tag in TAGS)
+        assert all(counted[tag] >= 1 for tag in ran)
 
 
 @pytest.fixture
@@ -176,25 +202,61 @@ def rng() -> random.Random:
     return random.Random(SEED)  # noqa: S311 - a reproducible schedule, not a secret
 
 
+#: How often the scenario's tools start in a whole run: a, b, c thrice (go, pin, done), d
+#: twice (fix, done), e.
+TOOL_STARTS = 8
+#: Of the five kills of a round, at least this many must leave the turn blocked (a tool
+#: working, or a question open): the test cannot pass without killing a turn mid-way.
+BLOCKED_AT_LEAST = 3
+
+
 @pytest.mark.parametrize("round_", range(3))
 def test_killed_at_random_moments_the_run_is_continued_whole(
     tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str], round_: int
 ) -> None:
-    """Five kills a round at random moments (tools running, between steps), then continued."""
+    """Five kills a round at random moments of the turns (tools running, between steps).
+
+    The moments are tied to the run's progress, not to the clock (a loaded
+    machine starts Python slowly): a random one of the tools' starts, then a
+    random moment more. Most kills must find the turn blocked.
+    """
     rng.seed(SEED + round_)
+    blocked = 0
     for attempt in range(5):
         crashes = Crashes(tmp_path / f"{attempt}")
         process = crashes.start()
-        # From the interpreter's start (some 0.4 s) to the run's end (some 1.3 s).
-        time.sleep(rng.uniform(0.35, 1.3))
+        if crashes.started(process, rng.randint(1, TOOL_STARTS)):
+            time.sleep(rng.uniform(0, 0.1))
         if process.poll() is None:
             crashes.killed(process)
         else:
             process.communicate(timeout=PATIENCE)
-        if crashes.blocked_kills:
+        if crashes.unfinished_kills:
             crashes.refused_without_the_flag(capsys)
+        blocked += crashes.blocked_kills
         crashes.continue_until_done(rng, kill_again=0.3)
         crashes.assert_whole()
+    assert blocked >= BLOCKED_AT_LEAST, f"only {blocked} of 5 kills landed mid-turn"
+
+
+def test_stopped_by_a_signal_mid_tool_the_turn_is_refused_then_continued_whole(
+    tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM while a tool works: closed and saved, nothing open; refused; continued whole."""
+    crashes = Crashes(tmp_path)
+    process = crashes.start()
+    assert crashes.started(process, 1)  # a works for a while
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=PATIENCE)
+    assert process.returncode == 128 + signal.SIGTERM, err.decode()
+    incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
+    assert incomplete is not None
+    assert incomplete.phase is ResumePhase.AWAITING_FOLLOW_UP
+    assert main(["check", str(crashes.directory)], out=io.StringIO()) == EXIT_AWAITING_MODEL
+    crashes.refused_without_the_flag(capsys)
+    crashes.continue_until_done(rng)
+    crashes.assert_whole(ran=("a", "c", "d", "e"))  # the turn's later cycles, then turn 2
+    assert crashes.runs()["a"] == 1  # its call was closed by the stop: not run again
 
 
 def test_killed_in_the_middle_of_saves_the_run_is_continued_whole(
@@ -340,6 +402,134 @@ def test_a_second_writer_of_a_continued_run_is_refused_and_nothing_is_lost(
             if run is not None and run.isalive():
                 run.terminate(force=True)
     crashes.assert_whole()
+
+
+#: One turn, one call of a tool that works a minute, holding a lock that shows an overlap.
+SLOW = f"""
+[defaults]
+run = "unattended"
+
+[tools.work]
+command = ["{sys.executable}", "{TOOL}"]
+
+[[turns]]
+message = "one"
+reply = "done"
+
+[[turns.cycles]]
+calls = [{{ tool = "work", arguments = {{ tag = "slow", sleep = 60, hold = true }} }}]
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
+    except OSError:
+        return False
+    return fields[0] not in (b"Z", b"X")
+
+
+def _started(directory: Path, tag: str, process: subprocess.Popen[bytes]) -> int:
+    """Wait until the tool of ``tag`` has started in ``directory``'s workspace: its pid."""
+    log = directory / "workspace" / "runs.log"
+    deadline = time.monotonic() + PATIENCE
+    while time.monotonic() < deadline:
+        text = log.read_text() if log.exists() else ""
+        for line in text.splitlines():
+            words = line.split()
+            if words[:2] == ["start", tag] and len(words) == 3:
+                return int(words[2])
+        assert process.poll() is None, "the run ended before its tool started"
+        time.sleep(0.01)
+    pytest.fail(f"the tool of {tag} never started")
+
+
+def test_a_killed_runs_tool_is_stopped_before_its_call_runs_again(tmp_path: Path) -> None:
+    """SIGKILL while a tool works: --continue-turn stops the one left running, then runs it."""
+    scenario = write(tmp_path / "scenario.toml", SLOW)
+    directory = tmp_path / "conversation"
+    argv = [sys.executable, "-m", "coordinator", "run", str(scenario), "-c", str(directory)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    leftover = None
+    try:
+        leftover = _started(directory, "slow", process)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=PATIENCE)
+        assert _alive(leftover)  # a run killed so stops nothing itself: its tool works on
+        continued = subprocess.run(
+            [*argv, "--continue-turn"],
+            env=dict(os.environ, RESUME_TOOL_NO_SLEEP="1"),  # the call, run again, is quick
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+            check=False,
+        )
+        assert continued.returncode == 0, continued.stderr
+        assert not _alive(leftover)
+        assert "stopped 1 tool process group a writer that died" in continued.stderr
+        assert "overlap" not in (directory / "workspace" / "runs.log").read_text()
+        assert runs(directory) == {"slow": 2}
+        assert find_incomplete_turn(load_conversation(directory).stream) is None
+    finally:
+        if leftover is not None and _alive(leftover):
+            os.kill(leftover, signal.SIGKILL)
+
+
+def _start_time(pid: int) -> int:
+    """Process ``pid``'s start time, in clock ticks since boot (``/proc/<pid>/stat``)."""
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[19])
+
+
+def _noted(directory: Path, holder: int, holder_start: int, *groups: tuple[int, int]) -> None:
+    """Write the record of running tools a writer ``holder`` would have left in ``directory``."""
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    record = {
+        "holder": {"pid": holder, "start": holder_start},
+        "boot": boot,
+        "groups": [{"pgid": pgid, "start": start} for pgid, start in groups],
+    }
+    (directory / RUNNING_FILE).write_text(json.dumps(record))
+
+
+def _take_over(directory: Path) -> None:
+    """Take the conversation's writer lock afresh, as the next writer does, then let it go."""
+    with load_conversation(directory):
+        pass
+
+
+def test_only_the_noted_tool_of_a_dead_writer_is_stopped(tmp_path: Path) -> None:
+    """Its leader as noted: stopped; a pid noted with another start, or a live holder's: left."""
+    directory = tmp_path / "conversation"
+    conversation = Conversation.new(base_config={})
+    save_conversation(conversation, directory)
+    conversation.close()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    sleepers = [subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(3)]
+    try:
+        mine, reused, holders = sleepers
+        _noted(
+            directory,
+            dead.pid,
+            1,
+            (mine.pid, _start_time(mine.pid)),
+            (reused.pid, _start_time(reused.pid) + 1),  # the pid noted is another process now
+        )
+        _take_over(directory)
+        assert not _alive(mine.pid)
+        assert _alive(reused.pid)
+        assert not (directory / RUNNING_FILE).exists()
+        # The holder still runs (it let the lock go): its tools are its own.
+        _noted(
+            directory, holders.pid, _start_time(holders.pid), (reused.pid, _start_time(reused.pid))
+        )
+        _take_over(directory)
+        assert _alive(reused.pid)
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,9 @@
 Each test writes the conversation a run of the scenario left when it died
 (its turns marked with the scenario turn they play, as ``inquiry run`` marks
 them), then runs the command in process: ``check`` says what blocks the turn
-and exits 3; ``run`` without ``--continue-turn`` refuses, writing nothing;
+and exits 3 (4 when nothing is open and the turn waits for the model);
+``run`` without ``--continue-turn`` refuses every unfinished turn, writing
+nothing, in one line whose command can be pasted as it is;
 ``run --continue-turn`` continues the turn, finished calls untouched, then
 plays the rest of the scenario; a turn the scenario does not play is not
 continued. The real kills are in ``test_resume_crash.py``.
@@ -13,16 +15,21 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shlex
+import sys
 from typing import TYPE_CHECKING
 
+import pytest
 from coordinator_harness import assert_invariants
-from resume_scenario import SECRET, resume_files, run_argv, runs
-from run_helpers import every_byte
+from resume_scenario import SECRET, TOOL, resume_files, run_argv, runs
+from run_helpers import every_byte, write
 
 from coordinator import EventEntry, find_incomplete_turn, load_conversation, save_conversation
-from coordinator.cli._check import EXIT_INCOMPLETE_TURN
+from coordinator.cli._check import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
-from coordinator.cli._run_continue import TURN_MARKER, turn_marker
+from coordinator.cli._run_continue import TURN_MARKER, command_line, turn_marker
+from coordinator.cli._run_result import RunOptions
 from coordinator.cli._scenario import load_scenario
 from coordinator.store import Conversation
 from coordinator.store._lock import LOCK_FILE
@@ -43,8 +50,6 @@ from machines import (
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import pytest
 
 
 class Left:
@@ -141,6 +146,22 @@ def test_a_blocked_last_turn_is_refused_without_continue_turn(
     assert runs(left.directory) == {}
 
 
+def test_the_refusals_command_pasted_as_is_continues_with_the_answers_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The line repeats the scenario, --answers and the conversation: pasted, go is answered."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    _, _, err = run(left.argv(), capsys)
+    commands = re.findall(r"`([^`]*)`", err)
+    continuing = shlex.split(commands[0])
+    assert continuing == ["inquiry", *left.argv("--continue-turn")]
+    status, out, err = run(continuing[1:], capsys)
+    assert (status, err) == (0, "")
+    assert "    = work · go: answered by the person: true\n" in out  # not cancelled
+    assert find_incomplete_turn(load_conversation(left.directory).stream) is None
+
+
 def test_check_says_what_blocks_the_turn_and_exits_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -156,9 +177,14 @@ def test_check_says_what_blocks_the_turn_and_exits_3(
     assert "    finished (kept, not run again): work [call_1_1_1], work [call_1_1_2]\n" in out
     assert "    open: work [call_1_2_1]: ran before, runs again\n" in out
     assert "      waits for go (boolean): 'c: go?' [call_1_2_1.go.1]\n" in out
+    assert (
+        f"  continue it: inquiry run SCENARIO [--answers FILE] --conversation {left.directory} "
+        f"--continue-turn; or discard it: inquiry sanitize {left.directory}\n"
+    ) in out
     status, out, _ = run(["check", "--json", str(left.directory)], capsys)
     assert status == EXIT_INCOMPLETE_TURN
     report = json.loads(out)["incomplete_turn"]
+    assert report["turn"] == 1  # as the text says: turns count from 1
     assert (report["status"], report["phase"], report["blocked"]) == (
         "waiting-for-input (work)",
         "executing",
@@ -168,6 +194,32 @@ def test_check_says_what_blocks_the_turn_and_exits_3(
     (open_call,) = report["open_calls"]
     assert open_call["waiting"]["inquiry_id"] == "call_1_2_1.go.1"
     assert open_call["asked"] == {"go": 1}
+
+
+def test_check_describes_a_question_jp_recorded_by_its_text_escaped_and_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No question.id (as JP records): check quotes its text, never a piece of its id."""
+    left = Left(tmp_path)
+    text = "Token for \x1b[31mprod\x1b[0m? " + "x" * 200
+    jp_asked = InquiryRequest(
+        id="call_1_2_1.token.1",
+        source=InquirySource.tool("work"),
+        question=InquiryQuestion(text=text, answer_type=AnswerType.secret()),
+    )
+    left.died_in(0, ChatRequest(content="one"), work("call_1_2_1", "c"), jp_asked)
+    status, out, _ = run(["check", str(left.directory)], capsys)
+    assert status == EXIT_INCOMPLETE_TURN
+    (line,) = [line for line in out.splitlines() if "waits for" in line]
+    assert line.startswith("      waits for 'Token for \\x1b[31mprod\\x1b[0m? xxx")
+    assert "(secret; recorded without a question id) [call_1_2_1.token.1]" in line
+    assert "waits for token" not in out
+    assert "\x1b" not in out  # escaped: no escape sequence reaches the terminal
+    assert "x" * 100 not in line  # bounded
+    report = json.loads(run(["check", "--json", str(left.directory)], capsys)[1])
+    (open_call,) = report["incomplete_turn"]["open_calls"]
+    assert open_call["waiting"]["question_id"] is None
+    assert open_call["waiting"]["text"] == text
 
 
 def test_continue_turn_finishes_the_turn_then_plays_the_rest(
@@ -196,47 +248,109 @@ def test_continue_turn_finishes_the_turn_then_plays_the_rest(
     assert SECRET.encode() not in every_byte(left.directory)
 
 
-def test_a_turn_that_waits_for_the_model_plays_its_cycles(
+def test_a_turn_that_waits_for_the_model_is_refused_then_continued_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Died right after the user's message was saved: every cycle of the turn is played."""
+    """Died right after the user's message was saved: check 4, run refused, continued whole."""
     left = Left(tmp_path)
     left.died_in(0, ChatRequest(content="one"))
     status, out, _ = run(["check", str(left.directory)], capsys)
-    assert status == 0  # reported, not blocked
+    assert status == EXIT_AWAITING_MODEL
     assert "interrupted (pending LLM response)" in out
+    assert "--continue-turn" in out
+    before = left.files()
+    status, _, err = run(left.argv(), capsys)
+    assert status == 2
+    assert "its last turn did not finish (interrupted (pending LLM response))" in err
+    assert left.files() == before
     status, out, err = run(left.argv("--continue-turn"), capsys)
     assert (status, err) == (0, "")
     assert "continued after 0 of 3 cycles" in out
     assert sorted(runs(left.directory)) == ["a", "b", "c", "d", "e"]
     assert len(load_conversation(left.directory).stream.turns()) == 2
+    assert run(["check", str(left.directory)], capsys)[0] == 0
 
 
-def test_a_turn_only_missing_its_follow_up_is_reported_and_not_refused(
+def test_a_turn_only_missing_its_follow_up_is_refused_then_continued_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every call answered, no model response after: check exits 0; a new run may follow it."""
+    """Every call answered, no model response after: check 4, refused; continued, cycles 2 on."""
     left = Left(tmp_path)
     left.died_in(0, *FIRST_CYCLE, done("call_1_1_1", "a"), done("call_1_1_2", "b"))
     status, out, _ = run(["check", str(left.directory)], capsys)
-    assert status == 0
+    assert status == EXIT_AWAITING_MODEL
     assert (
         "interrupted (pending follow-up) (RFD 023 phase: awaiting_follow_up); not blocked" in out
     )
-    assert "continue it:" not in out
-    assert run(left.argv(), capsys)[0] == 0  # stacks the scenario's turns after it
-    assert len(load_conversation(left.directory).stream.turns()) == 3
+    assert (
+        f"  continue it: inquiry run SCENARIO [--answers FILE] --conversation {left.directory} "
+        "--continue-turn; or leave it unfinished and begin a new turn: inquiry run SCENARIO "
+        f"[--answers FILE] --conversation {left.directory} --new-turn\n"
+    ) in out
+    before = left.files()
+    status, _, err = run(left.argv(), capsys)
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "its last turn did not finish (interrupted (pending follow-up))" in err
+    assert "--continue-turn" in err
+    assert "--new-turn" in err
+    assert left.files() == before
+    status, out, err = run(left.argv("--continue-turn"), capsys)
+    assert (status, err) == (0, "")
+    assert "continued after 1 of 3 cycles" in out
+    assert runs(left.directory) == {"c": 3, "d": 2, "e": 1}  # a and b kept as recorded
+    conversation = load_conversation(left.directory)
+    assert find_incomplete_turn(conversation.stream) is None
+    assert len(conversation.stream.turns()) == 2
+    assert_invariants(conversation, [SECRET])
 
 
-def test_sanitize_discards_the_blocked_turn(
+def test_new_turn_begins_a_turn_after_an_unfinished_one_only_when_nothing_is_open(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """After inquiry sanitize the turn is closed as JP closes it: check 0, run accepted."""
+    """--new-turn after a blocked turn is refused; after inquiry sanitize closed it, it plays."""
     left = Left(tmp_path)
     waiting_for_go(left)
+    before = left.files()
+    status, _, err = run(left.argv("--new-turn"), capsys)
+    assert status == 2
+    assert f"inquiry sanitize {left.directory}" in err
+    assert left.files() == before
     assert run(["sanitize", str(left.directory)], capsys)[0] == 0
-    assert run(["check", str(left.directory)], capsys)[0] == 0
-    assert run(left.argv(), capsys)[0] == 0
+    assert run(["check", str(left.directory)], capsys)[0] == EXIT_AWAITING_MODEL
+    assert run(left.argv(), capsys)[0] == 2  # closed, still unfinished: not stacked silently
+    assert run(left.argv("--new-turn"), capsys)[0] == 0
+    assert len(load_conversation(left.directory).stream.turns()) == 3
+    with pytest.raises(SystemExit, match="2"):  # one or the other
+        main(left.argv("--new-turn", "--continue-turn"))
+
+
+def test_a_scenario_turn_without_a_reply_played_whole_is_followed_by_a_new_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No reply: RFD 023 calls the turn unfinished (check 4), but it has nothing left to play."""
+    scenario = write(
+        tmp_path / "quiet.toml",
+        f"""
+        [defaults]
+        run = "unattended"
+
+        [tools.work]
+        command = ["{sys.executable}", "{TOOL}"]
+
+        [[turns]]
+        message = "one"
+
+        [[turns.cycles]]
+        calls = [{{ tool = "work", arguments = {{ tag = "q" }} }}]
+        """,
+    )
+    directory = tmp_path / "conversation"
+    argv = ["run", str(scenario), "--conversation", str(directory)]
+    assert run(argv, capsys)[0] == 0
+    assert run(["check", str(directory)], capsys)[0] == EXIT_AWAITING_MODEL
+    assert run(argv, capsys)[0] == 0
+    assert runs(directory) == {"q": 2}
 
 
 def test_a_turn_the_scenario_does_not_play_is_not_continued(
@@ -252,7 +366,7 @@ def test_a_turn_the_scenario_does_not_play_is_not_continued(
         status, _, err = run(left.argv("--continue-turn"), capsys)
         assert status == 2
         assert "its last turn was not played from" in err
-        assert f"or discard it with `inquiry sanitize {left.directory}`" in err
+        assert f"discard it with `inquiry sanitize {left.directory}`" in err
         assert left.files() == before
         assert runs(left.directory) == {}
 
@@ -281,3 +395,73 @@ def test_continue_turn_on_a_missing_conversation_plays_the_whole_scenario(
     assert status == 0
     assert "turns: 2 of 2 completed" in out
     assert_invariants(load_conversation(left.directory), [SECRET])
+
+
+def test_check_help_names_its_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    """0 done, 2 unreadable, 3 blocked, 4 waiting for the model: all in --help."""
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 when the last turn finished" in shown
+    for status in ("2 when", "3 when", "4 when"):
+        assert status in shown
+
+
+def test_continue_turn_tells_a_repaired_event_id_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An event id repeated in events.json: --continue-turn warns about it once, not twice."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    events = left.directory / "events.json"
+    raw = json.loads(events.read_bytes())
+    raw[2]["event_id"] = raw[1]["event_id"]
+    events.write_text(json.dumps(raw, indent=2) + "\n")
+    status, _, err = run(left.argv("--continue-turn"), capsys)
+    assert status == 0
+    assert err.count("repeats event id") == 1, err
+
+
+def test_the_refusals_command_repeats_every_option_given_quoted_for_a_shell(
+    tmp_path: Path,
+) -> None:
+    """Paths with spaces quoted, the prompting and the backend repeated: a shell reads it back."""
+    options = RunOptions(
+        scenario=tmp_path / "my scenario.toml",
+        conversation=tmp_path / "the conversation",
+        answers=tmp_path / "answers.toml",
+        interactive=False,
+        backend={"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+        verbose=True,
+    )
+    assert shlex.split(command_line(options, "--continue-turn")) == [
+        "inquiry",
+        "run",
+        str(tmp_path / "my scenario.toml"),
+        "--answers",
+        str(tmp_path / "answers.toml"),
+        "--no-tty",
+        "--backend",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--verbose",
+        "--conversation",
+        str(tmp_path / "the conversation"),
+        "--continue-turn",
+    ]
+
+
+def test_continue_turn_into_a_directory_that_is_no_conversation_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory holding other files: refused, exit 2, not even a lock file left there."""
+    left = Left(tmp_path)
+    left.directory.mkdir()
+    (left.directory / "notes.txt").write_text("mine\n")
+    status, _, err = run(left.argv("--continue-turn"), capsys)
+    assert status == 2
+    assert "is not a conversation" in err
+    assert sorted(path.name for path in left.directory.iterdir()) == ["notes.txt"]

@@ -36,6 +36,12 @@ nor killed (it is no longer the tool's to stop).
 
 The tool inherits the environment its executor is given (by default this
 process's, all of it): what a tool may see is the caller's decision.
+
+Given a :class:`~coordinator.store._running.RunningTools` (``inquiry run``
+gives one for the conversation's directory), the executor notes each tool's
+process group there while it runs: should this process die without stopping
+it (SIGKILL), the next writer of the conversation stops it before going on,
+so that a continued call never runs beside the run it replaces.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ import shutil
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -60,6 +66,9 @@ from coordinator._text import shown_path
 from coordinator.driver._executors import Completed, ExecutorResult, NeedsInput, reveal_answers
 from coordinator.wire._codec import WireError, structure_question
 from machines import InquirySource, SecretValue, ToolAnswer, ToolCallRequest
+
+if TYPE_CHECKING:
+    from coordinator.store._running import RunningTools
 
 __all__ = ["LocalTool", "LocalToolExecutor", "check_arguments", "schema_problem"]
 
@@ -348,6 +357,7 @@ class LocalToolExecutor:
         conversation_id: str | None = None,
         workspace_id: str | None = None,
         env: Mapping[str, str] | None = None,
+        running: RunningTools | None = None,
     ) -> None:
         """Run ``tool`` in ``root`` (the project), reporting the ids in its context.
 
@@ -356,12 +366,15 @@ class LocalToolExecutor:
         The caller decides what tools inherit: leave out what they must not
         see (``inquiry run`` leaves out the answers file's secrets and the
         model backend's API key), since a tool may print anything it can read.
+        ``running`` is told of each tool process while it runs (see the
+        module's docstring).
         """
         self.tool = tool
         self._root = root.resolve()
         self._conversation_id = conversation_id
         self._workspace_id = workspace_id
         self._env = dict(env) if env is not None else None
+        self._running = running
 
     def _request(self, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]) -> bytes:
         return orjson.dumps(
@@ -453,12 +466,17 @@ class LocalToolExecutor:
         except ValueError as error:
             # A NUL byte in the environment given, say; Python's message quotes no value.
             return _error(f"Tool '{name}' could not be started: {error}.")
+        pid = transport.get_pid()
+        if self._running is not None:
+            self._running.started(pid)
         try:
             return await self._watch(call, answers, transport, pipes, request)
         finally:
             # Whatever happened, even a second cancel during the stop: the
             # pipes are closed here, never left to a process that outlives the tool.
             transport.close()
+            if self._running is not None:
+                self._running.ended(pid)
 
     async def _watch(
         self,

@@ -8,10 +8,16 @@ answer no request, per turn and in total.
 It also reads the last turn (:func:`~coordinator.stream.find_incomplete_turn`):
 when it did not finish, the summary says where it stands (RFD 023's status
 and phase), which tool calls finished, which are open and what each asked,
-which question waits, and what is stray. A turn *blocked* on an open tool
-call or question makes ``inquiry check`` exit with
-:data:`EXIT_INCOMPLETE_TURN` (3); one that only waits for the model is
-reported, and the exit status stays 0.
+which question waits, and what is stray, and how to go on. ``inquiry check``
+then exits with :data:`EXIT_INCOMPLETE_TURN` (3) when the turn is *blocked*
+on an open tool call or question (what a crash leaves: a provider cannot be
+sent it as it is), and with :data:`EXIT_AWAITING_MODEL` (4) when nothing is
+open and it waits for the model's response or follow-up (what a stop, or a
+scenario turn without a reply, leaves). ``inquiry run`` refuses both
+(:mod:`coordinator.cli._run_continue`).
+
+Turns are numbered from 1, in the text and in the JSON alike (the first
+turn is turn 1, as ``inquiry run`` shows it).
 
 Paths are reported as :func:`coordinator._text.shown_path` gives them: a file
 name's bytes that are not UTF-8 appear as U+FFFD, as JP shows them.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -37,10 +44,13 @@ if TYPE_CHECKING:
     from coordinator.stream._pairing import Located, Pairing
 
 __all__ = [
+    "EXIT_AWAITING_MODEL",
     "EXIT_INCOMPLETE_TURN",
+    "exit_status",
     "incomplete_lines",
     "incomplete_summary",
     "pairing_summary",
+    "quoted_text",
     "summarize",
     "to_null_device",
 ]
@@ -48,19 +58,24 @@ __all__ = [
 #: ``inquiry check``'s exit status when the last turn is blocked on an open
 #: tool call or question (RFD 023: it is to be continued or discarded).
 EXIT_INCOMPLETE_TURN = 3
+#: ``inquiry check``'s exit status when the last turn did not finish but
+#: nothing is open in it: it waits for the model's response or follow-up.
+EXIT_AWAITING_MODEL = 4
+#: How much of a question's text a line of the report quotes.
+TEXT_SHOWN = 72
 
 
 def pairing_summary(pairing: Pairing) -> dict[str, Any]:
     """Totals and per-turn counts of one kind of pairing, with the ids left open.
 
-    Each turn lists ``pending`` (requests with no response) and ``orphaned``
-    (responses with no request) by id, in stream order.
+    Each turn (numbered from 1) lists ``pending`` (requests with no response)
+    and ``orphaned`` (responses with no request) by id, in stream order.
     """
     return {
         "totals": pairing.counts.as_dict(),
         "turns": [
             {
-                "turn": turn.turn,
+                "turn": turn.turn + 1,
                 **turn.counts.as_dict(),
                 "pending_ids": [located.id for located in turn.pending],
                 "orphaned_ids": [located.id for located in turn.orphaned],
@@ -108,7 +123,7 @@ def _open_call(call: OpenCall) -> dict[str, Any]:
 
 
 def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | None:
-    """What blocks the last turn, for JSON: ``None`` when it finished."""
+    """What is left of the last turn (``turn``: its number from 1) as JSON; ``None``: finished."""
     if incomplete is None:
         return None
     finished = []
@@ -123,7 +138,7 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
             }
         )
     return {
-        "turn": incomplete.turn.index,
+        "turn": incomplete.turn.index + 1,
         "status": incomplete.status,
         "phase": incomplete.phase.value,
         "blocked": incomplete.blocked,
@@ -134,6 +149,14 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
     }
 
 
+def exit_status(summary: dict[str, Any]) -> int:
+    """``inquiry check``'s exit status for ``summary`` (0, or as the last turn stands)."""
+    incomplete = summary["incomplete_turn"]
+    if incomplete is None:
+        return 0
+    return EXIT_INCOMPLETE_TURN if incomplete["blocked"] else EXIT_AWAITING_MODEL
+
+
 def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
     """The incomplete turn as lines of text (unescaped: the caller shows them)."""
     if summary is None:
@@ -141,7 +164,7 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
     blocked = "" if summary["blocked"] else "; not blocked (nothing open)"
     lines = [
         (
-            f"  last turn (turn {summary['turn'] + 1}) did not finish: {summary['status']} "
+            f"  last turn (turn {summary['turn']}) did not finish: {summary['status']} "
             f"(RFD 023 phase: {summary['phase']}){blocked}"
         )
     ]
@@ -160,13 +183,26 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
         again = f"; asked again: {', '.join(call['ask_again'])}" if call["ask_again"] else ""
         lines.append(f"    open: {call['tool']} [{call['id']}]: {how}{answered}{again}")
         waiting = call["waiting"]
-        if waiting is not None:
+        if waiting is None:
+            continue
+        text, kind, inquiry_id = (
+            quoted_text(waiting["text"]),
+            waiting["answer_type"],
+            waiting["inquiry_id"],
+        )
+        if waiting["question_id"] is None:
+            # Recorded without its question id (as JP records): named by what it asks,
+            # never by a piece of its inquiry id, which is opaque (RFD 082).
             lines.append(
-                f"      waits for {waiting['question_id']} ({waiting['answer_type']}): "
-                f"{waiting['text']!r} [{waiting['inquiry_id']}]"
+                f"      waits for {text} ({kind}; recorded without a question id) [{inquiry_id}]"
+            )
+        else:
+            lines.append(
+                f"      waits for {waiting['question_id']} ({kind}): {text} [{inquiry_id}]"
             )
     lines.extend(
-        f"    open question no open call is known to have asked: {stray['inquiry_id']} "
+        f"    open question no open call is known to have asked: {quoted_text(stray['text'])} "
+        f"({stray['answer_type']}) [{stray['inquiry_id']}] "
         "(closed as interrupted when the turn is continued)"
         for stray in summary["stray_requests"]
     )
@@ -175,12 +211,29 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
             f"    cannot be closed by continuing: {', '.join(summary['stuck_requests'])} "
             "(their ids were asked again later in the turn)"
         )
+    # How to go on, for any scenario: check knows none, nor the answers file
+    # it was played with, which a pasted command must repeat (without it, a
+    # question the file answered would be asked, or cancelled without a terminal).
+    shown = shlex.quote(path)
+    run = f"inquiry run SCENARIO [--answers FILE] --conversation {shown}"
     if summary["blocked"]:
         lines.append(
-            f"  continue it: inquiry run SCENARIO --conversation {path} --continue-turn; "
-            f"or discard it: inquiry sanitize {path}"
+            f"  continue it: {run} --continue-turn; or discard it: inquiry sanitize {shown}"
+        )
+    else:
+        lines.append(
+            f"  continue it: {run} --continue-turn; "
+            f"or leave it unfinished and begin a new turn: {run} --new-turn"
         )
     return lines
+
+
+def quoted_text(text: str) -> str:
+    """A question's text quoted on one line, escaped, at most :data:`TEXT_SHOWN` characters."""
+    one_line = " ".join(text.split())
+    if len(one_line) > TEXT_SHOWN:
+        one_line = one_line[: TEXT_SHOWN - 3] + "..."
+    return repr(one_line)
 
 
 def summarize(conversation: Conversation) -> dict[str, Any]:

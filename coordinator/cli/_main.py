@@ -12,7 +12,7 @@
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
 - ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
   [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]] [--verbose]
-  [--continue-turn]``:
+  [--continue-turn | --new-turn]``:
   play a scenario's turns through the tool coordinator into a conversation
   directory (created if missing, appended to if not), prompting at the
   terminal when there is one (:mod:`coordinator.cli._run`; the scenario and
@@ -21,10 +21,13 @@
   incomplete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
   (:mod:`coordinator.cli._run_result`, ``docs/cli.md``).
   A conversation whose last turn did not finish is refused (exit 2) unless
-  ``--continue-turn`` continues it (``docs/resume.md``).
+  ``--continue-turn`` continues it, or ``--new-turn`` begins a turn after it
+  (``docs/resume.md``).
 
 ``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
-when the conversation's last turn is blocked on an open tool call or question.
+when the conversation's last turn is blocked on an open tool call or question,
+and 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
+finish and nothing is open in it.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when diagrams are stale or a tool call of ``inquiry run`` failed,
@@ -64,7 +67,9 @@ import orjson
 from coordinator._errors import CoordinatorError, os_reason
 from coordinator._text import shown_path, shown_text
 from coordinator.cli._check import (
+    EXIT_AWAITING_MODEL,
     EXIT_INCOMPLETE_TURN,
+    exit_status,
     incomplete_lines,
     summarize,
     to_null_device,
@@ -110,9 +115,8 @@ def _error(problem: str) -> None:
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     conversation = load_conversation(args.path)
     summary = summarize(conversation)
-    # Blocked on an open tool call or question: continue it or discard it (docs/resume.md).
-    blocked = summary["incomplete_turn"] is not None and summary["incomplete_turn"]["blocked"]
-    status = EXIT_INCOMPLETE_TURN if blocked else EXIT_OK
+    # A last turn that did not finish: to be continued or discarded (docs/resume.md).
+    status = exit_status(summary)
     if args.json:
         _print_json(summary, out)
         return status
@@ -316,7 +320,11 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         verbose=args.verbose,
     )
     try:
-        result = asyncio.run(run_scenario(options, out=out, continue_turn=args.continue_turn))
+        result = asyncio.run(
+            run_scenario(
+                options, out=out, continue_turn=args.continue_turn, new_turn=args.new_turn
+            )
+        )
     except RunError as error:
         _error(str(error))
         return error.status
@@ -338,7 +346,21 @@ def _parser() -> argparse.ArgumentParser:
     # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    check = commands.add_parser("check", help="load a conversation and report what it holds")
+    check = commands.add_parser(
+        "check",
+        help="load a conversation and report what it holds",
+        description="Load a conversation and report what it holds: its entries, how its "
+        "inquiries and tool calls pair up, and what is left of a last turn that did not "
+        "finish (turns are numbered from 1, in the text and the JSON).",
+        epilog=f"exit status: {EXIT_OK} when the last turn finished (or there is none); "
+        f"{EXIT_UNREADABLE} when the conversation cannot be read or the output written; "
+        f"{EXIT_INCOMPLETE_TURN} when the last turn did not finish and is blocked on an open "
+        f"tool call or question (a run that died); {EXIT_AWAITING_MODEL} when it did not "
+        "finish and nothing is open in it (it waits for the model's response or follow-up: "
+        "a stopped run, or a scenario turn without a reply). inquiry run refuses a "
+        "conversation in either state until the turn is continued (--continue-turn) or "
+        "discarded (docs/resume.md).",
+    )
     check.add_argument("path", help="a conversation directory or its events.json")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(handler=_check)
@@ -423,11 +445,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the internal ids of tool calls and questions",
     )
-    run.add_argument(
+    last_turn = run.add_mutually_exclusive_group()
+    last_turn.add_argument(
         "--continue-turn",
         action="store_true",
-        help="continue the conversation's last turn where it stopped (a killed run), then the "
-        "rest of the scenario; finished tool calls are not run again",
+        help="continue the conversation's last turn where it stopped (a killed or stopped run), "
+        "then the rest of the scenario; finished tool calls are not run again",
+    )
+    last_turn.add_argument(
+        "--new-turn",
+        action="store_true",
+        help="begin a new turn even though the conversation's last turn did not finish, "
+        "leaving it as it is (nothing may be open in it: close a blocked one with inquiry "
+        "sanitize first)",
     )
     run.set_defaults(handler=_run)
     return parser

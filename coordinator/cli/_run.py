@@ -19,8 +19,10 @@ a module of its own:
 - :mod:`coordinator.cli._run_signals`: stopping on a signal;
 - :mod:`coordinator.cli._run_play`: the play loop itself;
 - :mod:`coordinator.cli._run_continue`: where the play starts: with
-  ``--continue-turn``, where the scenario stood in the conversation; without
-  it, a conversation whose last turn is blocked is refused (``docs/resume.md``).
+  ``--continue-turn``, where the scenario stood in the conversation (read
+  under its writer lock); without it, a conversation whose last turn did not
+  finish is refused unless ``--new-turn`` says to begin one after it
+  (``docs/resume.md``).
 
 Rules:
 
@@ -57,7 +59,7 @@ from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
-from coordinator.cli._run_continue import start_from
+from coordinator.cli._run_continue import load_locked, start_from
 from coordinator.cli._run_play import play
 from coordinator.cli._run_players import (
     WatchedBackend,
@@ -75,6 +77,7 @@ from coordinator.cli._scenario import load_scenario
 from coordinator.driver._prompting import ScriptedPrompter
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._tool_coordinator import ToolCoordinator
+from coordinator.store._running import RunningTools
 from coordinator.store._store import Conversation, load_conversation, save_conversation
 
 if TYPE_CHECKING:
@@ -95,13 +98,15 @@ async def run_scenario(
     out: TextIO,
     terminal: bool | None = None,
     continue_turn: bool = False,
+    new_turn: bool = False,
 ) -> RunResult:
     """Play ``options.scenario`` into ``options.conversation``, printing progress on ``out``.
 
     ``terminal`` says whether stdin and ``out`` are terminals (by default, it
     is asked of them). ``continue_turn`` (``--continue-turn``): go on where
     the scenario stood in the conversation (:mod:`coordinator.cli._run_continue`);
-    without it, a conversation whose last turn is blocked is refused. Raises
+    without it, a conversation whose last turn did not finish is refused,
+    unless ``new_turn`` (``--new-turn``) and nothing is open in it. Raises
     :class:`RunError` or another :class:`~coordinator.CoordinatorError` when
     an input cannot be read or the conversation cannot be written (and then
     nothing was written, or the error says what was).
@@ -110,14 +115,17 @@ async def run_scenario(
     script = load_answer_script(options.answers) if options.answers is not None else None
     if terminal is None:
         terminal = sys.stdin.isatty() and out.isatty()
-    conversation, created = _open_conversation(options.conversation, scenario)
-    # Where the play starts; a continued conversation is held under its writer lock.
-    conversation, start = start_from(
+    # A conversation to continue is read under its writer lock, and held.
+    conversation, created = _open_conversation(
+        options.conversation, scenario, locked=continue_turn
+    )
+    start = start_from(
         conversation,
         created=created,
         scenario=scenario,
-        path=options.conversation,
+        options=options,
         continue_turn=continue_turn,
+        new_turn=new_turn,
     )
     start.check_seed(scenario, options.conversation)
     stop = Stop()
@@ -165,7 +173,9 @@ async def run_scenario(
             workspace,
             shown_path(path.resolve().name),
             environment,
-            mcp,
+            mcp=mcp,
+            # Should this run die, the next writer stops the tools it left running.
+            running=RunningTools(path),
         )
         coordinator = _coordinator(
             conversation,
@@ -232,8 +242,12 @@ def _coordinator(
     )
 
 
-def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bool]:
+def _open_conversation(
+    path: Path, scenario: Scenario, *, locked: bool
+) -> tuple[Conversation, bool]:
     """The conversation at ``path`` (created when missing or empty), and whether it is new.
+
+    ``locked``: one that exists is read under its writer lock, which it holds.
 
     A new conversation's default title names the scenario file as every path
     is shown (U+FFFD for a byte that is not UTF-8): the title is saved as JSON,
@@ -250,4 +264,4 @@ def _open_conversation(path: Path, scenario: Scenario) -> tuple[Conversation, bo
         title = scenario.title or f"inquiry run: {shown_path(scenario.path.stem)}"
         # base_config.json marks the current layout; the engine configures nothing in it.
         return Conversation.new(metadata={"title": title}, base_config={}), True
-    return load_conversation(path), False
+    return (load_locked(path) if locked else load_conversation(path)), False

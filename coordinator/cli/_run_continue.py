@@ -17,15 +17,24 @@ play loop then continues the turn's open tool calls
 never run again), plays the turn's remaining cycles and its reply, and the
 scenario's later turns, as if never interrupted.
 
-Without ``--continue-turn``, :func:`refuse_blocked` stops a run on a
-conversation whose last turn is blocked (an open tool call or question)
-before anything is written: a new turn is never stacked on a broken one.
+Without ``--continue-turn``, :func:`refuse_unfinished` stops a run on a
+conversation whose last turn did not finish (RFD 023: a tool call or
+question open, or no model response after the user's message or the last
+tool result) before anything is written: a new turn is never stacked on an
+unfinished one silently. Its one line says how to go on, with a command that
+repeats the run's own arguments (the scenario, ``--answers``, the
+conversation: pasted as it is, the questions the answers file answers are
+answered): continue it, or discard it (``inquiry sanitize`` closes what is
+open), or begin a new turn after it (``--new-turn``, when nothing is open).
+A turn of this very scenario that holds all it plays is no obstacle: a
+scenario turn without a reply never gets the model's follow-up, but the
+scenario has nothing left to play in it.
 
 Rules:
 
 1. The conversation is continued under its writer lock, taken before it is
-   read again: a second writer (another ``inquiry run``, ``inquiry
-   sanitize``) is refused, naming this one, and nothing is lost.
+   read (:func:`load_locked`): a second writer (another ``inquiry run``,
+   ``inquiry sanitize``) is refused, naming this one, and nothing is lost.
 2. A last turn that is not the named scenario turn as it is played (no
    marker, another scenario, or a scenario changed since) is not continued:
    exit 2, saying so. Nothing is guessed.
@@ -37,16 +46,20 @@ Rules:
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coordinator._errors import os_reason
 from coordinator._text import shown_path
+from coordinator.cli._check import quoted_text
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
-from coordinator.store._lock import LOCK_FILE
-from coordinator.store._store import load_conversation, save_conversation
+from coordinator.store._lock import LOCK_FILE, acquire, release
+from coordinator.store._store import EVENTS, load_conversation, save_conversation
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._incomplete import IncompleteTurn, find_incomplete_turn
 from machines import (
@@ -62,6 +75,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from coordinator.cli._run_progress import Progress
+    from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario, TurnPlan
     from coordinator.driver._tool_coordinator import ToolCoordinator
     from coordinator.store._store import Conversation
@@ -73,8 +87,10 @@ __all__ = [
     "TURN_MARKER",
     "Continuation",
     "assistant_tools",
+    "command_line",
     "continue_from",
-    "refuse_blocked",
+    "load_locked",
+    "refuse_unfinished",
     "start_from",
     "turn_marker",
 ]
@@ -173,7 +189,9 @@ class Continuation:
                 how = "ends as its last question was closed, without running again"
             waiting = call.recorded.waiting
             if waiting is not None:
-                how += f"; {waiting.question_id} was waiting for an answer"
+                # Recorded without its question id (JP's): named by its text, never by its id.
+                named = waiting.question_id or quoted_text(waiting.request.question.text)
+                how += f"; {named} was waiting for an answer"
             progress.emit(f"  -> {call.tool_call.name} [{call.tool_call.id}] {how}")
         for stray in incomplete.stray:
             progress.emit(f"  x {stray.id}: no open call asked it; closed (interrupted)")
@@ -188,76 +206,144 @@ class Continuation:
 FROM_THE_START = Continuation(turn=0, seeds=True)
 
 
+def command_line(options: RunOptions, flag: str) -> str:
+    """``inquiry run`` as ``options`` ran it, with ``flag``: a line a shell takes as it is.
+
+    Every argument given is repeated (the scenario, ``--answers``, the
+    prompting, the backend, the conversation): a command that left the
+    answers file out would ask, or without a terminal cancel, what it answers.
+    """
+    words = ["inquiry", "run", shown_path(options.scenario)]
+    if options.answers is not None:
+        words += ["--answers", shown_path(options.answers)]
+    if options.interactive is not None:
+        words.append("--tty" if options.interactive else "--no-tty")
+    backend = dict(options.backend or {})
+    for key in ("provider", "model", "base_url", "api_key_env"):
+        if backend.get(key) is not None:
+            option = "--backend" if key == "provider" else "--" + key.replace("_", "-")
+            words += [option, str(backend[key])]
+    if options.verbose:
+        words.append("--verbose")
+    words += ["--conversation", shown_path(options.conversation), flag]
+    return shlex.join(words)
+
+
+def load_locked(path: Path) -> Conversation:
+    """The conversation at ``path``, read once under its writer lock, which it then holds.
+
+    Read before the lock is taken, it could change before the lock is (the
+    run that died may have been saving); read twice, its warnings (a
+    repaired event id, say) would be told twice. Raises
+    :class:`~coordinator.store.ConversationLockedError` when another process
+    writes it.
+    """
+    try:
+        # A directory that holds neither a stream nor a lock file is no
+        # conversation: no lock file is made there, and the load says so.
+        lock = acquire(path, create=os.path.lexists(path / EVENTS))
+    except OSError as error:
+        raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
+    try:
+        conversation = load_conversation(path)
+        conversation.__enter__()  # shares the lock taken above, and keeps it
+    finally:
+        if lock is not None:
+            release(lock)
+    return conversation
+
+
 def start_from(
     conversation: Conversation,
     *,
     created: bool,
     scenario: Scenario,
-    path: Path,
+    options: RunOptions,
     continue_turn: bool,
-) -> tuple[Conversation, Continuation]:
+    new_turn: bool = False,
+) -> Continuation:
     """Where the play starts: where the scenario stood (``--continue-turn``), or its first turn.
 
-    Without ``continue_turn``, a conversation whose last turn is blocked is
-    refused (:func:`refuse_blocked`).
+    Without ``continue_turn``, a conversation whose last turn did not finish
+    is refused (:func:`refuse_unfinished`); ``new_turn`` lets one that has
+    nothing open be followed by a new turn.
     """
     if continue_turn:
-        return continue_from(conversation, created=created, scenario=scenario, path=path)
+        return continue_from(conversation, created=created, scenario=scenario, options=options)
     if not created:
-        refuse_blocked(conversation, scenario, path)
-    return conversation, FROM_THE_START
+        refuse_unfinished(conversation, scenario, options, new_turn=new_turn)
+    return FROM_THE_START
 
 
-def refuse_blocked(conversation: Conversation, scenario: Scenario, path: Path) -> None:
-    """Raise :class:`RunError` (exit 2) when the last turn is blocked; nothing is written.
+def refuse_unfinished(
+    conversation: Conversation, scenario: Scenario, options: RunOptions, *, new_turn: bool
+) -> None:
+    """Raise :class:`RunError` (exit 2) when the last turn did not finish; nothing is written.
 
     Another process writing the conversation is named instead (its turn
-    looks blocked only because it is being played).
+    looks unfinished only because it is being played). Not refused: a last
+    turn of this scenario holding all it plays, and, with ``new_turn``, one
+    with nothing open.
     """
     incomplete = find_incomplete_turn(
         conversation.stream, assistant_tools=assistant_tools(scenario)
     )
-    if incomplete is None or not incomplete.blocked:
+    if incomplete is None:
         return
-    if (path / LOCK_FILE).exists():
+    if (options.conversation / LOCK_FILE).exists():
         with conversation:  # refused, naming the writer, when one is at work there
             pass
-    shown = shown_path(path)
+    if not incomplete.blocked and (new_turn or _nothing_left(incomplete.turn, scenario)):
+        return
+    shown = shown_path(options.conversation)
+    sanitize = f"`{shlex.join(['inquiry', 'sanitize', shown])}`"
+    continuing = f"`{command_line(options, '--continue-turn')}`"
+    beginning = f"`{command_line(options, '--new-turn')}`"
+    if incomplete.blocked:
+        ways = f"or discard it with {sanitize} and then begin a new turn with {beginning}"
+        if new_turn:
+            ways = f"--new-turn cannot follow it while something is open in it: {ways}"
+    else:
+        ways = f"or leave it unfinished and begin a new turn with {beginning}"
     raise RunError(
         f"{shown}: its last turn did not finish ({incomplete.status}); continue it with "
-        f"`inquiry run {shown_path(scenario.path)} --conversation {shown} --continue-turn`, "
-        f"or discard it with `inquiry sanitize {shown}`; nothing was written"
+        f"{continuing}, {ways}; nothing was written"
     )
 
 
 def continue_from(
-    conversation: Conversation, *, created: bool, scenario: Scenario, path: Path
-) -> tuple[Conversation, Continuation]:
-    """The conversation read again under its writer lock, and where ``scenario`` stood in it.
+    conversation: Conversation, *, created: bool, scenario: Scenario, options: RunOptions
+) -> Continuation:
+    """Where ``scenario`` stood in ``conversation`` (read under its lock: :func:`load_locked`).
 
-    Raises :class:`~coordinator.store.ConversationLockedError` when another
-    process writes it, and :class:`RunError` when its last turn is not one
-    the scenario plays (rule 2).
+    Raises :class:`RunError` when its last turn is not one the scenario
+    plays (rule 2).
     """
     if created:
-        return conversation, Continuation(turn=0, seeds=True)
-    with conversation:
-        locked = load_conversation(path)
-        locked.__enter__()  # the lock stays with the conversation the run goes on with
-    stream = locked.stream
+        return Continuation(turn=0, seeds=True)
+    stream = conversation.stream
     turn = stream.current_turn()
     if turn is None:
-        return locked, Continuation(turn=0, seeds=True)
+        return Continuation(turn=0, seeds=True)
     incomplete = find_incomplete_turn(stream, assistant_tools=assistant_tools(scenario))
     index = _marked_turn(turn, scenario)
     played = None if index is None else _played(turn, scenario.turns[index], turn.index + 1)
     if index is None or played is None:
-        discard = f", or discard it with `inquiry sanitize {shown_path(path)}`"
+        shown = shown_path(options.conversation)
+        beginning = f"`{command_line(options, '--new-turn')}`"
+        if incomplete is None:
+            how = "run without --continue-turn to begin a new turn"
+        elif incomplete.blocked:
+            how = (
+                f"discard it with `{shlex.join(['inquiry', 'sanitize', shown])}`, "
+                f"then begin a new turn with {beginning}"
+            )
+        else:
+            how = f"begin a new turn after it with {beginning}"
         raise RunError(
-            f"{shown_path(path)}: its last turn was not played from "
-            f"{shown_path(scenario.path)} as it is now (it has no such turn, or the turn "
-            "holds other messages or tool calls); nothing to continue from it: run without "
-            f"--continue-turn to begin a new turn{discard if incomplete is not None else ''}"
+            f"{shown}: its last turn was not played from {shown_path(scenario.path)} as it is "
+            "now (it has no such turn, or the turn holds other messages or tool calls); "
+            f"nothing to continue from it: {how}"
         )
     cycles, replied = played
     plan = scenario.turns[index]
@@ -265,8 +351,20 @@ def continue_from(
         plan.reply is None and cycles == len(plan.cycles) and incomplete is None
     )
     if finished:
-        return locked, Continuation(turn=index + 1)
-    return locked, Continuation(turn=index, begun=True, cycles=cycles, incomplete=incomplete)
+        return Continuation(turn=index + 1)
+    return Continuation(turn=index, begun=True, cycles=cycles, incomplete=incomplete)
+
+
+def _nothing_left(turn: Turn, scenario: Scenario) -> bool:
+    """Whether ``turn`` is a turn of ``scenario`` holding every cycle it plays, and its reply."""
+    index = _marked_turn(turn, scenario)
+    if index is None:
+        return False
+    plan = scenario.turns[index]
+    played = _played(turn, plan, turn.index + 1)
+    return (
+        played is not None and played[0] == len(plan.cycles) and (played[1] or plan.reply is None)
+    )
 
 
 def _marked_turn(turn: Turn, scenario: Scenario) -> int | None:

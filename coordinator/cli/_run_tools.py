@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from coordinator.cli._run_players import Model
     from coordinator.cli._scenario import Scenario
     from coordinator.driver._executors import Executor
+    from coordinator.store._running import RunningTools
 
 __all__ = ["build_executors", "withdraw_secrets"]
 
@@ -48,19 +49,27 @@ def build_executors(
     workspace: Path,
     conversation_id: str,
     env: Mapping[str, str],
+    *,
     mcp: McpToolbox | None = None,
+    running: RunningTools | None = None,
 ) -> dict[str, Executor]:
     """An executor for each of the scenario's tools, by name.
 
     Local tools run in ``workspace`` with the environment ``env``, and are
-    told ``conversation_id``; MCP tools are called through ``mcp``.
+    told ``conversation_id``; their processes are noted in ``running`` while
+    they run (a next writer stops them should this run die); MCP tools are
+    called through ``mcp``.
     """
     builtins = builtin_executors()
     executors: dict[str, Executor] = {}
     for name, tool in scenario.tools.items():
         if tool.local is not None:
             executors[name] = LocalToolExecutor(
-                tool.local, root=workspace, conversation_id=conversation_id, env=env
+                tool.local,
+                root=workspace,
+                conversation_id=conversation_id,
+                env=env,
+                running=running,
             )
         elif tool.builtin is not None:
             executors[name] = builtins[tool.builtin]

@@ -25,6 +25,11 @@ from overwriting each other is the store's check of each file against what
 it last read or wrote. A child forked from a writer does not inherit its
 lock: the first lock it takes drops what it inherited.
 
+A writer that takes the lock afresh first stops the tools a writer that
+died left running, as ``.inquiry.running`` beside the lock file lists them
+(:mod:`coordinator.store._running`): a tool's call continued by this writer
+must not run beside the one left working.
+
 The lock file is never removed (removing a file someone may be locking
 would let two writers hold two files of one name). It is an extra file to
 any other reader of the directory (JP included), which ignores it; the store
@@ -53,6 +58,7 @@ import attrs
 from coordinator._errors import CoordinatorError, StreamFormatError, os_reason
 from coordinator.store._atomic import alive
 from coordinator.store._files import file_kind
+from coordinator.store._running import stop_leftovers
 
 __all__ = [
     "LOCK_FILE",
@@ -168,15 +174,20 @@ def acquire(directory: Path, *, create: bool) -> WriterLock | None:
         with _GUARD:
             while _PENDING:  # a use given up may be the last of the lock wanted here
                 _release_now(_PENDING.popleft())
-            return _take(directory, fd, key, writable=writable, created=created)
+            lock, fresh = _take(directory, fd, key, writable=writable, created=created)
     finally:
         _settle_pending()
+    if fresh:
+        # Taken over, maybe from a writer that died: the tools it left running
+        # are stopped before this one runs any (coordinator/store/_running.py).
+        stop_leftovers(directory)
+    return lock
 
 
 def _take(
     directory: Path, fd: int, key: tuple[int, int], *, writable: bool, created: bool
-) -> WriterLock:
-    """Share the lock this process holds on ``key``, or take it with ``fd``.
+) -> tuple[WriterLock, bool]:
+    """Share the lock this process holds on ``key``, or take it with ``fd`` (then fresh).
 
     ``fd`` is closed unless it becomes the lock's.
     """
@@ -186,7 +197,7 @@ def _take(
         if held is not None:
             held.users += 1
             os.close(fd)
-            return held
+            return held, False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -198,7 +209,7 @@ def _take(
             os.close(fd)
         raise
     _HELD[key] = lock
-    return lock
+    return lock, True
 
 
 def _key(path: Path, fd: int) -> tuple[int, int]:

@@ -28,19 +28,21 @@ budgets count them), the request still waiting for an answer, and a last
 question closed unanswered with nothing after it.
 
 Which call asked an inquiry is not written down: the process that knew is
-gone, and inquiry ids are opaque (RFD 082). So an inquiry is attributed to a
+gone, and inquiry ids are opaque (RFD 082: "No reader needs to recover them
+from the ID"), so an id is never read for it. An inquiry is attributed to a
 call by what RFD 082 lets a reader use: its position (after the call's
-request, in the same model response, before the call's response), its source
-(``tool`` named as the call's tool, or ``assistant`` for a tool that asks as
-the assistant: ``ask_user``), and its question id from ``question.id``. A
-request recorded without ``question.id`` (JP writes none) is the one case
-where the id is read: among the candidate calls, the one whose id followed by
-a dot starts the inquiry id, when exactly one does; the rest, less a trailing
-``.<attempt>``, is the question id, and a question id that itself ends in
-``.<digits>`` is ambiguous. An inquiry that cannot be attributed to exactly
-one call is never replayed to any: its call asks again (asking twice is safe,
-feeding an answer to the wrong call is not), and a request of it still open
-is *stray*, closed when the turn is continued.
+request, in the same model response, before the call's response) and its
+source (``tool`` named as the call's tool, or ``assistant`` for a tool that
+asks as the assistant: ``ask_user``); its question id is ``question.id``.
+A request recorded without ``question.id`` (JP writes none) is attributed
+the same way, and its question id stays unknown: its answer cannot be
+replayed by id (the tool asks again), and a waiting one is adopted only if
+the tool, run again, asks a question equal to it in everything recorded
+(``RecordedQuestion.same_as``: the writer matches when it asks, the reader
+guesses nothing). An inquiry that cannot be attributed to exactly one call
+is never replayed to any: its call asks again (asking twice is safe, feeding
+an answer to the wrong call is not), and a request of it still open is
+*stray*, closed when the turn is continued.
 
 Rules:
 
@@ -56,7 +58,6 @@ Rules:
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -101,9 +102,6 @@ __all__ = [
 #: (RFD 083's ``ask_user``), unless the caller names others.
 ASSISTANT_TOOLS = ("ask_user",)
 
-#: The attempt RFD 082 appends to an inquiry id: ``<call>.<question>.<attempt>``.
-_ATTEMPT = re.compile(r"\.[0-9]+\Z")
-
 
 class ResumePhase(enum.Enum):
     """Where an incomplete turn stands: what it waits for (RFD 023's resume phase)."""
@@ -121,14 +119,15 @@ class OpenCall:
     """A tool call of the turn without a response, and what the stream recorded of it.
 
     ``inquiries`` are the requests attributed to it, in order (their question
-    ids in ``question_ids``); ``recorded`` is what a
-    :class:`~machines.ToolCall` resumes from. ``reask`` are the question ids
-    whose latest answer was redacted: the tool asks them again.
+    ids in ``question_ids``: ``None`` for a request recorded without one, as
+    JP records them); ``recorded`` is what a :class:`~machines.ToolCall`
+    resumes from. ``reask`` are the question ids whose latest answer was
+    redacted: the tool asks them again.
     """
 
     request: Located
     inquiries: tuple[Located, ...]
-    question_ids: tuple[str, ...]
+    question_ids: tuple[str | None, ...]
     recorded: RecordedCall
     reask: frozenset[str]
     waiting: Located | None = None
@@ -320,8 +319,8 @@ class _Reading:
 
     def _attribute(
         self, calls: list[_Call], asks: list[tuple[Located, bool]]
-    ) -> dict[int, list[tuple[Located, str]]]:
-        """Each inquiry request attributed to exactly one call (by its position), with its id.
+    ) -> dict[int, list[Located]]:
+        """Each inquiry request attributed to exactly one call, by its position and source.
 
         One pass in stream order keeps the calls that could be asking: those
         of the current model response (no chat message since their request)
@@ -332,7 +331,7 @@ class _Reading:
         asked_at = {located.index: located for located, _ in asks}
         # (tool name, or None for the assistant's tools) -> open calls, by id, of this response.
         asking: dict[str | None, dict[str, list[_Call]]] = {}
-        attributed: dict[int, list[tuple[Located, str]]] = {}
+        attributed: dict[int, list[Located]] = {}
         for index, entry in self.events:
             payload = entry.payload
             if isinstance(payload, ChatRequest | ChatResponse):
@@ -348,11 +347,9 @@ class _Reading:
                     if call in group:
                         group.remove(call)
             elif isinstance(payload, InquiryRequest) and index in asked_at:
-                found = _owner(_could_ask(asking, payload.source), payload)
-                if found is not None:
-                    owner, question_id = found
-                    mine = attributed.setdefault(owner.located.index, [])
-                    mine.append((asked_at[index], question_id))
+                owner = _owner(_could_ask(asking, payload.source))
+                if owner is not None:
+                    attributed.setdefault(owner.located.index, []).append(asked_at[index])
         return attributed
 
     def _keys(self, name: str) -> tuple[str | None, ...]:
@@ -393,54 +390,43 @@ def _could_ask(
     return {}
 
 
-def _owner(
-    candidates: Mapping[str, list[_Call]], request: InquiryRequest
-) -> tuple[_Call, str] | None:
-    """The one call that asked ``request`` and its question id, or ``None`` when not one.
+def _owner(candidates: Mapping[str, list[_Call]]) -> _Call | None:
+    """The one call that could have asked, or ``None`` when not exactly one could.
 
-    ``candidates`` are the calls that could have asked it, by id (a list: ids
-    may repeat within a response).
+    ``candidates`` are the calls that could have asked, by id (a list: ids
+    may repeat within a response). The inquiry's own id is not looked at:
+    it is opaque (RFD 082), whatever it looks like.
     """
-    question_id = request.question.id
-    if question_id is not None:
-        only = [call for calls in candidates.values() for call in calls[:2]][:2]
-        return (only[0], question_id) if len(only) == 1 else None
-    # Recorded without its question id (another writer's): the one place an
-    # inquiry id is read, and only when exactly one candidate's id starts it.
-    inquiry_id = request.id
-    matching = [
-        call
-        for position, character in enumerate(inquiry_id)
-        if character == "."
-        for call in candidates.get(inquiry_id[:position], ())[:2]
-    ]
-    if len(matching) != 1:
-        return None
-    (call,) = matching
-    rest = inquiry_id[len(call.located.id) + 1 :]
-    question_id = _ATTEMPT.sub("", rest)
-    if not question_id or _ATTEMPT.search(question_id):
-        return None  # "q.2" after "c.": question "q" attempt 2, or a legacy "q.2"?
-    return call, question_id
+    only = [call for calls in candidates.values() for call in calls[:2]][:2]
+    return only[0] if len(only) == 1 else None
 
 
 def _open_call(
     call: _Call,
-    mine: Iterable[tuple[Located, str]],
+    mine: Iterable[Located],
     answered: Mapping[int, Located],
     pending: Collection[int],
 ) -> OpenCall:
-    """What the stream recorded of an open call: its questions, in order."""
+    """What the stream recorded of an open call: its questions, in order.
+
+    Answers are replayed, and redacted ones asked again, by question id; a
+    request recorded without one (JP's) is counted as asked under its own
+    inquiry id (a key nothing reads), so that it shows the call ran and
+    counts towards its budget of questions.
+    """
     inquiries: list[Located] = []
-    question_ids: list[str] = []
+    question_ids: list[str | None] = []
     latest: dict[str, object] = {}
     asked: Counter[str] = Counter()
-    for located, question_id in mine:
+    for located in mine:
+        request = located.entry.payload
+        question_id = request.question.id if isinstance(request, InquiryRequest) else None
         inquiries.append(located)
         question_ids.append(question_id)
-        asked[question_id] += 1
-        response = answered.get(located.index)
-        latest[question_id] = response.entry.payload if response is not None else None
+        asked[located.id if question_id is None else question_id] += 1
+        if question_id is not None:
+            response = answered.get(located.index)
+            latest[question_id] = response.entry.payload if response is not None else None
     waiting = declined = None
     recorded_waiting: RecordedQuestion | None = None
     recorded_declined: tuple[RecordedQuestion, Cancelled] | None = None
