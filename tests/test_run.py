@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -28,7 +29,7 @@ from run_helpers import (
     write,
 )
 
-from coordinator import ScriptedPrompter
+from coordinator import ScriptedPrompter, load_conversation, save_conversation
 from coordinator.cli._answer_script import AnswerScript
 from coordinator.driver._prompting import QuestionAnswer
 from machines import Answered, CancellationReason, Cancelled, Redacted
@@ -143,6 +144,23 @@ def test_running_again_appends_a_turn(tmp_path: Path, capsys: pytest.CaptureFixt
     # The workspace was refreshed, so the second run edited the seed again.
     assert (directory / "workspace" / "VERSION").read_text() == "1.5.0\n"
     assert TOUR_SECRET.encode() not in every_byte(directory)
+
+
+def test_a_run_in_process_lets_go_of_its_lock_when_it_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once run_scenario returns, another writer may write at once, not when the collector runs."""
+    directory = tmp_path / "tour"
+    gc.disable()  # a conversation kept alive by a cycle would hold the lock till collected
+    try:
+        assert run_tour(directory, capsys)[0] == 0
+        first_line = (directory / ".inquiry.lock").read_text().partition("\n")[0]
+        assert first_line.strip() == ""  # nobody named as the holder
+        other = load_conversation(directory)
+        save_conversation(other, directory)  # would be refused were the lock still held
+        other.close()
+    finally:
+        gc.enable()
 
 
 def test_the_tour_runs_from_any_directory(tmp_path: Path) -> None:

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from coordinator.adapters.mcp import McpToolbox
+    from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario
     from coordinator.driver import InquiryBackend, Prompter, StepFacts
@@ -119,6 +120,37 @@ async def run_scenario(
     conversation, created = _open_conversation(
         options.conversation, scenario, locked=continue_turn
     )
+    # Released when the run ends, however it ends: an embedder (or a test)
+    # running scenarios in one process must not hold it until the collector runs.
+    try:
+        return await _play_into(
+            conversation,
+            created=created,
+            scenario=scenario,
+            script=script,
+            options=options,
+            out=out,
+            terminal=terminal,
+            continue_turn=continue_turn,
+            new_turn=new_turn,
+        )
+    finally:
+        conversation.close()
+
+
+async def _play_into(
+    conversation: Conversation,
+    *,
+    created: bool,
+    scenario: Scenario,
+    script: AnswerScript | None,
+    options: RunOptions,
+    out: TextIO,
+    terminal: bool,
+    continue_turn: bool,
+    new_turn: bool,
+) -> RunResult:
+    """The run of :func:`run_scenario` once its conversation is open (``created`` if new)."""
     start = start_from(
         conversation,
         created=created,
