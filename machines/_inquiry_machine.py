@@ -100,6 +100,12 @@ class InquiryState(enum.Enum):
     REDACTED = "redacted"
     CANCELLED = "cancelled"
 
+    # A member is equal only to itself, so it is hashed by identity, in C:
+    # Enum's own __hash__ is a Python call (it hashes the name), paid at every
+    # look-up of a state in a set, such as whether a call is closed, asked
+    # after every event of a turn.
+    __hash__ = object.__hash__
+
 
 class Target(enum.Enum):
     """Who a question is configured to be answered by."""
@@ -275,7 +281,7 @@ class Inquiry:
     def fire(self, trigger: str, **payload: Any) -> None:
         """Fire ``trigger`` (and automatic rows); a failure leaves no half step behind."""
         try:
-            INQUIRY_MACHINE.fire(self, trigger, **payload)
+            INQUIRY_MACHINE.fire_with(self, trigger, payload)
         except BaseException:
             self.buffer.discard()
             raise
@@ -391,8 +397,43 @@ def _routed_to_assistant(inquiry: Inquiry) -> bool:
 
 def _record_request(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     m.id = m.turn.allocate_inquiry_id(m.tool_call_id, m.question.id)
-    question = InquiryQuestion.from_question(m.question)
-    out.record(InquiryRequest(id=m.id, source=m.source, question=question))
+    out.record(InquiryRequest(id=m.id, source=m.source, question=_recorded(m.question)))
+
+
+#: The recorded form of questions asked lately, by the identity of the tool's
+#: question, which is kept with it (so its id is no other object's meanwhile).
+_RECORDED: dict[int, tuple[Question, InquiryQuestion]] = {}
+#: How many are kept before starting again: the questions of a turn's tools, many times over.
+_RECORDED_KEPT = 256
+#: Defaults that cannot be changed in place (a list or an object could be).
+_IMMUTABLE_DEFAULTS = frozenset({str, bool, int, float, type(None)})
+
+
+def _recorded(question: Question) -> InquiryQuestion:
+    """``InquiryQuestion.from_question(question)``, made once per question object.
+
+    A tool asks the same question call after call, and a built-in tool asks
+    the very same object: its recorded form, a value as every record is, is
+    shared by the requests that record it, as a load shares them. Only a
+    question that cannot change is kept: a plain ``Question`` (frozen; a
+    subclass might not be) whose default cannot be changed in place either
+    (a list's would not be checked again). Nor a secret question, whose
+    default no cache keeps (the wire's rule too).
+    """
+    key = id(question)
+    kept = _RECORDED.get(key)
+    if kept is not None and kept[0] is question:
+        return kept[1]
+    recorded = InquiryQuestion.from_question(question)
+    if (
+        type(question) is Question
+        and type(question.default) in _IMMUTABLE_DEFAULTS
+        and not question.answer_type.is_secret
+    ):
+        if len(_RECORDED) >= _RECORDED_KEPT:
+            _RECORDED.clear()
+        _RECORDED[key] = (question, recorded)
+    return recorded
 
 
 def _adopt_request(m: Inquiry, payload: Mapping[str, Any], _: Out) -> None:

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from machines._table_executor import RowEvent
 
 __all__ = [
+    "NO_PAYLOAD",
     "Fired",
     "Guard",
     "Model",
@@ -69,8 +69,8 @@ __all__ = [
 ]
 
 S = TypeVar("S", bound=enum.Enum)
-#: The payload of an automatic row's trigger: nothing (read-only, so it can be shared).
-_NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})
+#: The payload of a trigger that carries nothing, as an automatic row's (read-only: shared).
+NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})
 M = TypeVar("M", bound="Model")
 
 
@@ -114,9 +114,12 @@ class StepBuffer:
     def take(self) -> Step:
         """Return the step so far and start a new one."""
         fired, self._fired = tuple(self._fired), []
-        records = tuple(record for entry in fired for record in entry.records)
-        effects = tuple(effect for entry in fired for effect in entry.effects)
-        return Step(records, effects, fired)
+        records: list[Event] = []
+        effects: list[Effect] = []
+        for entry in fired:
+            records += entry.records
+            effects += entry.effects
+        return _step(tuple(records), tuple(effects), fired)
 
     def discard(self) -> None:
         """Drop what the current step buffered (it failed; nothing of it counts)."""
@@ -289,40 +292,58 @@ class TableMachine(Generic[S, M]):
         return self._events
 
     def _transition(self, row: Row[S, M]) -> dict[str, Any]:
-        # A formatted string: built once here, not on every step.
         transition: dict[str, Any] = {
             "trigger": row.trigger,
             "source": row.source,
             "dest": row.dest,
-            "before": [partial(self._apply, row, row.id)],
+            "before": [self._applier(row)],
         }
         if row.guard is not None:
             transition["conditions"] = [row.guard.test]
         return transition
 
-    def _apply(self, row: Row[S, M], row_id: str, model: M, payload: Mapping[str, Any]) -> None:
-        fired = model.buffer._fired  # noqa: SLF001 - the buffer is this module's
-        # The row goes in the step where it was when its action began, so what a
-        # delegated machine fires inside the action follows it, in order.
-        index = len(fired)
-        if row.action is None:
-            records: tuple[object, ...] = ()
-            effects: tuple[object, ...] = ()
-        else:
-            out = Out()
-            row.action(model, payload, out)
-            records, effects = tuple(out.records), tuple(out.effects)
+    def _applier(self, row: Row[S, M]) -> Callable[[M, Mapping[str, Any]], None]:
+        """What runs when ``row`` fires: its action, checked, noted in the model's step.
+
+        Made once per row, holding what it reads of the row (its id, a
+        formatted string, its action and what it declares), so that a step
+        looks none of it up.
+        """
+        machine, row_id, action = self.name, row.id, row.action
         emits, kinds = row.emits, row.effects
-        # Most rows emit nothing of one of the two: nothing to build to compare.
-        if ((records or emits) and tuple(map(type, records)) != emits) or (
-            (effects or kinds) and tuple(map(type, effects)) != kinds
-        ):
-            emitted = tuple(map(type, records))
-            raise MachineError(
-                f"{self.name} row {row_id} declares {_names(row.emits)} / {_names(row.effects)} "
-                f"but emitted {_names(emitted)} / {_names(tuple(map(type, effects)))}"
-            )
-        fired.insert(index, _fired(self.name, row_id, records, effects))
+        if action is None and not emits and not kinds:
+            # Nothing can run inside it, and its note is a value: the same one every time.
+            note = _fired(machine, row_id, (), ())
+
+            def note_only(model: M, _payload: Mapping[str, Any]) -> None:
+                model.buffer._fired.append(note)  # noqa: SLF001 - the buffer is this module's
+
+            return note_only
+
+        def apply(model: M, payload: Mapping[str, Any]) -> None:
+            fired = model.buffer._fired  # noqa: SLF001 - the buffer is this module's
+            # The row goes in the step where it was when its action began, so what a
+            # delegated machine fires inside the action follows it, in order.
+            index = len(fired)
+            if action is None:
+                records: tuple[object, ...] = ()
+                effects: tuple[object, ...] = ()
+            else:
+                out = Out()
+                action(model, payload, out)
+                records, effects = tuple(out.records), tuple(out.effects)
+            # Most rows emit nothing of one of the two: nothing to build to compare.
+            if ((records or emits) and tuple(map(type, records)) != emits) or (
+                (effects or kinds) and tuple(map(type, effects)) != kinds
+            ):
+                emitted = tuple(map(type, records))
+                raise MachineError(
+                    f"{machine} row {row_id} declares {_names(emits)} / {_names(kinds)} "
+                    f"but emitted {_names(emitted)} / {_names(tuple(map(type, effects)))}"
+                )
+            fired.insert(index, _fired(machine, row_id, records, effects))
+
+        return apply
 
     def rows_for(self, state: S, trigger: str) -> tuple[Row[S, M], ...]:
         """The rows that may fire on ``trigger`` in ``state``, in priority order."""
@@ -333,6 +354,16 @@ class TableMachine(Generic[S, M]):
 
         Raises :class:`IllegalTransitionError` (nothing changed) when no row
         allows the trigger in the model's state.
+        """
+        self.fire_with(model, trigger, payload, chain=chain)
+
+    def fire_with(
+        self, model: M, trigger: str, payload: Mapping[str, Any], *, chain: bool = True
+    ) -> None:
+        """:meth:`fire`, the payload given as a mapping (guards and actions only read it).
+
+        For the models' own methods, which hold their payload as a mapping
+        already and pass it on, rather than build it again for each machine.
         """
         events = self._events if self._events is not None else self._build()
         event = events.get(trigger)
@@ -359,7 +390,7 @@ class TableMachine(Generic[S, M]):
         auto = self._auto_by_name
         # Keyed by the state's name, a str, whose hash is cached (an enum's is computed in Python).
         while (trigger := auto.get((state := model.state)._name_)) is not None:
-            if not events[trigger].fire(model, _NO_PAYLOAD):
+            if not events[trigger].fire(model, NO_PAYLOAD):
                 if state in self.transient:
                     # A table whose guards miss a case: fail loudly, never wait for ever.
                     raise MachineError(
@@ -412,6 +443,29 @@ def _fired_builder() -> Callable[..., Fired]:
 
 
 _fired = _fired_builder()
+
+
+def _step_builder() -> Callable[..., Step]:
+    """What builds every :class:`Step`: its slots set directly, as :func:`_fired_builder` does."""
+    fields = attrs.fields(Step)
+    if tuple(field.name for field in fields) != ("records", "effects", "fired") or any(
+        field.validator is not None or field.converter is not None for field in fields
+    ):
+        return Step  # pragma: no cover - Step as declared above has plain fields
+    set_records, set_effects, set_fired = (Step.__dict__[field.name].__set__ for field in fields)
+    new = object.__new__
+
+    def step(records: Any, effects: Any, fired: Any) -> Step:
+        built: Step = new(Step)
+        set_records(built, records)
+        set_effects(built, effects)
+        set_fired(built, fired)
+        return built
+
+    return step
+
+
+_step = _step_builder()
 
 
 def _names(types: tuple[type, ...]) -> str:

@@ -55,7 +55,7 @@ from machines._inquiry_machine import INQUIRY_MACHINE, Inquiry, InquiryFacts, In
 from machines._inquiry_records import CancellationReason, Cancelled, InquiryRequest
 from machines._json import JsonValue
 from machines._questions import InquiryQuestion
-from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
+from machines._table import NO_PAYLOAD, Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines.validators import check_json, is_json, of_type, optional_of_type
 from machines.wording import (
     INPUT_CANCELLED,
@@ -108,6 +108,12 @@ class ToolCallState(enum.Enum):
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+
+    # A member is equal only to itself, so it is hashed by identity, in C:
+    # Enum's own __hash__ is a Python call (it hashes the name), paid at every
+    # look-up of a state in a set, such as whether a call is closed, asked
+    # after every event of a turn.
+    __hash__ = object.__hash__
 
 
 class RunMode(enum.Enum):
@@ -337,7 +343,7 @@ class ToolCall:
 
     def _fire(self, trigger: str, **payload: Any) -> Step:
         try:
-            TOOL_CALL_MACHINE.fire(self, trigger, **payload)
+            TOOL_CALL_MACHINE.fire_with(self, trigger, payload)
         except BaseException:
             self.buffer.discard()
             raise
@@ -381,11 +387,12 @@ class ToolCall:
         facts: InquiryFacts,
     ) -> Step:
         """The tool stopped with ``question``; ``source`` was resolved by the executor."""
+        # The answers are copied by the row that keeps them, not here as well.
         return self._fire(
             "needs_input",
             question=question,
             source=source,
-            accumulated=dict(accumulated_answers),
+            accumulated=accumulated_answers,
             facts=facts,
         )
 
@@ -539,10 +546,12 @@ def _cancel_reason(m: ToolCall) -> object:
 
 
 def _run(m: ToolCall, out: Out) -> None:
+    # The request's own fields: the id and name properties are a call each, every run.
+    request = m.request
     out.effect(
         RunTool(
-            tool_call_id=m.id,
-            tool_name=m.name,
+            tool_call_id=request.id,
+            tool_name=request.name,
             arguments=m.arguments,
             answers=dict(m.answers),
         )
@@ -607,17 +616,20 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     question: Question = payload["question"]
     m.answers = dict(payload["accumulated"])
     facts: InquiryFacts = payload["facts"]
-    answers = m.asked[question.id]
+    # get(), not [], on the Counter: a question asked for the first time would
+    # call its __missing__ (Python code) twice.
+    answers = m.asked.get(question.id, 0)
     # The inquiry records a question it may not ask and closes it at once (its first row).
     if answers >= m.max_attempts:
         facts = attrs.evolve(facts, exhausted=attempts_exhausted(m.name, question, answers))
     elif (total := m.asked.total()) >= m.max_questions:
         facts = attrs.evolve(facts, exhausted=questions_exhausted(m.name, total))
-    m.asked[question.id] += 1
+    m.asked[question.id] = answers + 1
+    request = m.request
     inquiry = Inquiry(
         turn=m.turn,
-        tool_call_id=m.id,
-        tool_name=m.name,
+        tool_call_id=request.id,
+        tool_name=request.name,
         question=question,
         source=payload["source"],
         facts=facts,
@@ -625,7 +637,8 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     )
     m.inquiry = inquiry
     m.inquiries.append(inquiry)
-    INQUIRY_MACHINE.fire(inquiry, "ask")  # its requests and responses are its own rows
+    # Its requests and responses are its own rows.
+    INQUIRY_MACHINE.fire_with(inquiry, "ask", NO_PAYLOAD)
 
 
 def _take_up(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
@@ -696,7 +709,7 @@ def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
 
 def _forward(trigger: str) -> Any:
     def forward(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
-        INQUIRY_MACHINE.fire(m.inquiry, trigger, **payload)  # type: ignore[arg-type]
+        INQUIRY_MACHINE.fire_with(m.inquiry, trigger, payload)  # type: ignore[arg-type]
 
     return forward
 
