@@ -82,13 +82,17 @@ def _answer_type(kind: str, options: object) -> AnswerType:
     return AnswerType.select(options)
 
 
+#: Who every ``ask_user`` question is recorded as asked by (a value, shared).
+_ASSISTANT: Final = InquirySource.assistant()
+
+
 class AskUser(BuiltinTool):
     """The assistant asks the user a question and is told the answer."""
 
     def inquiry_source(self, name: str) -> InquirySource:
         """The assistant asked, not a tool."""
         del name
-        return InquirySource.assistant()
+        return _ASSISTANT
 
     @staticmethod
     def question_id(text: str) -> str:

@@ -17,6 +17,7 @@ way into the tool.
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -115,13 +116,20 @@ class BuiltinTool(abc.ABC):
 
     def inquiry_source(self, name: str) -> InquirySource:
         """Who its questions are recorded as asked by; override for ``ask_user``-like tools."""
-        return InquirySource.tool(name)
+        return _tool_source(name)
 
     @abc.abstractmethod
     async def run(
         self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
     ) -> BuiltinOutcome:
         """Run once with the model's ``arguments`` and the ``answers`` so far."""
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_source(name: str) -> InquirySource:
+    # One per tool name, shared (a source is a value): a tool asks question
+    # after question. An invalid name raises, and is not kept.
+    return InquirySource.tool(name)
 
 
 class BuiltinExecutor:
