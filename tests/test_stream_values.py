@@ -102,12 +102,28 @@ def test_an_id_source_that_repeats_itself_is_told_so_rather_than_asked_for_ever(
     tmp_path: Path,
 ) -> None:
     """A constant new_id: the second fresh id cannot be found, at append as at load."""
-    stream = ConversationStream(new_id=lambda: "fixed")
+    asked: list[str] = []
+
+    def fixed() -> str:
+        asked.append("fixed")
+        return "fixed"
+
+    stream = ConversationStream(new_id=fixed)
     stream.append(TurnStart())
     with pytest.raises(ValueError, match=r"new_id gave 1000 event ids in a row .* 'fixed'"):
         stream.append(TurnStart())
+    assert len(asked) == 1 + 1000  # the first append's id, then a thousand tries
+    assert len(stream) == 1
     (tmp_path / "events.json").write_bytes(
         orjson.dumps([{"timestamp": STAMP, "type": "turn_start"}] * 2)
     )
     with pytest.raises(ValueError, match="new_id gave 1000 event ids in a row"):
         load_conversation(tmp_path, new_id=lambda: "fixed")
+
+
+def test_an_id_the_stream_holds_is_passed_over_for_the_next_fresh_one() -> None:
+    """An id source that gives taken ids a few times: the entry gets the first fresh one."""
+    ids = iter(["a", "a", "a", "b", "b", "c"])
+    stream = ConversationStream(new_id=lambda: next(ids))
+    first, second, third = (stream.append(TurnStart()) for _ in range(3))
+    assert [first.event_id, second.event_id, third.event_id] == ["a", "b", "c"]

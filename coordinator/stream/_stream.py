@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from time import time_ns
 from typing import TYPE_CHECKING, overload
 
 import attrs
@@ -26,7 +27,7 @@ from coordinator.stream._entries import (
     new_event_entry,
 )
 from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
-from coordinator.stream._timestamps import Timestamp, stamp_now
+from coordinator.stream._timestamps import Timestamp, stamp_at, stamp_now
 from machines import Event, TurnStart, is_provider_visible
 
 if TYPE_CHECKING:
@@ -170,7 +171,11 @@ class ConversationStream(Sequence[StreamEntry]):
         Raises ``ValueError`` when ``new_id`` keeps giving ids the stream
         holds (a constant, say), rather than asking it for ever.
         """
-        for _ in range(FRESH_ID_ATTEMPTS):
+        candidate = self._new_id()
+        if candidate not in self._ids:  # all but always, at once: no loop to set up
+            self._ids.add(candidate)
+            return candidate
+        for _ in range(FRESH_ID_ATTEMPTS - 1):
             candidate = self._new_id()
             if candidate not in self._ids:
                 self._ids.add(candidate)
@@ -202,7 +207,12 @@ class ConversationStream(Sequence[StreamEntry]):
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> EventEntry:
         """Append a conversation event stamped now, with a fresh id."""
-        entry = self.make_entry(payload, timestamp=timestamp, metadata=metadata)
+        if timestamp is None and metadata is None and self._system_clock:
+            # Every record a machine step emits comes this way: make_entry's
+            # work, without its call, now()'s and stamp_now()'s.
+            entry = new_event_entry(self.fresh_id(), stamp_at(time_ns()), payload)
+        else:
+            entry = self.make_entry(payload, timestamp=timestamp, metadata=metadata)
         if isinstance(payload, TurnStart):
             self._markers.append(len(self._entries))
         elif not self._markers:
