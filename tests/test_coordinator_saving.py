@@ -211,6 +211,55 @@ def test_a_tool_waiting_for_an_answer_holds_no_place(tmp_path: Path) -> None:
     assert [r.is_error for r in responses] == [False, False]
 
 
+def test_calls_waiting_for_a_place_when_the_batch_stops_never_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Limit one; the running tool stops the batch as it ends, handing its place on as it does.
+
+    The calls that waited never start and each is answered; nothing is left
+    behind (no error logged by the loop), and the next batch runs every call.
+    """
+    conversation = conversation_on_disk(tmp_path)
+    started: list[str] = []
+    stopping = True
+
+    class StopsTheBatch(BuiltinTool):
+        async def run(
+            self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+        ) -> BuiltinOutcome:
+            del answers
+            started.append(str(arguments["n"]))
+            if stopping:
+                await asyncio.sleep(0)  # the other calls queue for its place meanwhile
+                coordinator.cancel()
+            return Success("ok")
+
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"t": executor(StopsTheBatch())},
+        config=UNATTENDED,
+        max_parallel_tools=1,
+    )
+    conversation.stream.append(ChatResponse.message("On it."))
+    requests = [ToolCallRequest(id=f"c{n}", name="t", arguments={"n": n}) for n in range(4)]
+    for request in requests:
+        conversation.stream.append(request)
+    responses = run(coordinator.run(requests))
+    assert started == ["0"]
+    assert [(r.id, r.content) for r in responses] == [
+        (f"c{n}", "Tool call was interrupted.") for n in range(4)
+    ]
+    stopping = False
+    conversation.stream.append(ChatResponse.message("Again."))
+    again = [ToolCallRequest(id=f"d{n}", name="t", arguments={"n": n + 4}) for n in range(4)]
+    for request in again:
+        conversation.stream.append(request)
+    assert [r.content for r in run(coordinator.run(again))] == ["ok"] * 4
+    assert started == ["0", "4", "5", "6", "7"]
+    assert [record for record in caplog.records if record.name == "asyncio"] == []
+    assert_invariants(conversation)
+
+
 def test_the_default_limit_follows_the_open_file_limit() -> None:
     """(soft RLIMIT_NOFILE - 64) // 4, at least 1, at most MOST_PARALLEL_TOOLS."""
     import resource  # noqa: PLC0415 - POSIX only, like the limit itself
