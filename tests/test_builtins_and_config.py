@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +25,17 @@ from coordinator.adapters.providers import ANSWER_INQUIRY_TOOL
 from coordinator.driver import QuestionConfig, ToolConfig
 from coordinator.driver._toml_fields import DEEPEST_JSON
 from machines import (
+    CachedAnswer,
     InquiryFacts,
     InquiryRequest,
+    Question,
     RecordError,
     RunMode,
     StaticAnswer,
     Target,
     ToolCallRequest,
     ToolCallResponse,
+    TurnState,
 )
 
 if TYPE_CHECKING:
@@ -155,6 +159,38 @@ def test_a_config_file_is_read(tmp_path: Path) -> None:
     assert config.question("fs", "apply").target is Target.ASSISTANT
     assert config.question("fs", "apply").answer == StaticAnswer(True)
     assert config.question("fs", "other").target is Target.USER
+
+
+def test_each_question_is_given_the_facts_of_its_own_configuration() -> None:
+    """Configurations made and dropped one after another (memory reused): each its own facts."""
+    turn = TurnState()
+    question = Question.boolean("q", "Apply?")
+    for number in range(600):
+        target = (Target.USER, Target.ASSISTANT)[number % 2]
+        answer = StaticAnswer(number)
+        config = ToolsConfig(
+            tools={"fs": ToolConfig(questions={"q": QuestionConfig(target=target, answer=answer)})}
+        )
+        for terminal in (False, True):
+            facts = config.facts("fs", question, terminal=terminal, turn=turn)
+            assert facts == InquiryFacts(terminal=terminal, target=target, static_answer=answer)
+        del config
+        if number % 100 == 0:
+            gc.collect()
+
+
+def test_a_questions_facts_carry_what_the_turn_remembered_and_check_the_terminal() -> None:
+    """A remembered answer is in the facts; a terminal that is not a bool is refused."""
+    turn = TurnState()
+    question = Question.boolean("q", "Apply?")
+    config = parse_tools_config({"tools": {"fs": {"questions": {"q": {"answer": True}}}}})
+    assert config.facts("fs", question, terminal=True, turn=turn).cached_answer is None
+    turn.remember_tool_answer("fs", question, value=False)
+    facts = config.facts("fs", question, terminal=True, turn=turn)
+    assert facts.cached_answer == CachedAnswer(False)
+    assert facts.static_answer == StaticAnswer(True)
+    with pytest.raises(RecordError, match=r"InquiryFacts\.terminal must be bool"):
+        config.facts("fs", Question.boolean("other", "Sure?"), terminal=1, turn=turn)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -122,12 +122,41 @@ class ToolsConfig:
         """The facts the inquiry machine decides from, for ``question`` now."""
         config = self.question(tool_name, question.id)
         cached: CachedAnswer | None = turn.remembered_tool_answer(tool_name, question)
+        if cached is None and type(terminal) is bool and type(config) is QuestionConfig:
+            return _facts_of(config, terminal=terminal)
         return InquiryFacts(
             terminal=terminal,
             target=config.target,
             static_answer=config.answer,
             cached_answer=cached,
         )
+
+
+#: The facts of questions nothing was remembered for, by the identity of their
+#: configuration, which is kept with them (so its id is no other's meanwhile):
+#: without a terminal, and with one.
+_FACTS: dict[int, tuple[QuestionConfig, InquiryFacts, InquiryFacts]] = {}
+#: How many configurations are kept before starting again.
+_FACTS_KEPT = 256
+
+
+def _facts_of(config: QuestionConfig, *, terminal: bool) -> InquiryFacts:
+    """The facts of a question configured by ``config``, with no answer remembered.
+
+    Made once per configuration and shared: facts are values, and what a
+    ``QuestionConfig`` says cannot change (frozen; a subclass might, and is
+    not kept). Every question asked looks them up.
+    """
+    kept = _FACTS.get(id(config))
+    if kept is None or kept[0] is not config:
+        without, with_terminal = (
+            InquiryFacts(terminal=present, target=config.target, static_answer=config.answer)
+            for present in (False, True)
+        )
+        if len(_FACTS) >= _FACTS_KEPT:
+            _FACTS.clear()
+        kept = _FACTS[id(config)] = (config, without, with_terminal)
+    return kept[2] if terminal else kept[1]
 
 
 def _check_keys(data: Mapping[str, Any], allowed: set[str], origin: str, key: str) -> None:
