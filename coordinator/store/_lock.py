@@ -52,6 +52,7 @@ import os
 import stat
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
@@ -59,6 +60,11 @@ from coordinator._errors import CoordinatorError, StreamFormatError, os_reason
 from coordinator.store._atomic import alive
 from coordinator.store._files import file_kind
 from coordinator.store._running import stop_leftovers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+_T = TypeVar("_T")
 
 __all__ = [
     "LOCK_FILE",
@@ -275,8 +281,12 @@ def _unname(lock: WriterLock) -> None:
         write_all(lock.fd, b" " * (len(line) - 1), 0)
 
 
-def read_record(directory: Path) -> bytes | None:
-    """The undo record in ``directory``'s lock file, if a whole one is there (for readers)."""
+def _read_lock_file(directory: Path, read: Callable[[int], _T]) -> _T | None:
+    """``read`` of ``directory``'s lock file opened for reading, or ``None`` without one.
+
+    Opened as the store opens what it reads (never blocking, never through a
+    link), and only read when it is a regular file.
+    """
     try:
         fd = os.open(
             directory / LOCK_FILE, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
@@ -284,11 +294,14 @@ def read_record(directory: Path) -> bytes | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return _record_of(os.pread(fd, _READ_AT_MOST, 0))
+        return read(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     finally:
         os.close(fd)
+
+
+def read_record(directory: Path) -> bytes | None:
+    """The undo record in ``directory``'s lock file, if a whole one is there (for readers)."""
+    return _read_lock_file(directory, lambda fd: _record_of(os.pread(fd, _READ_AT_MOST, 0)))
 
 
 def _record_of(content: bytes) -> bytes | None:
@@ -368,18 +381,7 @@ def holder_of(directory: Path) -> int | None:
     is no lock file, when its holder let go of it (it names nobody), or when
     the process it names is gone (killed, it could not let go).
     """
-    try:
-        fd = os.open(
-            directory / LOCK_FILE, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
-        )
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        pid = _holder(fd)
-    finally:
-        os.close(fd)
+    pid = _read_lock_file(directory, _holder)
     return pid if pid is not None and alive(pid) else None
 
 
