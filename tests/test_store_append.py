@@ -161,6 +161,70 @@ def test_the_first_save_after_a_load_rewrites_then_the_next_appends(tmp_path: Pa
     assert (directory / "events.json").read_bytes() == _rewrite_bytes(conversation)
 
 
+def _syncs_and_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Each ``os.fsync`` and ``os.pwrite`` from now on, by the inode it went to."""
+    log: list[tuple[str, int]] = []
+    real_fsync, real_pwrite = os.fsync, os.pwrite
+
+    def fsync(fd: int) -> None:
+        log.append(("fsync", os.fstat(fd).st_ino))
+        real_fsync(fd)
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        log.append(("pwrite", os.fstat(fd).st_ino))
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return log
+
+
+def test_a_new_conversations_save_syncs_no_lock_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock's pid line is for the living: only the files and the directories are synced."""
+    log = _syncs_and_writes(monkeypatch)
+    directory = tmp_path / "conv"
+    _saved(directory).close()
+    synced = {inode for call, inode in log if call == "fsync"}
+    assert (directory / LOCK_FILE).stat().st_ino not in synced
+    assert {(directory / name).stat().st_ino for name in ("events.json", "metadata.json")} <= (
+        synced
+    )
+    assert {directory.stat().st_ino, tmp_path.stat().st_ino} <= synced
+
+
+def test_a_lock_file_is_synced_into_its_directory_before_its_record_is_relied_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock file created in a conversation JP wrote: its name is durable before an append.
+
+    A power loss could otherwise take the lock file's name, and with it the
+    undo record, while the append it describes stayed half on disk.
+    """
+    directory = tmp_path / "conv"
+    _saved(directory).close()
+    (directory / LOCK_FILE).unlink()  # as JP leaves a conversation: no lock file
+    conversation = load_conversation(directory, clock=FixedClock(), new_id=CountingIds())
+    conversation.stream.append(_question(1))
+    assert save_conversation(conversation).appended == ()  # the first save after a load rewrites
+    lock, events = (directory / LOCK_FILE).stat().st_ino, (directory / "events.json").stat().st_ino
+    log = _syncs_and_writes(monkeypatch)
+    conversation.stream.append(_question(2))
+    assert save_conversation(conversation).appended == (directory / "events.json",)
+    first_change = log.index(("pwrite", events))
+    assert log[:first_change] == [
+        ("pwrite", lock),  # the undo record
+        ("fsync", lock),
+        ("fsync", directory.stat().st_ino),
+    ]
+    log.clear()
+    conversation.stream.append(_question(3))
+    save_conversation(conversation)
+    assert log[: log.index(("pwrite", events))] == [("pwrite", lock), ("fsync", lock)]
+    conversation.close()
+
+
 def test_metadata_changed_with_an_append_is_replaced_beside_it(tmp_path: Path) -> None:
     """The stream is appended to, metadata.json replaced: each file by its own path."""
     directory = tmp_path / "conv"

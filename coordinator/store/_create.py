@@ -101,6 +101,7 @@ def create_directory(
         shutil.rmtree(staging, ignore_errors=True)
         return None
     lock.directory = directory
+    lock.unsynced_entry = False  # its name was synced with the staging directory's files
     try:
         sync_directory(parent)
     except OSError as error:

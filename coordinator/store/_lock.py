@@ -125,12 +125,20 @@ class WriterLock:
     # A record was cleared without a sync: it could reappear after a power
     # loss, so it is synced away before the file it describes is replaced.
     unsynced_clear: bool = False
+    # The lock file was created by this writer and its name is not yet synced
+    # into the directory: nothing relies on it until an undo record is
+    # written, so the directory is synced then (a save that writes no record,
+    # as every save of a new conversation, pays no sync for its lock).
+    unsynced_entry: bool = False
 
     def write_record(self, record: bytes) -> None:
         """Put ``record`` (one line) after the pid line, durably."""
         write_all(self.fd, record, self.header)
         os.ftruncate(self.fd, self.header + len(record))
         os.fsync(self.fd)
+        if self.unsynced_entry:
+            _sync_new_entry(self.directory)
+            self.unsynced_entry = False
 
     def clear_record(self, *, durably: bool = False) -> None:
         """Remove the undo record (synced only when ``durably``: see ``unsynced_clear``)."""
@@ -348,14 +356,17 @@ def _claim(lock: WriterLock, *, created: bool) -> None:
     if content != wanted:
         write_all(lock.fd, wanted, 0)
         os.ftruncate(lock.fd, len(wanted))
-        # Synced, so that no record cleared before this writer came can come back.
-        os.fsync(lock.fd)
-    if created:
-        _sync_new_entry(lock.directory)
+        if not created:
+            # Synced, so that no record cleared before this writer came can
+            # come back. A file created now held none: its pid line is for
+            # the living (the OS shows it to them unsynced), and after a
+            # power loss no process holds the lock whatever the file says.
+            os.fsync(lock.fd)
+    lock.unsynced_entry = created
 
 
 def _sync_new_entry(directory: Path) -> None:
-    """Make the new lock file's name durable (an undo record in it is relied on)."""
+    """Make the new lock file's name durable (the undo record just written in it is relied on)."""
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as error:
