@@ -6,7 +6,9 @@ lives:
 
 - :func:`shown_path`: a file name as text any output can carry.
 - :func:`shown_text`: text from a file, a tool, a model or a server as text a
-  terminal only displays.
+  terminal only displays; :func:`shown_line`, such text on one bounded line
+  (a question, a message, a tool's output in a report); :func:`shown_reason`,
+  a cancellation reason's tag as every output shows it.
 - :func:`shown_url`: a URL from outside (a provider's ``base_url``, an MCP
   server's address, a link a server asks the person to open) as a record, an
   error or the model may hold it: without the parts that carry credentials
@@ -61,7 +63,17 @@ from urllib.parse import urlsplit, urlunsplit
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["shown_links", "shown_path", "shown_text", "shown_url", "unshown_url_parts"]
+__all__ = [
+    "REASON_SHOWN",
+    "redact",
+    "shown_line",
+    "shown_links",
+    "shown_path",
+    "shown_reason",
+    "shown_text",
+    "shown_url",
+    "unshown_url_parts",
+]
 
 
 def shown_path(path: Path | str) -> str:
@@ -134,6 +146,40 @@ def shown_text(
     return pattern.sub(_python_escape if spelling == "python" else _json_escape, text)
 
 
+def shown_line(text: str, limit: int | None = None) -> str:
+    """``text`` as :func:`shown_text` shows it, on one line, cut to ``limit`` characters.
+
+    Every run of white space, line breaks included, reads as one space: a
+    report's line quotes what was said, not how it was laid out. Cut, the
+    line ends with ``...`` within the limit. The limit counts what is shown,
+    escapes and all, so a text made of control characters is held to it too.
+    """
+    line = " ".join(shown_text(text, lines=True).split())
+    if limit is None or len(line) <= limit:
+        return line
+    return line[: limit - 3] + "..."
+
+
+#: The most characters of a cancellation reason's tag shown; a longer one is
+#: cut there and ends with an ellipsis.
+REASON_SHOWN: Final = 64
+
+
+def shown_reason(tag: str) -> str:
+    """A cancellation reason's ``tag`` as every output shows it: visible, escaped and bounded.
+
+    The tag as recorded, cut at :data:`REASON_SHOWN` characters (then ``…``),
+    with nothing a terminal acts on; the empty tag (a reader keeps it, as any
+    tag it does not know) is shown as ``""``, so that it is seen. It is free
+    text from whoever wrote the file, and a reason is a short tag, never a
+    place for a long text.
+    """
+    if not tag:
+        return '""'
+    shown = tag if len(tag) <= REASON_SHOWN else f"{tag[:REASON_SHOWN]}\u2026"
+    return shown_text(shown)
+
+
 #: What a URL that cannot be parsed is shown as: none of it, since where its
 #: credentials lie cannot be told.
 _UNREADABLE_URL: Final = "<a link that cannot be read>"
@@ -163,6 +209,14 @@ def shown_url(url: object) -> str:
     host = parts.netloc.rpartition("@")[2]
     cut = _CUT if parts.query or parts.fragment else ""
     return urlunsplit((scheme, host, parts.path, "", "")) + cut
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every occurrence of each of ``secrets`` replaced by ``<redacted>``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "<redacted>")
+    return text
 
 
 def unshown_url_parts(url: object) -> tuple[str, ...]:

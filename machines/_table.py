@@ -107,10 +107,6 @@ class StepBuffer:
         """Start empty."""
         self._fired: list[Fired] = []
 
-    def add(self, fired: Fired) -> None:
-        """Note a row that fired."""
-        self._fired.append(fired)
-
     def take(self) -> Step:
         """Return the step so far and start a new one."""
         fired, self._fired = tuple(self._fired), []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import re
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -177,6 +178,18 @@ def test_each_question_is_given_the_facts_of_its_own_configuration() -> None:
         del config
         if number % 100 == 0:
             gc.collect()
+
+
+def test_a_static_answer_is_not_kept_once_its_configuration_is_dropped() -> None:
+    """The facts shared between questions go with their configuration (a secret's answer too)."""
+    answer = StaticAnswer("hunter2")
+    config = ToolsConfig(tools={"fs": ToolConfig(questions={"q": QuestionConfig(answer=answer)})})
+    facts = config.facts("fs", Question.boolean("q", "Apply?"), terminal=False, turn=TurnState())
+    assert facts.static_answer is answer
+    gone = weakref.ref(answer)
+    del answer, config, facts
+    gc.collect()
+    assert gone() is None
 
 
 def test_a_questions_facts_carry_what_the_turn_remembered_and_check_the_terminal() -> None:

@@ -64,12 +64,12 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_the_check_command_does_not_import_the_runner_or_the_providers() -> None:
-    """`inquiry check` starts without the runner, the providers, asyncio or transitions."""
+    """`inquiry check` starts without the runner, providers, exporter, asyncio or transitions."""
     probe = (
         "import sys; from coordinator.cli._main import main; "
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('asyncio', 'transitions') or m.startswith(('coordinator.cli._run', "
-        "'coordinator.driver', 'coordinator.adapters')))))"
+        "'coordinator.cli._export', 'coordinator.driver', 'coordinator.adapters')))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

@@ -845,6 +845,25 @@ def test_a_failure_echoing_the_url_reads_without_its_credentials() -> None:
     )
 
 
+def test_a_failure_echoing_the_url_as_sent_reads_without_its_credentials() -> None:
+    """A server echoing the request as httpx2 sent it (a space percent-encoded): still redacted."""
+    from coordinator.adapters.mcp._session import Connection  # noqa: PLC0415 - imports the SDK
+
+    url = "https://us er:pw 123@mcp.example.invalid/mcp?key=K 456"
+    echoed = "unauthorized: https://us%20er:pw%20123@mcp.example.invalid/mcp?key=K%20456"
+
+    async def failing() -> str:
+        connection = Connection(McpServer(name="web", url=url))
+        return connection._start_error(ValueError(echoed)).message
+
+    message = asyncio.run(failing())
+    assert message.endswith(
+        "ValueError: unauthorized: https://<redacted>@mcp.example.invalid/mcp?<redacted>"
+    )
+    for part in ("us%20er", "pw%20123", "K%20456", "us er", "K 456"):
+        assert part not in message
+
+
 def test_a_server_that_does_not_answer_in_time_fails_the_call(tmp_path: Path) -> None:
     """A request past the server's timeout fails the call, saying how long it waited."""
     server = attrs.evolve(ops(tmp_path), timeout=1, start_timeout=60)

@@ -386,8 +386,9 @@ def test_legacy_keys_are_the_ones_earlier_versions_gave() -> None:
         {"type": "object", "properties": {"n": {"type": "number", "default": math.nan}}},
         {"type": "object", "properties": {1: {"type": "boolean"}}},
         {"type": "object", "properties": {"a": {"default": {1, 2}}}},
+        {"type": "object", "properties": {"n": {"type": "integer", "maximum": 10**30}}},
     ],
-    ids=["not-finite", "key-not-a-string", "a-set"],
+    ids=["not-finite", "key-not-a-string", "a-set", "beyond-64-bits"],
 )
 def test_a_schema_json_cannot_hold_still_gets_a_stable_key(schema: Any) -> None:
     """What JSON cannot hold keys the request by where it is; the id is the same every time."""

@@ -43,6 +43,7 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
+from process_helpers import is_running
 from resume_scenario import CALLS, MODEL, SECRET, TAGS, TOOL, resume_files, run_argv, runs
 from run_helpers import answering, write
 
@@ -421,15 +422,6 @@ calls = [{{ tool = "work", arguments = {{ tag = "slow", sleep = 60, hold = true 
 """
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
-    except OSError:
-        return False
-    return fields[0] not in (b"Z", b"X")
-
-
 def _started(directory: Path, tag: str, process: subprocess.Popen[bytes]) -> int:
     """Wait until the tool of ``tag`` has started in ``directory``'s workspace: its pid."""
     log = directory / "workspace" / "runs.log"
@@ -456,7 +448,7 @@ def test_a_killed_runs_tool_is_stopped_before_its_call_runs_again(tmp_path: Path
         leftover = _started(directory, "slow", process)
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=PATIENCE)
-        assert _alive(leftover)  # a run killed so stops nothing itself: its tool works on
+        assert is_running(leftover)  # a run killed so stops nothing itself: its tool works on
         continued = subprocess.run(
             [*argv, "--continue-turn"],
             env=dict(os.environ, RESUME_TOOL_NO_SLEEP="1"),  # the call, run again, is quick
@@ -466,13 +458,13 @@ def test_a_killed_runs_tool_is_stopped_before_its_call_runs_again(tmp_path: Path
             check=False,
         )
         assert continued.returncode == 0, continued.stderr
-        assert not _alive(leftover)
+        assert not is_running(leftover)
         assert "stopped 1 tool process group a writer that died" in continued.stderr
         assert "overlap" not in (directory / "workspace" / "runs.log").read_text()
         assert runs(directory) == {"slow": 2}
         assert find_incomplete_turn(load_conversation(directory).stream) is None
     finally:
-        if leftover is not None and _alive(leftover):
+        if leftover is not None and is_running(leftover):
             os.kill(leftover, signal.SIGKILL)
 
 
@@ -517,15 +509,15 @@ def test_only_the_noted_tool_of_a_dead_writer_is_stopped(tmp_path: Path) -> None
             (reused.pid, _start_time(reused.pid) + 1),  # the pid noted is another process now
         )
         _take_over(directory)
-        assert not _alive(mine.pid)
-        assert _alive(reused.pid)
+        assert not is_running(mine.pid)
+        assert is_running(reused.pid)
         assert not (directory / RUNNING_FILE).exists()
         # The holder still runs (it let the lock go): its tools are its own.
         _noted(
             directory, holders.pid, _start_time(holders.pid), (reused.pid, _start_time(reused.pid))
         )
         _take_over(directory)
-        assert _alive(reused.pid)
+        assert is_running(reused.pid)
     finally:
         for sleeper in sleepers:
             sleeper.kill()

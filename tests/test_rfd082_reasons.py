@@ -24,7 +24,7 @@ from coordinator_harness import payloads
 from run_helpers import write
 
 from coordinator import Conversation, export_markdown, load_conversation, save_conversation
-from coordinator.cli._export import REASON_SHOWN
+from coordinator._text import REASON_SHOWN
 from coordinator.cli._main import main
 from coordinator.cli._run_continue import turn_marker
 from coordinator.cli._scenario import load_scenario

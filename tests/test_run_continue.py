@@ -27,8 +27,9 @@ from run_helpers import every_byte, write
 
 from coordinator import EventEntry, find_incomplete_turn, load_conversation, save_conversation
 from coordinator.cli._check import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
+from coordinator.cli._command_lines import command_line
 from coordinator.cli._main import main
-from coordinator.cli._run_continue import TURN_MARKER, command_line, turn_marker
+from coordinator.cli._run_continue import TURN_MARKER, turn_marker
 from coordinator.cli._run_result import RunOptions
 from coordinator.cli._scenario import load_scenario
 from coordinator.store import Conversation
@@ -315,6 +316,10 @@ def test_new_turn_begins_a_turn_after_an_unfinished_one_only_when_nothing_is_ope
     status, _, err = run(left.argv("--new-turn"), capsys)
     assert status == 2
     assert f"inquiry sanitize {left.directory}" in err
+    assert (
+        "did not finish (waiting-for-input (work)) and something is open in it, "
+        "so --new-turn cannot follow it; continue it with `"
+    ) in err
     assert left.files() == before
     assert run(["sanitize", str(left.directory)], capsys)[0] == 0
     assert run(["check", str(left.directory)], capsys)[0] == EXIT_AWAITING_MODEL
@@ -369,6 +374,31 @@ def test_a_turn_the_scenario_does_not_play_is_not_continued(
         assert f"discard it with `inquiry sanitize {left.directory}`" in err
         assert left.files() == before
         assert runs(left.directory) == {}
+
+
+@pytest.mark.parametrize("blocked", [True, False], ids=["blocked", "not-blocked"])
+def test_a_refusal_offers_continue_turn_only_for_a_turn_the_scenario_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], blocked: bool
+) -> None:
+    """No marker: the refusal says it cannot be continued, and its other way on works."""
+    left = Left(tmp_path)
+    asking = (work("call_1_2_1", "c", asks=ASKS), GO) if blocked else ()
+    left.died_in(
+        0, *FIRST_CYCLE, done("call_1_1_1", "a"), done("call_1_1_2", "b"), *asking, marked=False
+    )
+    status, _, err = run(left.argv(), capsys)
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "--continue-turn" not in err  # it would only say there is nothing to continue
+    assert f"it was not played from {left.scenario} as it is now, so it cannot be continued" in err
+    commands = [shlex.split(command) for command in re.findall(r"`([^`]*)`", err)]
+    if blocked:
+        assert commands[0] == ["inquiry", "sanitize", str(left.directory)]
+        assert run(commands.pop(0)[1:], capsys)[0] == 0
+    (beginning,) = commands
+    assert beginning == ["inquiry", *left.argv("--new-turn")]
+    assert run(beginning[1:], capsys)[0] == 0
+    assert len(load_conversation(left.directory).stream.turns()) == 3
 
 
 def test_continue_turn_when_everything_was_played_does_nothing(
@@ -465,3 +495,42 @@ def test_continue_turn_into_a_directory_that_is_no_conversation_writes_nothing(
     assert status == 2
     assert "is not a conversation" in err
     assert sorted(path.name for path in left.directory.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://me:hunter2@api.example/v1",
+        "https://api.example/v1?key=SECRETKEY",
+        "https://api.example/v1#tok=abc",
+    ],
+)
+def test_the_refusals_command_writes_a_base_url_with_credentials_as_a_placeholder(
+    tmp_path: Path, url: str
+) -> None:
+    """A user name, password, query or fragment is never repeated: the URL reads BASE_URL."""
+    options = RunOptions(
+        scenario=tmp_path / "scenario.toml",
+        conversation=tmp_path / "conversation",
+        backend={"provider": "openai", "model": "m", "base_url": url},
+    )
+    words = shlex.split(command_line(options, "--continue-turn"))
+    assert words[words.index("--base-url") + 1] == "BASE_URL"
+    for secret in ("hunter2", "SECRETKEY", "tok=abc"):
+        assert secret not in " ".join(words)
+
+
+@pytest.mark.parametrize("joined", [False, True], ids=["--base-url URL", "--base-url=URL"])
+def test_a_refused_run_never_prints_its_base_urls_credentials(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], joined: bool
+) -> None:
+    """The refusal repeats the command, but not the user info, query or fragment of its URL."""
+    left = Left(tmp_path)
+    waiting_for_go(left)
+    url = "https://me:hunter2@api.example/v1?key=SECRETKEY#tok=abc"
+    given = [f"--base-url={url}"] if joined else ["--base-url", url]
+    status, out, err = run(left.argv("--backend", "openai", "--model", "m", *given), capsys)
+    assert status == 2
+    assert "--base-url BASE_URL" in err  # the person sees what to put back
+    for secret in ("me:hunter2", "hunter2", "key=SECRETKEY", "SECRETKEY", "tok=abc"):
+        assert secret not in out + err

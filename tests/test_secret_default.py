@@ -306,6 +306,36 @@ def test_a_default_that_does_not_fit_is_masked_as_everything_a_tool_says(tmp_pat
     assert_invariants(conversation, [secret])
 
 
+def test_a_secret_of_digits_echoed_as_a_number_in_a_default_is_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """A PIN typed earlier, echoed as a number in later defaults: recorded as masked text."""
+    conversation = conversation_on_disk(tmp_path)
+    secret = "48291377"
+    pin = Question(id="pin", text="PIN?", answer_type=AnswerType.secret())
+    echoed = [
+        Question(
+            id="note",
+            text="Note?",
+            answer_type=AnswerType.text(),
+            default={"pin": 48291377, "seen": [148291377, 7, 2.5]},
+        ),
+        Question(id="again", text="Again?", answer_type=AnswerType.text(), default=48291377),
+    ]
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"deploy": executor(AskingTool([pin, *echoed]))},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(secret).answer("fine").answer("fine"),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "deploy"))))
+    assert not response.is_error
+    requests = payloads(conversation, InquiryRequest)
+    assert requests[1].question.default == {"pin": "<secret>", "seen": ["1<secret>", 7, 2.5]}
+    assert requests[2].question.default == "<secret>"
+    assert_invariants(conversation, [secret])
+
+
 def test_a_default_whose_keys_become_alike_once_masked_fails_its_call(tmp_path: Path) -> None:
     """Two keys that read alike once the secret is masked: the call fails, nothing leaks."""
     conversation = conversation_on_disk(tmp_path)

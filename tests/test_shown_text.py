@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator._text import shown_text
+from coordinator._text import shown_line, shown_text
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,18 @@ def test_json_stays_the_same_json(value: str) -> None:
 def test_python_spelling_reads_back_as_the_text(value: str) -> None:
     """Each escape is Python's own: read as a string literal, the line is the text again."""
     assert ast.literal_eval(f'"{shown_text(value)}"') == value
+
+
+def test_a_shown_line_is_one_escaped_line_cut_within_its_limit() -> None:
+    """Each run of white space reads as a space, a control as its escape; cut, it ends in ..."""
+    assert shown_line("a \x1b[31m\n\r\n  b\u202e") == r"a \x1b[31m b\u202e"
+    assert shown_line("x" * 20, 20) == "x" * 20
+    assert shown_line("x" * 21, 20) == "x" * 17 + "..."
+
+
+@given(st.text(), st.integers(min_value=3, max_value=200))
+def test_a_shown_line_never_breaks_a_line_nor_passes_its_limit(value: str, limit: int) -> None:
+    """Whatever the text, the line holds no line ending or control, and fits its limit."""
+    line = shown_line(value, limit)
+    assert len(line) <= limit
+    assert shown_text(line) == line  # nothing left to escape: nothing a terminal acts on

@@ -16,12 +16,12 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock
+from process_helpers import CRASH_PROGRAMS, PATIENCE, other_process_saves
 from run_helpers import TOUR_ANSWERS, TOUR_SCENARIO, cli
 
 from coordinator import (
@@ -39,9 +39,7 @@ from machines import ChatRequest, ChatResponse, ToolCallRequest, TurnStart
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-PROGRAMS = Path(__file__).with_name("crash_programs.py")
-PATIENCE = 60
+    from pathlib import Path
 
 
 def _conversation(directory: Path) -> Path:
@@ -72,7 +70,7 @@ def holder(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
     """A conversation and a real process holding its writer lock (killed afterwards)."""
     directory = _conversation(tmp_path / "conv")
     process = subprocess.Popen(
-        [sys.executable, str(PROGRAMS), "hold", str(directory)], stdout=subprocess.PIPE
+        [sys.executable, str(CRASH_PROGRAMS), "hold", str(directory)], stdout=subprocess.PIPE
     )
     with process:
         try:
@@ -81,17 +79,6 @@ def holder(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
         finally:
             process.kill()
             process.wait(timeout=PATIENCE)
-
-
-def _other_process_saves(directory: Path) -> str:
-    """What a save from another process says: ``saved`` or ``refused <error>``."""
-    done = subprocess.run(
-        [sys.executable, str(PROGRAMS), "save", str(directory)],
-        capture_output=True,
-        check=True,
-        timeout=PATIENCE,
-    )
-    return done.stdout.decode().strip()
 
 
 # ------------------------------------------------------------ two processes
@@ -173,28 +160,28 @@ def test_a_conversation_holds_the_lock_from_its_first_save_until_closed(tmp_path
     conversation = load_conversation(directory)
     conversation.stream.append(ChatResponse.message("first"))
     save_conversation(conversation)
-    assert _other_process_saves(directory).startswith(
+    assert other_process_saves(directory).startswith(
         f"refused {directory}: is being written by another process (pid {os.getpid()})"
     )
     conversation.close()
-    assert _other_process_saves(directory) == "saved"
+    assert other_process_saves(directory) == "saved"
     mine = load_conversation(directory)
     mine.stream.append(ChatResponse.message("again"))
     save_conversation(mine)
-    assert _other_process_saves(directory).startswith("refused ")
+    assert other_process_saves(directory).startswith("refused ")
     del mine
     gc.collect()
-    assert _other_process_saves(directory) == "saved"
+    assert other_process_saves(directory) == "saved"
 
 
 def test_a_with_block_takes_the_lock_and_releases_it(tmp_path: Path) -> None:
     """`with conversation:` claims the directory before any change, and lets go at its end."""
     directory = _conversation(tmp_path / "conv")
     with load_conversation(directory) as conversation:
-        assert _other_process_saves(directory).startswith("refused ")
+        assert other_process_saves(directory).startswith("refused ")
         conversation.stream.append(ChatResponse.message("inside"))
         save_conversation(conversation)
-    assert _other_process_saves(directory) == "saved"
+    assert other_process_saves(directory) == "saved"
 
 
 def test_with_is_refused_while_another_process_writes(
@@ -219,9 +206,9 @@ def test_conversations_in_one_process_share_its_lock(tmp_path: Path) -> None:
     second.stream.append(ChatResponse.message("second"))
     save_conversation(second)
     first.close()
-    assert _other_process_saves(directory).startswith("refused ")  # second holds it still
+    assert other_process_saves(directory).startswith("refused ")  # second holds it still
     second.close()
-    assert _other_process_saves(directory) == "saved"
+    assert other_process_saves(directory) == "saved"
 
 
 def test_a_conversation_of_the_same_process_is_kept_from_overwriting_by_the_file_check(

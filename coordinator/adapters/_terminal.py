@@ -118,10 +118,13 @@ _SHORT_ARGUMENTS = 160
 #: boolean, ``5`` for a text): recorded as given (RFD 082), never offered. The
 #: value itself is not shown: the prompt is for answering, the record keeps it.
 _UNFIT_DEFAULT = "the tool's default does not fit this question and is not offered"
+#: What a yes-or-no question takes, said whenever a reply is not one.
+_BOOLEAN_REPLIES = "type y, yes, n or no (or Y or N), then Enter"
 _UNFIT_BOOLEAN_DEFAULT = (
-    "the tool's default does not fit this question: Enter alone does not answer; "
-    "type y, yes, n or no (or Y or N), then Enter"
+    f"the tool's default does not fit this question: Enter alone does not answer; "
+    f"{_BOOLEAN_REPLIES}"
 )
+_NO_BOOLEAN_DEFAULT = f"there is no default: {_BOOLEAN_REPLIES}"
 
 
 class TerminalUnavailableError(CoordinatorError):
@@ -222,12 +225,6 @@ def _boolean_hint(default: JsonValue) -> str:
     if isinstance(default, bool):
         enter = " · Enter alone: yes" if default else " · Enter alone: no"
     return f"y or yes · n or no, then Enter · Y or N, then Enter: remembered for this turn{enter}"
-
-
-def _check_boolean(default: JsonValue) -> str | None:
-    if isinstance(default, bool):
-        return None
-    return "there is no default: type y, yes, n or no (or Y or N), then Enter"
 
 
 class TerminalPrompter:
@@ -473,6 +470,6 @@ def _check_permission(reply: str) -> str | None:
 def _check_boolean_reply(reply: str, default: JsonValue, *, unoffered: bool) -> str | None:
     if boolean_answer(reply, default) is not None:
         return None
-    if not reply.strip():
-        return _UNFIT_BOOLEAN_DEFAULT if unoffered else _check_boolean(default)
-    return "type y, yes, n or no (or Y or N), then Enter"
+    if not reply.strip():  # Enter alone, and no default it takes (a yes or no)
+        return _UNFIT_BOOLEAN_DEFAULT if unoffered else _NO_BOOLEAN_DEFAULT
+    return _BOOLEAN_REPLIES

@@ -13,8 +13,11 @@ then exits with :data:`EXIT_INCOMPLETE_TURN` (3) when the turn is *blocked*
 on an open tool call or question (what a crash leaves: a provider cannot be
 sent it as it is), and with :data:`EXIT_AWAITING_MODEL` (4) when nothing is
 open and it waits for the model's response or follow-up (what a stop, or a
-scenario turn without a reply, leaves). ``inquiry run`` refuses both
-(:mod:`coordinator.cli._run_continue`).
+scenario turn without a reply, leaves). ``inquiry run``
+(:mod:`coordinator.cli._run_continue`) refuses a blocked turn until it is
+continued or discarded (``inquiry sanitize``, then ``--new-turn``), and the
+other until it is continued or ``--new-turn`` begins a turn after it, unless
+its own scenario played the turn to its end (a turn without a reply).
 
 Turns are numbered from 1, in the text and in the JSON alike (the first
 turn is turn 1, as ``inquiry run`` shows it).
@@ -31,8 +34,8 @@ import shlex
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
-from coordinator._text import shown_path
-from coordinator.cli._export import shown_reason
+from coordinator._text import shown_line, shown_path, shown_reason
+from coordinator.cli._command_lines import sanitize_line
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._incomplete import find_incomplete_turn
 from coordinator.stream._pairing import pair_events
@@ -214,12 +217,12 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
     # How to go on, for any scenario: check knows none, nor the answers file
     # it was played with, which a pasted command must repeat (without it, a
     # question the file answered would be asked, or cancelled without a terminal).
-    shown = shlex.quote(path)
-    run = f"inquiry run SCENARIO [--answers FILE] --conversation {shown}"
+    # Knowing no scenario, it cannot tell whether the turn is one a scenario
+    # played and --continue-turn can continue: it offers it for every turn,
+    # and inquiry run, which knows, says so when it cannot.
+    run = f"inquiry run SCENARIO [--answers FILE] --conversation {shlex.quote(path)}"
     if summary["blocked"]:
-        lines.append(
-            f"  continue it: {run} --continue-turn; or discard it: inquiry sanitize {shown}"
-        )
+        lines.append(f"  continue it: {run} --continue-turn; or discard it: {sanitize_line(path)}")
     else:
         lines.append(
             f"  continue it: {run} --continue-turn; "
@@ -230,10 +233,10 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
 
 def quoted_text(text: str) -> str:
     """A question's text quoted on one line, escaped, at most :data:`TEXT_SHOWN` characters."""
-    one_line = " ".join(text.split())
-    if len(one_line) > TEXT_SHOWN:
-        one_line = one_line[: TEXT_SHOWN - 3] + "..."
-    return repr(one_line)
+    line = shown_line(text, TEXT_SHOWN)
+    # In double quotes when that spares the reader a quote inside the quotes.
+    quote = '"' if "'" in line and '"' not in line else "'"
+    return f"{quote}{line}{quote}"
 
 
 def summarize(conversation: Conversation) -> dict[str, Any]:

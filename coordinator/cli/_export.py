@@ -12,12 +12,11 @@ Inquiry responses render as RFD 082 "Reader behavior" says:
 - ``Redacted``: ``Answer: <redacted>``;
 - ``Cancelled``: ``Cancelled (<reason>)``, the reason's wire tag from
   ``reason.as_str()``, so a reason added later renders without a change here.
-  A reason this build does not know is shown as its tag too, as recorded,
-  escaped and cut at :data:`REASON_SHOWN` characters: it is free text from
-  whoever wrote the file (neither JP nor this project ever writes one of
-  their own), and a reason is a short tag, never a place for a long text.
-  The empty tag reads ``Cancelled ("")``. :func:`shown_reason` is that rule,
-  and ``inquiry check`` and ``inquiry run`` show a reason with it too.
+  A reason this build does not know is shown as its tag too, escaped and
+  cut as every output shows a reason (:func:`coordinator._text.shown_reason`,
+  ``inquiry check`` and ``inquiry run`` alike): it is free text from whoever
+  wrote the file (neither JP nor this project ever writes one of their own).
+  The empty tag reads ``Cancelled ("")``.
 
 Each line is followed by what the stream records of who ended the question,
 where it records that: a secret's answer came from the person at the
@@ -88,7 +87,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import orjson
 
-from coordinator._text import shown_text
+from coordinator._text import shown_reason, shown_text
 from coordinator.stream._entries import Compaction, ConfigDelta, EventEntry, UnknownEntry
 from coordinator.stream._pairing import pair_events
 from coordinator.stream._stream import ConversationStream
@@ -121,11 +120,7 @@ if TYPE_CHECKING:
     from coordinator.stream._entries import StreamEntry
     from machines import InquiryResponse
 
-__all__ = ["REASON_SHOWN", "describe_inquiry_response", "export_markdown", "shown_reason"]
-
-#: The most characters of a cancellation reason's tag shown; a longer one is
-#: cut there and ends with an ellipsis.
-REASON_SHOWN = 64
+__all__ = ["describe_inquiry_response", "export_markdown"]
 
 _REDACTED = "Answer: <redacted>"
 _BACKTICKS = re.compile(r"`+")
@@ -138,19 +133,6 @@ def describe_inquiry_response(response: InquiryResponse) -> str:
     if isinstance(response, Redacted):
         return _REDACTED
     return f"Cancelled ({shown_reason(response.reason.as_str())})"
-
-
-def shown_reason(tag: str) -> str:
-    """A cancellation reason's ``tag`` as every output shows it: visible, escaped and bounded.
-
-    The tag as recorded, cut at :data:`REASON_SHOWN` characters (then ``…``),
-    with nothing a terminal acts on; the empty tag (a reader keeps it, as any
-    tag it does not know) is shown as ``""``, so that it is seen.
-    """
-    if not tag:
-        return '""'
-    shown = tag if len(tag) <= REASON_SHOWN else f"{tag[:REASON_SHOWN]}\u2026"
-    return _line(shown)
 
 
 def _line(text: str) -> str:

@@ -22,7 +22,8 @@
   (:mod:`coordinator.cli._run_result`, ``docs/cli.md``).
   A conversation whose last turn did not finish is refused (exit 2) unless
   ``--continue-turn`` continues it, or ``--new-turn`` begins a turn after it
-  (``docs/resume.md``).
+  (when nothing is open in it), or the scenario played it to its end without
+  a reply (``docs/resume.md``).
 
 ``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
 when the conversation's last turn is blocked on an open tool call or question,
@@ -355,11 +356,14 @@ def _parser() -> argparse.ArgumentParser:
         epilog=f"exit status: {EXIT_OK} when the last turn finished (or there is none); "
         f"{EXIT_UNREADABLE} when the conversation cannot be read or the output written; "
         f"{EXIT_INCOMPLETE_TURN} when the last turn did not finish and is blocked on an open "
-        f"tool call or question (a run that died); {EXIT_AWAITING_MODEL} when it did not "
-        "finish and nothing is open in it (it waits for the model's response or follow-up: "
-        "a stopped run, or a scenario turn without a reply). inquiry run refuses a "
-        "conversation in either state until the turn is continued (--continue-turn) or "
-        "discarded (docs/resume.md).",
+        "tool call or question (a run that died): inquiry run refuses it, with --new-turn "
+        "too, until it is continued (--continue-turn) or discarded (inquiry sanitize, then "
+        f"run with --new-turn); {EXIT_AWAITING_MODEL} when it did not finish and nothing is "
+        "open in it (it waits for the model's response or follow-up: a stopped run, or a "
+        "scenario turn without a reply): inquiry run continues it with --continue-turn or "
+        "begins a new turn after it with --new-turn, and refuses it with neither unless its "
+        "scenario played it to the end (a turn without a reply). --continue-turn continues "
+        "only a turn the same scenario played (docs/resume.md).",
     )
     check.add_argument("path", help="a conversation directory or its events.json")
     check.add_argument("--json", action="store_true", help="print one JSON object")

@@ -175,7 +175,8 @@ async def _play_into(
         # Everything is read: from here on, the run writes.
         path = options.conversation
         workspace = path / WORKSPACE
-        state = "a new conversation" if created else f"{len(conversation.stream.turns())} turns"
+        turns = len(conversation.stream.turns())
+        state = "a new conversation" if created else f"{turns} turn{'' if turns == 1 else 's'}"
         emit(f"inquiry run: {shown_path(scenario.path)} -> {shown_path(path)} ({state})")
         emit(f"  person: {player.description}")
         emit(f"  model: {model_player.description}")

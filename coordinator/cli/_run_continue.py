@@ -24,11 +24,12 @@ tool result) before anything is written: a new turn is never stacked on an
 unfinished one silently. Its one line says how to go on, with a command that
 repeats the run's own arguments (the scenario, ``--answers``, the
 conversation: pasted as it is, the questions the answers file answers are
-answered): continue it, or discard it (``inquiry sanitize`` closes what is
-open), or begin a new turn after it (``--new-turn``, when nothing is open).
-A turn of this very scenario that holds all it plays is no obstacle: a
-scenario turn without a reply never gets the model's follow-up, but the
-scenario has nothing left to play in it.
+answered; :mod:`coordinator.cli._command_lines`): continue it (when it is a
+turn of this scenario, which alone ``--continue-turn`` can continue), or
+discard it (``inquiry sanitize`` closes what is open), or begin a new turn
+after it (``--new-turn``, when nothing is open). A turn of this very scenario
+that holds all it plays is no obstacle: a scenario turn without a reply never
+gets the model's follow-up, but the scenario has nothing left to play in it.
 
 Rules:
 
@@ -47,7 +48,6 @@ Rules:
 from __future__ import annotations
 
 import os
-import shlex
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -55,6 +55,7 @@ import attrs
 from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.cli._check import quoted_text
+from coordinator.cli._command_lines import command_line, sanitize_line
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
@@ -87,7 +88,6 @@ __all__ = [
     "TURN_MARKER",
     "Continuation",
     "assistant_tools",
-    "command_line",
     "continue_from",
     "load_locked",
     "refuse_unfinished",
@@ -206,29 +206,6 @@ class Continuation:
 FROM_THE_START = Continuation(turn=0, seeds=True)
 
 
-def command_line(options: RunOptions, flag: str) -> str:
-    """``inquiry run`` as ``options`` ran it, with ``flag``: a line a shell takes as it is.
-
-    Every argument given is repeated (the scenario, ``--answers``, the
-    prompting, the backend, the conversation): a command that left the
-    answers file out would ask, or without a terminal cancel, what it answers.
-    """
-    words = ["inquiry", "run", shown_path(options.scenario)]
-    if options.answers is not None:
-        words += ["--answers", shown_path(options.answers)]
-    if options.interactive is not None:
-        words.append("--tty" if options.interactive else "--no-tty")
-    backend = dict(options.backend or {})
-    for key in ("provider", "model", "base_url", "api_key_env"):
-        if backend.get(key) is not None:
-            option = "--backend" if key == "provider" else "--" + key.replace("_", "-")
-            words += [option, str(backend[key])]
-    if options.verbose:
-        words.append("--verbose")
-    words += ["--conversation", shown_path(options.conversation), flag]
-    return shlex.join(words)
-
-
 def load_locked(path: Path) -> Conversation:
     """The conversation at ``path``, read once under its writer lock, which it then holds.
 
@@ -283,7 +260,9 @@ def refuse_unfinished(
     Another process writing the conversation is named instead (its turn
     looks unfinished only because it is being played). Not refused: a last
     turn of this scenario holding all it plays, and, with ``new_turn``, one
-    with nothing open.
+    with nothing open. ``--continue-turn`` is offered only for a turn of
+    this scenario: of any other it would only say there is nothing to
+    continue (:func:`continue_from`).
     """
     incomplete = find_incomplete_turn(
         conversation.stream, assistant_tools=assistant_tools(scenario)
@@ -293,22 +272,27 @@ def refuse_unfinished(
     if (options.conversation / LOCK_FILE).exists():
         with conversation:  # refused, naming the writer, when one is at work there
             pass
-    if not incomplete.blocked and (new_turn or _nothing_left(incomplete.turn, scenario)):
+    played = _played_turn(incomplete.turn, scenario)
+    if not incomplete.blocked and (new_turn or (played is not None and played.whole)):
         return
     shown = shown_path(options.conversation)
-    sanitize = f"`{shlex.join(['inquiry', 'sanitize', shown])}`"
-    continuing = f"`{command_line(options, '--continue-turn')}`"
+    said = f"{shown}: its last turn did not finish ({incomplete.status})"
+    if incomplete.blocked and new_turn:
+        said += " and something is open in it, so --new-turn cannot follow it"
     beginning = f"`{command_line(options, '--new-turn')}`"
     if incomplete.blocked:
-        ways = f"or discard it with {sanitize} and then begin a new turn with {beginning}"
-        if new_turn:
-            ways = f"--new-turn cannot follow it while something is open in it: {ways}"
+        sanitize = f"`{sanitize_line(options.conversation)}`"
+        ways = [f"discard it with {sanitize} and then begin a new turn with {beginning}"]
     else:
-        ways = f"or leave it unfinished and begin a new turn with {beginning}"
-    raise RunError(
-        f"{shown}: its last turn did not finish ({incomplete.status}); continue it with "
-        f"{continuing}, {ways}; nothing was written"
-    )
+        ways = [f"leave it unfinished and begin a new turn with {beginning}"]
+    if played is not None:
+        ways.insert(0, f"continue it with `{command_line(options, '--continue-turn')}`")
+    else:
+        said += (
+            f"; it was not played from {shown_path(scenario.path)} as it is now, "
+            "so it cannot be continued"
+        )
+    raise RunError(f"{said}; {', or '.join(ways)}; nothing was written")
 
 
 def continue_from(
@@ -320,22 +304,21 @@ def continue_from(
     plays (rule 2).
     """
     if created:
-        return Continuation(turn=0, seeds=True)
+        return FROM_THE_START
     stream = conversation.stream
     turn = stream.current_turn()
     if turn is None:
-        return Continuation(turn=0, seeds=True)
+        return FROM_THE_START
     incomplete = find_incomplete_turn(stream, assistant_tools=assistant_tools(scenario))
-    index = _marked_turn(turn, scenario)
-    played = None if index is None else _played(turn, scenario.turns[index], turn.index + 1)
-    if index is None or played is None:
+    played = _played_turn(turn, scenario)
+    if played is None:
         shown = shown_path(options.conversation)
         beginning = f"`{command_line(options, '--new-turn')}`"
         if incomplete is None:
             how = "run without --continue-turn to begin a new turn"
         elif incomplete.blocked:
             how = (
-                f"discard it with `{shlex.join(['inquiry', 'sanitize', shown])}`, "
+                f"discard it with `{sanitize_line(options.conversation)}`, "
                 f"then begin a new turn with {beginning}"
             )
         else:
@@ -345,26 +328,40 @@ def continue_from(
             "now (it has no such turn, or the turn holds other messages or tool calls); "
             f"nothing to continue from it: {how}"
         )
-    cycles, replied = played
-    plan = scenario.turns[index]
-    finished = replied or (
-        plan.reply is None and cycles == len(plan.cycles) and incomplete is None
-    )
-    if finished:
-        return Continuation(turn=index + 1)
-    return Continuation(turn=index, begun=True, cycles=cycles, incomplete=incomplete)
+    # Without a reply, a turn holding every cycle is taken up still when it did
+    # not finish (RFD 023): what is open in it is continued.
+    if played.replied or (played.whole and incomplete is None):
+        return Continuation(turn=played.index + 1)
+    return Continuation(turn=played.index, begun=True, cycles=played.cycles, incomplete=incomplete)
 
 
-def _nothing_left(turn: Turn, scenario: Scenario) -> bool:
-    """Whether ``turn`` is a turn of ``scenario`` holding every cycle it plays, and its reply."""
+@attrs.frozen(kw_only=True)
+class _PlayedTurn:
+    """What of scenario turn ``index`` (0 for the first) a conversation's turn holds.
+
+    ``cycles`` of its cycles were played, and its reply if ``replied``;
+    ``whole``: every cycle, and the reply when it has one, so the scenario
+    has nothing left to play in it.
+    """
+
+    index: int
+    cycles: int
+    replied: bool
+    whole: bool
+
+
+def _played_turn(turn: Turn, scenario: Scenario) -> _PlayedTurn | None:
+    """How far ``turn`` holds the scenario turn it is marked with (``None``: not as played)."""
     index = _marked_turn(turn, scenario)
     if index is None:
-        return False
+        return None
     plan = scenario.turns[index]
     played = _played(turn, plan, turn.index + 1)
-    return (
-        played is not None and played[0] == len(plan.cycles) and (played[1] or plan.reply is None)
-    )
+    if played is None:
+        return None
+    cycles, replied = played
+    whole = cycles == len(plan.cycles) and (replied or plan.reply is None)
+    return _PlayedTurn(index=index, cycles=cycles, replied=replied, whole=whole)
 
 
 def _marked_turn(turn: Turn, scenario: Scenario) -> int | None:

@@ -71,10 +71,9 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 import attrs
 import orjson
 
-from coordinator._text import shown_path, shown_text
+from coordinator._text import shown_line, shown_path, shown_reason, shown_text
 from coordinator.adapters._terminal import printable
 from coordinator.cli._check import to_null_device
-from coordinator.cli._export import shown_reason
 from coordinator.driver import CallOutcome, PermissionBy, Resolution
 from machines import (
     Answered,
@@ -98,6 +97,7 @@ if TYPE_CHECKING:
 __all__ = ["CAUSE_LIMIT", "Output", "Progress", "failure_text"]
 
 _T = TypeVar("_T")
+#: The most of a text from a tool, a file or a model printed on one line (rule 2).
 _SHOWN = 120
 #: The most of a failure's cause printed; a longer one keeps its first
 #: :data:`_CAUSE_HEAD` characters and its end.
@@ -151,18 +151,13 @@ class Output:
             self.on_close()
 
 
-def _one_line(value: str) -> str:
-    text = " ".join(printable(value).split())
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
 def _bounded(value: str) -> str:
     """``value`` on one line, escaped, at most :data:`CAUSE_LIMIT` characters and a marker.
 
     The middle is cut, not the end: a cause names what failed first and the
     error itself last (an exception's message ends a traceback).
     """
-    text = " ".join(printable(value).split())
+    text = shown_line(value)
     if len(text) <= CAUSE_LIMIT:
         return text
     tail = CAUSE_LIMIT - _CAUSE_HEAD
@@ -269,10 +264,10 @@ class Progress:
 
     def user(self, turn: int, message: str) -> None:
         self.turn = turn
-        self.emit(f"turn {turn} · user: {_one_line(message)}")
+        self.emit(f"turn {turn} · user: {shown_line(message, _SHOWN)}")
 
     def assistant(self, message: str) -> None:
-        self.emit(f"  assistant: {_one_line(message)}")
+        self.emit(f"  assistant: {shown_line(message, _SHOWN)}")
 
     def cycle_of(self, requests: list[ToolCallRequest]) -> None:
         """The calls of the cycle about to run: each is named by its tool.
@@ -299,7 +294,7 @@ class Progress:
         return self.labels.get(call_id) or printable(call_id)
 
     def call(self, request: ToolCallRequest) -> None:
-        arguments = _one_line(_json(request.arguments))
+        arguments = shown_line(_json(request.arguments), _SHOWN)
         self.emit(f"  -> {self._label(request.id)} {arguments}")
 
     def taken_up(self, call: str, request: InquiryRequest) -> None:
@@ -366,7 +361,7 @@ class Progress:
             named=named,
             question=shown,
             kind=asked.answer_type.kind.value,
-            text=_one_line(asked.text),
+            text=shown_line(asked.text, _SHOWN),
             verbose_id=f" [{printable(request.id)}]" if self.verbose else "",
             attempt=attempt,
         )
@@ -430,7 +425,7 @@ class Progress:
         if answered is None:  # redacted: no record holds a secret answer
             kind, shown = "redacted", "<secret>"
         else:
-            kind, shown = "answered", _one_line(_json(answered.answer))
+            kind, shown = "answered", shown_line(_json(answered.answer), _SHOWN)
         self.questions[kind] += 1
         remembered = ", remembered for this turn" if question.remembered else ""
         lines.append(f"    = {named}: {kind} {_ANSWERED_BY[resolution]}: {shown}{remembered}")
@@ -448,7 +443,7 @@ class Progress:
         response = _first(facts.records, ToolCallResponse)
         content = response.content if response is not None else ""
         if outcome is CallOutcome.SUCCEEDED:
-            return [f"  <- {label} succeeded: {_one_line(content)}"]
+            return [f"  <- {label} succeeded: {shown_line(content, _SHOWN)}"]
         if outcome not in _FAILED_OUTCOMES:
             return [f"  <- {label} {outcome.value}"]
         question = facts.question
@@ -476,11 +471,11 @@ class Progress:
         elif permission.run:
             said = "run" + remembered
             if permission.arguments is not None:
-                said += f" with edited arguments {_one_line(_json(permission.arguments))}"
+                said += f" with edited arguments {shown_line(_json(permission.arguments), _SHOWN)}"
         else:
             said = "skip" + remembered
             if permission.reason:
-                said += f": {_one_line(permission.reason)}"
+                said += f": {shown_line(permission.reason, _SHOWN)}"
         return [f"  ! permission for {label}: {said}"]
 
     def problem(self, message: str, *, call_id: str | None = None) -> None:

@@ -27,6 +27,7 @@ mid-run. Errors name the file, the key and what was expected.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -133,11 +134,9 @@ class ToolsConfig:
 
 
 #: The facts of questions nothing was remembered for, by the identity of their
-#: configuration, which is kept with them (so its id is no other's meanwhile):
-#: without a terminal, and with one.
-_FACTS: dict[int, tuple[QuestionConfig, InquiryFacts, InquiryFacts]] = {}
-#: How many configurations are kept before starting again.
-_FACTS_KEPT = 256
+#: configuration (held weakly: an entry goes with its configuration, and with
+#: it a static answer that may be a secret's): without a terminal, and with one.
+_FACTS: dict[int, tuple[weakref.ref[QuestionConfig], InquiryFacts, InquiryFacts]] = {}
 
 
 def _facts_of(config: QuestionConfig, *, terminal: bool) -> InquiryFacts:
@@ -147,15 +146,19 @@ def _facts_of(config: QuestionConfig, *, terminal: bool) -> InquiryFacts:
     ``QuestionConfig`` says cannot change (frozen; a subclass might, and is
     not kept). Every question asked looks them up.
     """
-    kept = _FACTS.get(id(config))
-    if kept is None or kept[0] is not config:
+    key = id(config)
+    kept = _FACTS.get(key)
+    if kept is None or kept[0]() is not config:
         without, with_terminal = (
             InquiryFacts(terminal=present, target=config.target, static_answer=config.answer)
             for present in (False, True)
         )
-        if len(_FACTS) >= _FACTS_KEPT:
-            _FACTS.clear()
-        kept = _FACTS[id(config)] = (config, without, with_terminal)
+
+        def forget(_gone: object) -> None:
+            # Called as the configuration goes, before its id can be another's.
+            _FACTS.pop(key, None)
+
+        kept = _FACTS[key] = (weakref.ref(config, forget), without, with_terminal)
     return kept[2] if terminal else kept[1]
 
 

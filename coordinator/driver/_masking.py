@@ -93,6 +93,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
+import orjson
 
 from machines import JsonValue, MachineError, Question, RunTool, SecretValue
 
@@ -513,13 +514,14 @@ class SecretMasks:
             description = option.description and self.mask(option.description)
             options.append(attrs.evolve(option, value=masked, description=description))
         default = question.default
-        if isinstance(default, str) and (masked_default := self.mask(default)) != default:
-            originals[masked_default] = SecretValue(default)
-            default = masked_default
-        elif isinstance(default, list | dict):
+        if isinstance(default, str):
+            if (masked_default := self.mask(default)) != default:
+                originals[masked_default] = SecretValue(default)
+                default = masked_default
+        elif default is not None:
             # A default need not fit its question (RFD 082 records it verbatim):
-            # an array or object is masked string by string, keys included. It
-            # is never offered, so nothing maps it back.
+            # a number, array or object is masked string by string, keys and
+            # numbers included. It is never offered, so nothing maps it back.
             default = self._mask_json(question.id, default)
         try:
             masked_question = attrs.evolve(
@@ -539,9 +541,17 @@ class SecretMasks:
         return MaskedQuestion(masked_question, originals)
 
     def _mask_json(self, question_id: str, value: JsonValue) -> JsonValue:
-        """``value`` with every string in it masked, the keys of its objects too."""
+        """``value`` with every string in it masked, the keys of its objects and its numbers too.
+
+        A number is written as its digits: one that spells a secret answer (a
+        PIN, say) is recorded as its masked text, a string.
+        """
         if isinstance(value, str):
             return self.mask(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            written = orjson.dumps(value).decode("ascii")  # as the record will hold it
+            masked_number = self.mask(written)
+            return value if masked_number == written else masked_number
         if isinstance(value, list):
             return [self._mask_json(question_id, item) for item in value]
         if isinstance(value, dict):
@@ -565,6 +575,19 @@ _ANCHOR: Final = re.compile(r"[A-Za-z0-9]+")
 _ESCAPE_TEXT: Final = "A-Za-z0-9#;{}"
 
 
+def _stretch_patterns(introducers: str) -> tuple[str, re.Pattern[str], re.Pattern[str]]:
+    """``introducers``, one of them, and the run of characters a spelling may hold.
+
+    In the run, a secret's own characters are read as "a" (see :class:`_Stretches`).
+    """
+    escaped = re.escape(introducers)
+    return introducers, re.compile(f"[{escaped}]"), re.compile(f"[{_ESCAPE_TEXT}{escaped}]*+")
+
+
+#: The patterns of a text, and of a form's text (where ``+`` is a space).
+_STRETCH_PATTERNS: Final = {False: _stretch_patterns("%\\&"), True: _stretch_patterns("%\\&+")}
+
+
 class _Stretches:
     r"""The stretches of a text that may spell a secret escaped, each decoded on its own.
 
@@ -577,16 +600,16 @@ class _Stretches:
     reading nor changes how it reads.
     """
 
-    __slots__ = ("_introducer", "_introducers", "_shortest", "_spelled")
+    __slots__ = ("_introducer", "_introducers", "_own", "_shortest", "_spelled")
 
     def __init__(self, secrets: Collection[str], *, form: bool = False) -> None:
         """The stretches that may spell one of ``secrets``; ``+`` a space when ``form``."""
+        # The secrets' own characters are read as "a", one of the escapes':
+        # the patterns hold no character of a secret, and so nothing of one
+        # stays in the process-wide cache of compiled patterns after it.
         own = {char for secret in secrets for char in secret}
-        self._introducers = "%\\&+" if form else "%\\&"
-        introducers = re.escape(self._introducers)
-        spelled = f"[{_ESCAPE_TEXT}{introducers}{re.escape(''.join(sorted(own)))}]*+"
-        self._introducer = re.compile(f"[{introducers}]")
-        self._spelled = re.compile(spelled)
+        self._own = str.maketrans(dict.fromkeys(own, "a"))
+        self._introducers, self._introducer, self._spelled = _STRETCH_PATTERNS[form]
         # Decoding never lengthens a text: a stretch shorter than every secret spells none.
         self._shortest = min(map(len, secrets), default=0)
 
@@ -596,11 +619,12 @@ class _Stretches:
             return []  # nothing to decode: most outputs
         stretches = []
         found = self._introducer.search(text)
-        backwards = text[::-1]  # where a stretch begins: its end in the text reversed
+        read = text.translate(self._own)  # as long as the text: its places are the text's
+        backwards = read[::-1]  # where a stretch begins: its end in the text reversed
         while found is not None:
             at = found.start()
             first = len(text) - self._run(backwards, len(text) - at)
-            last = self._run(text, at)
+            last = self._run(read, at)
             if last - first >= self._shortest:
                 stretches.append((first, last))
             found = self._introducer.search(text, last)

@@ -56,7 +56,8 @@ import attrs
 import orjson
 
 from coordinator._errors import StreamFormatError, os_reason
-from coordinator.store._lock import LOCK_FILE, write_all
+from coordinator.store._atomic import write_all
+from coordinator.store._lock import LOCK_FILE
 
 if TYPE_CHECKING:
     from pathlib import Path

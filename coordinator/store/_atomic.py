@@ -51,6 +51,8 @@ __all__ = [
     "remove_stale_temps",
     "short_name",
     "sync_directory",
+    "temp_beside",
+    "write_all",
     "write_output",
 ]
 
@@ -89,7 +91,7 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
     """
     path = _through_links(path)
     directory = path.parent
-    temp = directory / f".{short_name(path.name)}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    temp = temp_beside(path)
     try:
         existing: int | None = path.stat().st_mode & 0o777
     except FileNotFoundError:
@@ -120,6 +122,24 @@ def atomic_write(path: Path, *chunks: bytes) -> None:
     except OSError as error:
         raise UnsyncedError(error.errno, error.strerror, str(directory)) from error
     remove_stale_temps(directory)
+
+
+def temp_beside(path: Path) -> Path:
+    """A new name, beside ``path``, for the temporary file that is to replace it.
+
+    Named after the start of ``path``'s name and this process, as
+    :func:`remove_stale_temps` knows such names: one a writer that died
+    left behind is removed by the next write in its directory.
+    """
+    return path.with_name(f".{short_name(path.name)}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+
+
+def write_all(fd: int, data: bytes, offset: int) -> None:
+    """``pwrite`` all of ``data`` at ``offset`` (a write may take less than it is given)."""
+    with memoryview(data) as view:
+        done = 0
+        while done < len(view):
+            done += os.pwrite(fd, view[done:], offset + done)
 
 
 def _through_links(path: Path) -> Path:

@@ -25,6 +25,11 @@ scenario that is a link to ``/dev/zero`` or a FIFO is refused at once rather
 than read for ever or waited on. A file copied in pieces rather than held in
 memory (a workspace seed's) is opened by :func:`open_file`: checked, not
 limited.
+
+The store's own small files (the lock file, the record of running tools)
+are read by :func:`read_small_file`: never through a link, and without
+refusing anything aloud, since a reader of them only wants to know what they
+say, if anything.
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ from __future__ import annotations
 import io
 import os
 import stat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from coordinator._errors import ConfigError, StreamFormatError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from _typeshed import WriteableBuffer
@@ -50,7 +56,10 @@ __all__ = [
     "open_file",
     "open_regular",
     "read_regular",
+    "read_small_file",
 ]
+
+_T = TypeVar("_T")
 
 #: The environment variable that sets the largest conversation file read, in bytes.
 MAX_FILE_SIZE_VARIABLE = "INQUIRY_MAX_FILE_SIZE"
@@ -132,6 +141,28 @@ def read_regular(path: Path, *, what: str) -> bytes:
     fd, status = open_regular(path, what=what)
     with FileReader(fd, status.st_size) as reader:
         return reader.readall()
+
+
+def read_small_file(path: Path, read: Callable[[int, os.stat_result], _T]) -> _T | None:
+    """``read`` of ``path`` open for reading and of its status; ``None`` unless it is a file.
+
+    For the store's own files beside a conversation, which anyone who may
+    write the directory may have replaced with anything: opened never blocking
+    (a FIFO would wait for a writer for ever) and never through a link (which
+    could lead to any file, another user's or a device), and handed to
+    ``read`` only when what was opened is a regular file, as ``fstat`` says of
+    the descriptor (what is checked is what is read). A file that cannot be
+    opened is ``None`` too; ``OSError`` from ``fstat`` or ``read`` is raised.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        return read(fd, status) if stat.S_ISREG(status.st_mode) else None
+    finally:
+        os.close(fd)
 
 
 def _refuse_irregular(path: Path, status: os.stat_result) -> None:

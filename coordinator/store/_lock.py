@@ -52,19 +52,13 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
 from coordinator._errors import CoordinatorError, StreamFormatError, os_reason
-from coordinator.store._atomic import alive
-from coordinator.store._files import file_kind
+from coordinator.store._atomic import alive, write_all
+from coordinator.store._files import file_kind, read_small_file
 from coordinator.store._running import stop_leftovers
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-_T = TypeVar("_T")
 
 __all__ = [
     "LOCK_FILE",
@@ -75,7 +69,6 @@ __all__ = [
     "named_holder",
     "read_record",
     "release",
-    "write_all",
 ]
 
 _LOG = logging.getLogger("coordinator")
@@ -194,7 +187,13 @@ def acquire(directory: Path, *, create: bool) -> WriterLock | None:
     if fresh:
         # Taken over, maybe from a writer that died: the tools it left running
         # are stopped before this one runs any (coordinator/store/_running.py).
-        stop_leftovers(directory)
+        try:
+            stop_leftovers(directory)
+        except BaseException:
+            # Interrupted (Ctrl-C while it waits for a group to go): the caller
+            # never gets the lock to let go of, and this process would keep it.
+            release(lock)
+            raise
     return lock
 
 
@@ -289,27 +288,11 @@ def _unname(lock: WriterLock) -> None:
         write_all(lock.fd, b" " * (len(line) - 1), 0)
 
 
-def _read_lock_file(directory: Path, read: Callable[[int], _T]) -> _T | None:
-    """``read`` of ``directory``'s lock file opened for reading, or ``None`` without one.
-
-    Opened as the store opens what it reads (never blocking, never through a
-    link), and only read when it is a regular file.
-    """
-    try:
-        fd = os.open(
-            directory / LOCK_FILE, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
-        )
-    except OSError:
-        return None
-    try:
-        return read(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    finally:
-        os.close(fd)
-
-
 def read_record(directory: Path) -> bytes | None:
     """The undo record in ``directory``'s lock file, if a whole one is there (for readers)."""
-    return _read_lock_file(directory, lambda fd: _record_of(os.pread(fd, _READ_AT_MOST, 0)))
+    return read_small_file(
+        directory / LOCK_FILE, lambda fd, _: _record_of(os.pread(fd, _READ_AT_MOST, 0))
+    )
 
 
 def _record_of(content: bytes) -> bytes | None:
@@ -392,7 +375,7 @@ def holder_of(directory: Path) -> int | None:
     is no lock file, when its holder let go of it (it names nobody), or when
     the process it names is gone (killed, it could not let go).
     """
-    pid = _read_lock_file(directory, _holder)
+    pid = read_small_file(directory / LOCK_FILE, lambda fd, _: _holder(fd))
     return pid if pid is not None and alive(pid) else None
 
 
@@ -411,11 +394,3 @@ def _drop_inherited() -> None:
             del _HELD[key]
             with contextlib.suppress(OSError):
                 os.close(lock.fd)
-
-
-def write_all(fd: int, data: bytes, offset: int) -> None:
-    """``pwrite`` all of ``data`` at ``offset`` (a write may take less than it is given)."""
-    with memoryview(data) as view:
-        done = 0
-        while done < len(view):
-            done += os.pwrite(fd, view[done:], offset + done)

@@ -17,10 +17,14 @@ writer goes on; it logs a warning naming what it stopped.
 Rules:
 
 1. A group is killed only while its leader is the process that was
-   noted: the same pid, start time and boot, the pid pinned (a pidfd, where
-   there is one) from the check to the kill. A leader that exited has left
-   its group, which its writer would not have stopped either; a pid in use
-   again is another program's.
+   noted: the same pid, start time and boot, checked just before the kill.
+   A leader that exited has left its group, which its writer would not have
+   stopped either; a pid in use again is another program's. The window left
+   is the one between that check and the kill: nothing holds the pid
+   meanwhile, but the leader, its writer dead, is reparented (to init, or a
+   subreaper) and reaped as soon as it exits, and only then can its pid be
+   given to another process. The pidfd taken before the check, where there
+   is one, is how the kill waits for that leader to exit.
 2. The holder's own groups are never touched while it runs (it may have let
    the lock go and still be at work), nor this process's.
 3. Where there is no ``/proc`` (not Linux), nothing is noted, and so nothing
@@ -28,6 +32,10 @@ Rules:
 4. The file is bookkeeping: failing to write, read or remove it never fails
    a tool or a save. It is replaced without a sync: a crash of the machine
    ends the processes too, and a new boot voids the record.
+5. Only a record this user wrote is acted on: one owned by another user
+   (who may write the directory) is left alone, so that nobody can list a
+   process group of this user's for the next writer to kill. Its pids must
+   be pids (positive, within ``pid_t``), or it is no record at all.
 """
 
 from __future__ import annotations
@@ -37,12 +45,15 @@ import logging
 import os
 import select
 import signal
-import stat
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from coordinator._errors import os_reason
+from coordinator.store._atomic import temp_beside, write_all
+from coordinator.store._files import read_small_file
 
 __all__ = ["RUNNING_FILE", "RunningTools", "stop_leftovers"]
 
@@ -51,6 +62,8 @@ _LOG = logging.getLogger("coordinator")
 RUNNING_FILE = ".inquiry.running"
 #: The most of the file read: it lists the tools running at once.
 _READ_AT_MOST = 1 << 20
+#: Beyond the largest pid (``pid_t`` is 32 bits): a number noted from here on names no process.
+_PID_BEYOND = 1 << 31
 #: How long a killed group is waited for before the writer goes on regardless.
 STOP_WAIT = 5.0
 #: ``/proc/<pid>/stat`` fields, counted from the first after the name (field 3, the state).
@@ -127,35 +140,44 @@ class RunningTools:
                     "groups": [{"pgid": g, "start": s} for g, s in self._groups.items()],
                 }
             )
-            temporary = self._path.with_name(f"{RUNNING_FILE}.{self._pid}.tmp")
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            # Not atomic_write: that syncs (rule 4 needs none, and a tool's start
+            # waits for this) and writes through a link, where this file (anyone
+            # who may write the directory may have made it one) must never be:
+            # the temporary file is new (O_EXCL), and the rename replaces a link.
+            temporary = temp_beside(self._path)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(temporary, flags, 0o644)
             try:
-                os.write(fd, body)
-            finally:
-                os.close(fd)
-            temporary.replace(self._path)
+                try:
+                    write_all(fd, body, 0)
+                finally:
+                    os.close(fd)
+                temporary.replace(self._path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    temporary.unlink()
+                raise
         except OSError as error:
-            _LOG.debug("%s: not written: %s", self._path, error)
+            _LOG.debug("%s: not written: %s", self._path, os_reason(error))
 
 
-def stop_leftovers(directory: Path) -> tuple[int, ...]:
-    """Stop the tools a dead writer of ``directory`` left running; the groups stopped.
+def stop_leftovers(directory: Path) -> None:
+    """Stop the tools a dead writer of ``directory`` left running.
 
-    Never raises: what cannot be read or stopped is left as it is (logged at
-    debug level).
+    Never raises of its own (an interruption, as Ctrl-C, goes through): what
+    cannot be read or stopped is left as it is (logged at debug level).
     """
     path = directory / RUNNING_FILE
     record = _read(path)
     if record is None:
-        return ()
+        return
     holder, boot, groups = record
     holder_pid, holder_start = holder
     if holder_pid == os.getpid():
-        return ()  # this process's own tools (rule 2)
+        return  # this process's own tools (rule 2)
     same_boot = boot == _boot()
     if same_boot and _start_time(holder_pid) == holder_start:
-        return ()  # the holder runs on: its tools are its own (rule 2)
+        return  # the holder runs on: its tools are its own (rule 2)
     # Of another boot, every process noted is gone: the record is only removed.
     stopped = tuple(pgid for pgid, start in groups if same_boot and _stop(pgid, start))
     with contextlib.suppress(OSError):
@@ -171,27 +193,26 @@ def stop_leftovers(directory: Path) -> tuple[int, ...]:
             holder_pid,
             ", ".join(map(str, stopped)),
         )
-    return stopped
 
 
 def _read(path: Path) -> tuple[tuple[int, int], str, list[tuple[int, int]]] | None:
     """The record in ``path`` (holder, boot, groups), or ``None`` when there is none to use."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        found = read_small_file(
+            path, lambda fd, status: (status.st_uid, os.read(fd, _READ_AT_MOST))
+        )
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        content = os.read(fd, _READ_AT_MOST)
-    except OSError:
+    if found is None:
         return None
-    finally:
-        os.close(fd)
+    owner, content = found
+    if owner != os.geteuid():
+        _LOG.debug("%s: written by another user (uid %d); left alone (rule 5)", path, owner)
+        return None
     try:
         value: Any = orjson.loads(content)
-        holder = (_int(value["holder"]["pid"]), _int(value["holder"]["start"]))
-        groups = [(_int(group["pgid"]), _int(group["start"])) for group in value["groups"]]
+        holder = (_pid(value["holder"]["pid"]), _int(value["holder"]["start"]))
+        groups = [(_pid(group["pgid"]), _int(group["start"])) for group in value["groups"]]
         boot = _str(value["boot"])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         _LOG.debug("%s: not a record of running tools (%r); left alone", path, error)
@@ -211,11 +232,21 @@ def _int(value: object) -> int:
     return value
 
 
+def _pid(value: object) -> int:
+    pid = _int(value)
+    if pid >= _PID_BEYOND:
+        raise ValueError(value)  # else past _int, only to overflow in os.killpg (rule 5)
+    return pid
+
+
 def _stop(pgid: int, start: int) -> bool:
     """Kill the group ``pgid`` if its leader is the process that started at ``start``."""
     pinned = None
-    with contextlib.suppress(OSError, AttributeError):
-        # Held, the pidfd keeps the pid from being given to another process meanwhile.
+    # OverflowError too: a number beyond pid_t names no process to stop.
+    with contextlib.suppress(OSError, OverflowError, AttributeError):
+        # Taken before the check, so that once it passes, the pidfd is the
+        # noted leader's, and the wait after the kill is for that leader's exit
+        # (rule 1: it does not keep the pid from being reused).
         pinned = os.pidfd_open(pgid)
     try:
         if _start_time(pgid) != start:
@@ -223,7 +254,10 @@ def _stop(pgid: int, start: int) -> bool:
         try:
             os.killpg(pgid, signal.SIGKILL)
         except OSError as error:
-            _LOG.debug("tool process group %d: not stopped: %s", pgid, error)
+            _LOG.debug("tool process group %d: not stopped: %s", pgid, os_reason(error))
+            return False
+        except OverflowError:
+            _LOG.debug("tool process group %d: not stopped: no such pid", pgid)
             return False
         _wait_gone(pgid, pinned)
         return True

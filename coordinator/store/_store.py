@@ -67,7 +67,7 @@ from coordinator.store._append import (
 )
 from coordinator.store._atomic import UnsyncedError, alive, atomic_write, remove_stale_temps
 from coordinator.store._create import create_directory
-from coordinator.store._files import FileReader, open_regular
+from coordinator.store._files import FileReader, open_regular, read_regular
 from coordinator.store._lock import LOCK_FILE, WriterLock, acquire, read_record, release
 from coordinator.stream._entries import ConfigDelta
 from coordinator.stream._event_ids import new_event_id
@@ -307,11 +307,11 @@ def _state(path: Path) -> _FileState | None:
 
 
 def _read_bytes(path: Path) -> bytes:
-    """All of ``path``, opened as every conversation file is (:func:`_open`)."""
-    fd, status = _open(path)
+    """All of ``path``, as :func:`read_regular` reads it; a failure said as :func:`_open` says."""
     try:
-        with FileReader(fd, status.st_size) as reader:
-            return reader.readall()
+        return read_regular(path, what="a conversation file")
+    except FileNotFoundError:
+        raise StreamFormatError(path, "does not exist") from None
     except OSError as error:
         raise StreamFormatError(path, f"cannot be read: {os_reason(error)}") from error
 

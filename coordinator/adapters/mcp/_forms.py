@@ -70,7 +70,7 @@ import orjson
 from coordinator._text import shown_links, shown_url
 from coordinator.adapters.mcp._exchange import Reply, Request
 from machines import AnswerType, JsonValue, Question, SecretValue, SelectOption
-from machines._json import is_json, json_fault
+from machines._json import JSON_LEAVES, LeafRule, is_json, json_fault, leaf_rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -128,6 +128,21 @@ _LARGEST_INTEGER = 2**63 - 1
 _SCHEMA_DEPTH = 32
 
 
+def _writable_integer(value: int) -> str | None:
+    return None if -(2**63) <= value < 2**64 else "is an integer beyond 64 bits"
+
+
+#: A schema's leaves as its key is written: JSON's, and integers orjson writes.
+_SCHEMA_RULES: dict[type, LeafRule | None] = {
+    str: None,
+    bool: None,
+    type(None): None,
+    int: _writable_integer,
+    float: JSON_LEAVES.checked[float],
+}
+_SCHEMA_LEAVES: Final = leaf_rules(_SCHEMA_RULES)
+
+
 def legacy_key(request: Request) -> str:
     """A stable question id for a legacy ``elicitation/create``, which carries no key.
 
@@ -142,7 +157,7 @@ def legacy_key(request: Request) -> str:
         what = {"message": shown_links(request.message), "url": shown_url(request.url or "")}
     else:
         schema = dict(request.schema) if request.schema is not None else None
-        fault = json_fault(schema, max_depth=_SCHEMA_DEPTH)
+        fault = json_fault(schema, _SCHEMA_LEAVES, max_depth=_SCHEMA_DEPTH)
         # A schema JSON cannot hold (a server's bug) is keyed by where it is
         # wrong: stable, and never its values.
         what = {"message": request.message, "schema": schema if fault is None else str(fault)}

@@ -38,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from coordinator._errors import os_reason
-from coordinator._text import shown_path, shown_url, unshown_url_parts
+from coordinator._text import redact, shown_path, shown_url, unshown_url_parts
 from coordinator.adapters.mcp._exchange import (
     ErrorKind,
     InputRequired,
@@ -193,12 +193,8 @@ class Connection:
             why = f"its program was not found ({shown_path(self.server.command[0])})"
         elif isinstance(leaf, PermissionError):
             why = f"its program may not be run ({shown_path(self.server.command[0])})"
-        elif isinstance(leaf, MCPError):
-            why = f"the handshake failed: {leaf.message} (error {leaf.code})"
-        elif isinstance(leaf, asyncio.CancelledError):
-            why = "it was stopped while starting"
         else:
-            why = f"{type(leaf).__name__}: {leaf}"
+            why = _failure(leaf, "starting")
         return ServerError(f"{self._named()} could not be started: {why}", ErrorKind.CLOSED)
 
     def _reach_error(self, leaf: BaseException, url: str) -> ServerError:
@@ -213,15 +209,10 @@ class Connection:
         elif isinstance(leaf, httpx2.TransportError):
             text = f"could not connect to {shown}: the connection failed ({type(leaf).__name__})"
         else:
-            if isinstance(leaf, MCPError):
-                why = f"the handshake failed: {leaf.message} (error {leaf.code})"
-            elif isinstance(leaf, asyncio.CancelledError):
-                why = "it was stopped while connecting"
-            else:
-                why = f"{type(leaf).__name__}: {leaf}"
-            # The server's or a library's own words may echo the whole url.
-            for part in unshown_url_parts(url):
-                why = why.replace(part, "<redacted>")
+            # The server's or a library's own words may echo the whole url, as
+            # configured or as sent: httpx2 percent-encodes a space, a quote
+            # or a letter beyond ASCII in it.
+            why = redact(_failure(leaf, "connecting"), *unshown_url_parts(url), *_sent_parts(url))
             text = f"could not be reached at {shown}: {why}"
         return ServerError(f"{self._named()} {text}", ErrorKind.CLOSED)
 
@@ -397,6 +388,23 @@ def result_text(result: types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts.append(orjson.dumps(result.structured_content, default=str).decode())
     return "\n".join(parts)
+
+
+def _failure(leaf: BaseException, doing: str) -> str:
+    """What ``leaf`` says went wrong while ``doing`` (starting, connecting) the session."""
+    if isinstance(leaf, MCPError):
+        return f"the handshake failed: {leaf.message} (error {leaf.code})"
+    if isinstance(leaf, asyncio.CancelledError):
+        return f"it was stopped while {doing}"
+    return f"{type(leaf).__name__}: {leaf}"
+
+
+def _sent_parts(url: str) -> tuple[str, ...]:
+    """The parts of ``url`` not shown, as httpx2 sends them (percent-encoded where it must)."""
+    try:
+        return unshown_url_parts(str(httpx2.URL(url)))
+    except httpx2.InvalidURL:
+        return ()
 
 
 def _leaf(error: BaseException) -> BaseException:

@@ -44,14 +44,13 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import orjson
 
-from coordinator._text import shown_url, unshown_url_parts
+from coordinator._text import redact, shown_url, unshown_url_parts
 from coordinator.adapters.providers._call_ids import CallIds
 from coordinator.adapters.providers._credentials import resolve_api_key
 from coordinator.adapters.providers._errors import (
     ProviderConfigError,
     ProviderError,
     connection_problem,
-    redact,
     server_text,
 )
 from coordinator.adapters.providers._messages import FAILED_WITHOUT_OUTPUT

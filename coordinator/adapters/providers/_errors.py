@@ -7,7 +7,7 @@ that names the question. A problem found before anything is sent (no SDK, no
 API key, a bad configuration key) is a :class:`ProviderConfigError`.
 
 No message carries an API key: messages are built from status codes, error
-types and the provider's own error text, and :func:`redact` removes the key
+types and the provider's own error text, and :func:`~coordinator._text.redact` removes the key
 from that text should a server ever echo it. A URL is shown only as
 :func:`coordinator._text.shown_url` makes it: the user name, password and
 query a ``base_url`` may carry are credentials too. The server's own text is
@@ -22,13 +22,12 @@ from urllib.parse import urlsplit
 import orjson
 
 from coordinator._errors import CoordinatorError
-from coordinator._text import shown_url
+from coordinator._text import redact, shown_url
 
 __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "connection_problem",
-    "redact",
     "server_text",
 ]
 
@@ -60,14 +59,6 @@ class ProviderConfigError(CoordinatorError, ValueError):
         self.problem = problem
         where = key if key is not None else (f"tool {tool!r}" if tool is not None else None)
         super().__init__(f"{where}: {problem}" if where is not None else problem)
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every occurrence of each of ``secrets`` replaced by ``<redacted>``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "<redacted>")
-    return text
 
 
 def connection_problem(base_url: object) -> str:
