@@ -20,23 +20,13 @@ import os
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
-import coordinator.stream._stream
-import coordinator.stream._timestamps
-import coordinator.wire._stream_codec
-from coordinator.stream._entries import loaded_event_entry, new_event_entry
-from coordinator.stream._timestamps import Timestamp, read_timestamp, stamp_at
-
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-
-
-_Built = TypeVar("_Built", bound=attrs.AttrsInstance)
+    from collections.abc import Callable
 
 PROJECT = Path(__file__).resolve().parent.parent
 JP_FIXTURES = Path(
@@ -168,37 +158,3 @@ class CountingIds:
         """The next id."""
         self.count += 1
         return f"e{self.count:06d}"
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _loaded_records_are_validated() -> Iterator[None]:
-    """Every entry and timestamp a load builds directly is held to its validators.
-
-    The codec builds them without the attrs constructor (see
-    ``loaded_event_entry`` and ``read_timestamp``), on the strength of checks
-    of its own, and so does an append (``new_event_entry``, ``stamp_at``).
-    For the whole run, each one is also checked by ``attrs.validate``, and a
-    timestamp must read as ``Timestamp(text)`` does.
-    """
-    with pytest.MonkeyPatch.context() as patch:
-        for module, build in (
-            (coordinator.wire._stream_codec, loaded_event_entry),
-            (coordinator.wire._stream_codec, read_timestamp),
-            (coordinator.stream._stream, new_event_entry),
-            (coordinator.stream._timestamps, stamp_at),
-        ):
-            patch.setattr(module, build.__name__, _validated(build))
-        yield
-
-
-def _validated(build: Callable[..., _Built]) -> Callable[..., _Built]:
-    """``build``, with what it builds held to its validators (a timestamp, to its text too)."""
-
-    def checked(*args: Any) -> _Built:
-        built = build(*args)
-        attrs.validate(built)
-        if isinstance(built, Timestamp):
-            assert built == Timestamp(built.text)
-        return built
-
-    return checked

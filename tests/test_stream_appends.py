@@ -1,23 +1,24 @@
 """What an append builds (coordinator.stream._stream, coordinator.stream._entries).
 
-An append builds its entry by setting its slots when every value is of the
-exact type the entry's validators ask for; anything else goes through the
-constructor. Either way the entry, and any error, are the constructor's.
+Every entry an append makes is built by :class:`EventEntry`'s constructor, its
+timestamp by :class:`Timestamp`'s: an entry that would not pass their
+validators cannot be appended, and a refused append leaves the stream as it was.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 import pytest
+from conftest import CountingIds, FixedClock
 from hypothesis import given
-from strategies import event_ids, events, timestamps
+from strategies import events
 
 from coordinator import ConversationStream, EventEntry
 from coordinator.stream import Timestamp
-from coordinator.stream._entries import new_event_entry
 from machines import Answered, ChatRequest, Event, RecordError, TurnStart
 
 STAMP = Timestamp("2026-03-05 19:31:45.7")
@@ -27,34 +28,44 @@ class LoudRequest(ChatRequest):
     """A subclass of a record: valid as a payload, though not of a record's exact type."""
 
 
-@given(event_ids(), timestamps(), events())
-def test_an_appended_entry_is_the_one_the_constructor_builds(
-    event_id: str, timestamp: Timestamp, payload: Event
-) -> None:
-    """Built by its slots, an entry equals and validates as the constructor's, metadata empty."""
-    entry = new_event_entry(event_id, timestamp, payload)
-    assert entry == EventEntry(event_id=event_id, timestamp=timestamp, payload=payload)
+@given(events())
+def test_an_appended_entry_is_the_one_the_constructor_builds(payload: Event) -> None:
+    """The entry appended is EventEntry(...) of its id, its clock's stamp and its payload."""
+    stream = ConversationStream(clock=FixedClock(), new_id=CountingIds())
+    entry = stream.append(payload)
+    stamp = Timestamp.from_datetime(datetime(2026, 11, 22, 9, 30, 0, tzinfo=UTC))
+    assert entry == EventEntry(event_id="e000001", timestamp=stamp, payload=payload)
     attrs.validate(entry)
     assert entry.metadata == {}
+    assert stream[-1] is entry
 
 
 @pytest.mark.parametrize(
-    ("event_id", "timestamp", "payload"),
+    ("payload", "options", "error"),
     [
-        ("", STAMP, TurnStart()),
-        (7, STAMP, TurnStart()),
-        ("e1", "2026-03-05 19:31:45.7", TurnStart()),
-        ("e1", STAMP, {"type": "turn_start"}),
+        (
+            {"type": "turn_start"},
+            {},
+            "EventEntry.payload must be TurnStart or ChatRequest or ChatResponse",
+        ),
+        (
+            TurnStart(),
+            {"timestamp": "2026-03-05 19:31:45.7"},
+            "EventEntry.timestamp must be Timestamp, not a string",
+        ),
+        (TurnStart(), {"metadata": {"n": float("nan")}}, "EventEntry.metadata must be a JSON"),
+        (TurnStart(), {"new_id": lambda: 7}, "EventEntry.event_id must be a non-empty string"),
+        (TurnStart(), {"new_id": str}, "EventEntry.event_id must not be empty"),
     ],
 )
-def test_a_value_of_the_wrong_type_is_refused_as_the_constructor_refuses_it(
-    event_id: Any, timestamp: Any, payload: Any
+def test_an_invalid_entry_cannot_be_appended(
+    payload: Any, options: dict[str, Any], error: str
 ) -> None:
-    """Each field's error is the constructor's own, message included."""
-    with pytest.raises(RecordError) as built:
-        EventEntry(event_id=event_id, timestamp=timestamp, payload=payload)
-    with pytest.raises(RecordError, match=f"^{re.escape(str(built.value))}$"):
-        new_event_entry(event_id, timestamp, payload)
+    """A payload, timestamp, metadata or id the entry's validators refuse: nothing appended."""
+    stream = ConversationStream(new_id=options.pop("new_id", CountingIds()))
+    with pytest.raises(RecordError, match=f"^{re.escape(error)}"):
+        stream.append(payload, **options)
+    assert (len(stream), stream.revision, stream.current_turn()) == (0, 0, None)
 
 
 def test_a_subclass_of_a_record_is_appended_through_the_constructor() -> None:

@@ -20,7 +20,7 @@ from coordinator import (
     save_conversation,
 )
 from coordinator.stream import Timestamp
-from coordinator.stream._timestamps import format_jp_timestamp, read_timestamp, stamp_at
+from coordinator.stream._timestamps import format_jp_timestamp
 from machines import ChatRequest, TurnStart
 
 if TYPE_CHECKING:
@@ -200,37 +200,6 @@ def test_a_missing_timestamp_in_a_file_names_the_entry(tmp_path: Path) -> None:
         StreamFormatError, match=r"entry 0: chat_request: entry has no 'timestamp'"
     ):
         load_conversation(tmp_path)
-
-
-@given(st.one_of(timestamp_texts(), st.text(max_size=30), st.integers(), st.none()))
-def test_reading_a_timestamp_accepts_and_refuses_what_the_constructor_does(value: object) -> None:
-    """The loader's reader and Timestamp(text) agree: the same record, or the same error."""
-    try:
-        expected: object = Timestamp(value)  # type: ignore[arg-type]
-    except ValueError as error:
-        expected = str(error)
-    try:
-        read: object = read_timestamp(value)
-    except ValueError as error:
-        read = str(error)
-    assert read == expected
-
-
-# The first and the last nanosecond whose moment a Timestamp can stand for.
-_YEAR_1 = -62_135_596_800 * 10**9
-_YEAR_9999 = 253_402_300_799 * 10**9 + 999_999_999
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@given(st.lists(st.integers(min_value=_YEAR_1, max_value=_YEAR_9999), min_size=1, max_size=6))
-def test_a_stamp_of_the_clock_is_the_jp_form_of_its_microsecond(moments: list[int]) -> None:
-    """Stamps in any order, across seconds, read as the moments they stamp, in JP's form."""
-    for nanoseconds in moments:
-        moment = _EPOCH + timedelta(microseconds=nanoseconds // 1000)
-        stamp = stamp_at(nanoseconds)
-        assert stamp.text == format_jp_timestamp(moment)
-        assert stamp == Timestamp(stamp.text)
-        assert stamp.datetime == moment
 
 
 def test_a_stream_without_a_clock_stamps_with_the_system_clock() -> None:

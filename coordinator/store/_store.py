@@ -71,7 +71,6 @@ from coordinator.store._files import FileReader, open_regular, read_regular
 from coordinator.store._lock import LOCK_FILE, WriterLock, acquire, read_record, release
 from coordinator.stream._entries import ConfigDelta
 from coordinator.stream._event_ids import new_event_id
-from coordinator.stream._gc import collector_paused
 from coordinator.stream._stream import ConversationStream
 from coordinator.wire._json_read import (
     JsonTextError,
@@ -365,10 +364,7 @@ def _read_json(path: Path, *, directory: Path | None = None) -> tuple[Any, _File
         try:
             with io.BufferedReader(FileReader(fd, limit, suffix)) as handle:
                 try:
-                    # Parsing allocates an object per JSON value and makes no cycles
-                    # (see coordinator.stream._gc).
-                    with collector_paused():
-                        value = read_file(handle)
+                    value = read_file(handle)
                 except orjson.JSONDecodeError as error:
                     if (
                         record is None

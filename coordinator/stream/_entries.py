@@ -12,11 +12,10 @@ record instead, in the current form.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 
-from coordinator.stream._slots import slot_setters
 from coordinator.stream._timestamps import Timestamp
 from machines import (
     Answered,
@@ -49,8 +48,7 @@ __all__ = [
     "GlobalEntry",
     "StreamEntry",
     "UnknownEntry",
-    "loaded_event_entry",
-    "new_event_entry",
+    "with_loaded_form",
 ]
 
 
@@ -85,89 +83,21 @@ class EventEntry:
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     payload: Event = attrs.field(validator=of_type(*_PAYLOAD_TYPES))
     metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=json_object)
-    # The loaded form, set only by the codec on load; not part of equality or repr.
+    # The loaded form, given only by the codec (see with_loaded_form).
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     @property
     def kind(self) -> str:
         """The wire ``type`` tag (a subclass of a record has its record's)."""
-        try:
-            return _KINDS[type(self.payload)]
-        except KeyError:
-            return _subclass_kind(type(self.payload))
-
-
-#: The wire ``type`` tag of each payload type, the records' and, once seen,
-#: their subclasses'.
-_KINDS: dict[type, str] = dict(EVENT_KINDS)
-
-
-def _subclass_kind(payload_type: type) -> str:
-    # The validator admits a subclass of a record (by isinstance), pairing
-    # treats it as its record and the converter writes its record's fields,
-    # so it is written as its record: the nearest record in its MRO names it.
-    kind = next(EVENT_KINDS[base] for base in payload_type.__mro__ if base in EVENT_KINDS)
-    _KINDS[payload_type] = kind
-    return kind
-
-
-# The codec builds an entry for every event it loads; see coordinator.stream._slots.
-_new_entry = object.__new__
-_set_event_id, _set_timestamp, _set_payload, _set_metadata, _set_stored = slot_setters(
-    EventEntry, ("event_id", "timestamp", "payload", "metadata", "_stored")
-)
-
-
-def loaded_event_entry(
-    event_id: str,
-    timestamp: Timestamp,
-    payload: Event,
-    metadata: dict[str, JsonValue],
-    stored: dict[str, Any],
-) -> EventEntry:
-    """An entry read from disk, which will be written back as ``stored``.
-
-    For the codec alone, which has established every fact
-    :class:`EventEntry`'s validators check before it calls this: ``event_id``
-    is a non-empty string, ``timestamp`` a :class:`Timestamp` and ``payload`` a
-    record it has just built (each through its own validated constructor), and
-    ``metadata`` an object it has checked is JSON. The tests run the
-    validators over every entry every load in them builds.
-    """
-    entry = _new_entry(EventEntry)
-    _set_event_id(entry, event_id)
-    _set_timestamp(entry, timestamp)
-    _set_payload(entry, payload)
-    _set_metadata(entry, metadata)
-    _set_stored(entry, stored)
-    return entry
-
-
-def new_event_entry(event_id: str, timestamp: Timestamp, payload: Event) -> EventEntry:
-    """``EventEntry(event_id=..., timestamp=..., payload=...)``, with no metadata.
-
-    For the stream, which appends a new entry for every record a machine
-    emits: when each value is of the exact type its validator asks for (a
-    non-empty ``str``, a :class:`Timestamp`, one of the record types), which
-    is what every check the constructor makes comes to, the entry is built by
-    setting its slots, at a third of the cost. Anything else (a subclass, a
-    wrong type) goes through the constructor, so its errors are the
-    constructor's. The tests run the validators over every entry built so.
-    """
-    if (
-        type(event_id) is str
-        and event_id
-        and type(timestamp) is Timestamp
-        and type(payload) in EVENT_KINDS
-    ):
-        entry = _new_entry(EventEntry)
-        _set_event_id(entry, event_id)
-        _set_timestamp(entry, timestamp)
-        _set_payload(entry, payload)
-        _set_metadata(entry, {})
-        _set_stored(entry, None)
-        return entry
-    return EventEntry(event_id=event_id, timestamp=timestamp, payload=payload)
+        kind = EVENT_KINDS.get(type(self.payload))
+        if kind is not None:
+            return kind
+        # The validator admits a subclass of a record (by isinstance), pairing
+        # treats it as its record and the converter writes its record's fields,
+        # so it is written as its record: the nearest record in its MRO names it.
+        return next(
+            EVENT_KINDS[base] for base in type(self.payload).__mro__ if base in EVENT_KINDS
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -182,7 +112,7 @@ class ConfigDelta:
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     delta: Mapping[str, JsonValue] = attrs.field(validator=json_object)
     flattened: bool = attrs.field(default=False, validator=of_type(bool))
-    # The loaded form, set only by the codec on load; not part of equality or repr.
+    # The loaded form, given only by the codec (see with_loaded_form).
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     kind = "config_delta"
@@ -206,7 +136,7 @@ class Compaction:
     summary: str | None = attrs.field(default=None, validator=optional_of_type(str))
     reasoning: JsonValue = attrs.field(default=None, validator=json_value)
     tool_calls: JsonValue = attrs.field(default=None, validator=json_value)
-    # The loaded form, set only by the codec on load; not part of equality or repr.
+    # The loaded form, given only by the codec (see with_loaded_form).
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     kind = "compaction"
@@ -251,6 +181,34 @@ class UnknownEntry:
     def __repr__(self) -> str:
         """Name the kind, not the contents (they are not ours to show)."""
         return f"UnknownEntry(kind={self.kind!r}, event_id={self.event_id!r})"
+
+
+#: An entry of a kind the codec reads (an unknown one is kept whole instead).
+_Loaded = TypeVar("_Loaded", bound=EventEntry | ConfigDelta | Compaction)
+
+
+def with_loaded_form(entry: _Loaded, stored: dict[str, Any]) -> _Loaded:
+    """``entry``, which will be written back as ``stored``, the object it was read from.
+
+    For the codec alone, which builds each entry it loads with the entry's
+    constructor (every validator run) and then gives it the object it read
+    (its ``event_id`` moved to the front), so that a save writes back what
+    was read, keys of a newer writer included. The form is not part of the
+    entry's value (equality, repr), and not a constructor argument: an entry
+    made from this one (``attrs.evolve``, a new record) has none, and is
+    written from its record. ``stored`` must lead with the entry's id and
+    have its kind.
+    """
+    if type(stored) is not dict:
+        raise RecordError(f"a loaded form must be an object, not {json_type(stored)}")
+    if next(iter(stored), None) != "event_id" or stored["event_id"] != entry.event_id:
+        raise RecordError("a loaded form must lead with its entry's event_id")
+    if stored.get("type") != entry.kind:
+        raise RecordError(f"a loaded form must be a {entry.kind!r} entry")
+    # Frozen: the one field the constructor does not take is set as attrs
+    # sets a frozen instance's own (its __init__ does the same).
+    object.__setattr__(entry, "_stored", stored)
+    return entry
 
 
 #: An entry that belongs to no turn.

@@ -64,8 +64,6 @@ from typing import TYPE_CHECKING
 import attrs
 
 from coordinator.stream._entries import EventEntry
-from coordinator.stream._gc import collector_paused
-from coordinator.stream._slots import slot_setters
 from machines import (
     Answered,
     Cancelled,
@@ -220,29 +218,6 @@ class StreamPairing:
         return self.inquiries.complete and self.tool_calls.complete
 
 
-# A pass builds a Located for every request and response and a Pair for
-# every match: plain holders without validators, built by setting their
-# slots (see coordinator.stream._slots).
-_new = object.__new__
-_set_index, _set_entry, _set_id = slot_setters(Located, ("index", "entry", "id"))
-_set_request, _set_response = slot_setters(Pair, ("request", "response"))
-
-
-def _located(index: int, entry: EventEntry, id: str) -> Located:
-    located = _new(Located)
-    _set_index(located, index)
-    _set_entry(located, entry)
-    _set_id(located, id)
-    return located
-
-
-def _pair(request: Located, response: Located) -> Pair:
-    pair = _new(Pair)
-    _set_request(pair, request)
-    _set_response(pair, response)
-    return pair
-
-
 #: What a payload is to pairing: a request or a response of either kind, or
 #: a chat message (which begins a cycle).
 _ASK, _ANSWER, _CALL, _RESULT, _CHAT = range(5)
@@ -285,7 +260,7 @@ class _Matcher:
             return
         request = waiting.popleft()
         self.paired.add(request.index)
-        self.pairs.append(_pair(request, located))
+        self.pairs.append(Pair(request, located))
 
     def finish(self, turn: int) -> TurnPairing:
         # Walking the requests in order (rather than what is left in the
@@ -311,7 +286,7 @@ class _Turn:
         self.calls = 0
 
     def feed(self, index: int, entry: EventEntry, role: int) -> None:
-        located = _located(index, entry, entry.payload.id)  # type: ignore[union-attr]
+        located = Located(index, entry, entry.payload.id)  # type: ignore[union-attr]
         if role == _CALL:
             self.tools.request(located, self.chats)
             self.calls += 1
@@ -323,9 +298,8 @@ class _Turn:
             self.inquiries.response(located)
 
 
-#: What a payload is to pairing, by its type, or ``None`` when pairing ignores
-#: it. A type not listed (a subclass) is looked up once, by ``isinstance``,
-#: and remembered.
+#: What a payload is to pairing, by its record type; pairing ignores a turn
+#: start. A subclass of a record is what its record is.
 _ROLES: dict[type, int | None] = {
     InquiryRequest: _ASK,
     Answered: _ANSWER,
@@ -341,14 +315,9 @@ _ROLES: dict[type, int | None] = {
 
 def _role(payload: object) -> int | None:
     kind = type(payload)
-    try:
+    if kind in _ROLES:
         return _ROLES[kind]
-    except KeyError:
-        role = next(
-            (r for cls, r in _ROLES.items() if r is not None and isinstance(payload, cls)), None
-        )
-        _ROLES[kind] = role
-        return role
+    return next((role for cls, role in _ROLES.items() if isinstance(payload, cls)), None)
 
 
 def pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
@@ -358,11 +327,6 @@ def pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
     result, so a caller pairing a filtered view of a stream can keep the
     positions of the original. See :func:`pair_events`.
     """
-    with collector_paused():  # a bulk pass that makes no cycles (see coordinator.stream._gc)
-        return _pair_indexed(indexed)
-
-
-def _pair_indexed(indexed: Iterable[tuple[int, StreamEntry]]) -> StreamPairing:
     inquiry_turns: list[TurnPairing] = []
     tool_turns: list[TurnPairing] = []
     current: _Turn | None = None

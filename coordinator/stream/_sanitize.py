@@ -66,7 +66,6 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import attrs
 
 from coordinator.stream._entries import EventEntry, StreamEntry
-from coordinator.stream._gc import collector_paused
 from coordinator.stream._pairing import pair_indexed
 from coordinator.stream._stream import ConversationStream
 from machines import ChatRequest, ToolCallResponse, TurnStart
@@ -335,11 +334,6 @@ def plan_sanitize(stream: ConversationStream) -> SanitizePlan:
     the entries the plan would insert are reserved in the stream, so that
     they stay unique when the plan is applied.
     """
-    with collector_paused():  # a bulk pass that makes no cycles (see coordinator.stream._gc)
-        return _plan(stream)
-
-
-def _plan(stream: ConversationStream) -> SanitizePlan:
     entries = list(stream)
     removed = _Removals()
     first_chat = _first_chat_request(entries)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from time import time_ns
 from typing import TYPE_CHECKING, overload
 
 import attrs
@@ -24,10 +23,9 @@ from coordinator.stream._entries import (
     EventEntry,
     StreamEntry,
     UnknownEntry,
-    new_event_entry,
 )
 from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
-from coordinator.stream._timestamps import Timestamp, stamp_at, stamp_now
+from coordinator.stream._timestamps import Timestamp
 from machines import Event, TurnStart, is_provider_visible
 
 if TYPE_CHECKING:
@@ -98,8 +96,6 @@ class ConversationStream(Sequence[StreamEntry]):
     ) -> None:
         """Hold ``entries`` (their event ids must be unique)."""
         self._clock = clock or _utc_now
-        # The default clock, read without building a datetime (see stamp_now).
-        self._system_clock = clock is None
         self._new_id = new_id or new_event_id
         self._entries: list[StreamEntry] = []
         self._ids: set[str] = set()
@@ -110,28 +106,6 @@ class ConversationStream(Sequence[StreamEntry]):
         self.revision = 0
         self.replaced_at = 0
         self._set(list(entries))
-
-    @classmethod
-    def of_decoded(
-        cls,
-        entries: list[StreamEntry],
-        ids: set[str],
-        *,
-        clock: Callable[[], datetime] | None = None,
-        new_id: Callable[[], str] | None = None,
-    ) -> ConversationStream:
-        """A stream of ``entries`` as the codec decoded them, whose event ids are ``ids``.
-
-        For the codec (:func:`coordinator.wire.decode_stream`), which has made
-        every id unique as it read them: the entries are taken as they are,
-        without checking their ids again. Anyone else builds a stream with
-        the constructor.
-        """
-        stream = cls(clock=clock, new_id=new_id)
-        stream._entries = entries
-        stream._ids = ids
-        stream._index_turns()
-        return stream
 
     # ------------------------------------------------------------ sequence
 
@@ -161,8 +135,6 @@ class ConversationStream(Sequence[StreamEntry]):
 
     def now(self) -> Timestamp:
         """The stream clock's current time, in JP's storage form."""
-        if self._system_clock:
-            return stamp_now()
         return Timestamp.from_datetime(self._clock())
 
     def fresh_id(self) -> str:
@@ -171,11 +143,7 @@ class ConversationStream(Sequence[StreamEntry]):
         Raises ``ValueError`` when ``new_id`` keeps giving ids the stream
         holds (a constant, say), rather than asking it for ever.
         """
-        candidate = self._new_id()
-        if candidate not in self._ids:  # all but always, at once: no loop to set up
-            self._ids.add(candidate)
-            return candidate
-        for _ in range(FRESH_ID_ATTEMPTS - 1):
+        for _ in range(FRESH_ID_ATTEMPTS):
             candidate = self._new_id()
             if candidate not in self._ids:
                 self._ids.add(candidate)
@@ -190,8 +158,6 @@ class ConversationStream(Sequence[StreamEntry]):
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> EventEntry:
         """Build an entry with a fresh id, without adding it (see :meth:`replace`)."""
-        if metadata is None:
-            return new_event_entry(self.fresh_id(), timestamp or self.now(), payload)
         return EventEntry(
             event_id=self.fresh_id(),
             timestamp=timestamp or self.now(),
@@ -207,12 +173,7 @@ class ConversationStream(Sequence[StreamEntry]):
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> EventEntry:
         """Append a conversation event stamped now, with a fresh id."""
-        if timestamp is None and metadata is None and self._system_clock:
-            # Every record a machine step emits comes this way: make_entry's
-            # work, without its call, now()'s and stamp_now()'s.
-            entry = new_event_entry(self.fresh_id(), stamp_at(time_ns()), payload)
-        else:
-            entry = self.make_entry(payload, timestamp=timestamp, metadata=metadata)
+        entry = self.make_entry(payload, timestamp=timestamp, metadata=metadata)
         if isinstance(payload, TurnStart):
             self._markers.append(len(self._entries))
         elif not self._markers:

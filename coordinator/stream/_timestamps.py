@@ -19,15 +19,13 @@ could not stand for it).
 from __future__ import annotations
 
 import re
-import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import attrs
 
-from coordinator.stream._slots import slot_setters
 from machines._json import json_type
 
-__all__ = ["Timestamp", "format_jp_timestamp", "read_timestamp", "stamp_at", "stamp_now"]
+__all__ = ["Timestamp", "format_jp_timestamp"]
 
 
 def format_jp_timestamp(moment: datetime) -> str:
@@ -58,8 +56,8 @@ def _parse(text: str) -> datetime:
 
 _SHAPES = "'YYYY-MM-DD HH:MM:SS[.f]' or RFC 3339"
 
-# The patterns are compiled on first use, by re's own cache: most runs never
-# meet a timestamp JP did not write, and compiling costs every start.
+# The patterns are compiled on first use, by re's own cache: compiling them
+# at import would cost every start, including the many that read no file.
 
 #: JP's form, whole seconds with or without a fraction.
 _JP_FORM = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
@@ -73,35 +71,14 @@ _RFC_3339 = (
 )
 
 
-#: Where JP's form has its separators (a constant: building the slice costs).
-_SEPARATORS = slice(4, 20, 3)
-
-
 def _malformed(value: str) -> ValueError:
     return ValueError(f"timestamp {value!r} is not {_SHAPES}")
 
 
-def _check(value: object) -> None:
+def _valid(_instance: Timestamp, _attribute: attrs.Attribute[str], value: object) -> None:
     """Raise ``ValueError`` unless ``value`` is a timestamp text this module reads."""
     if type(value) is not str:
         raise ValueError(f"timestamp must be a string, not {json_type(value)}")
-    # JP's form with a fraction (every timestamp JP writes), at the cost of
-    # one slice: the separators at 4, 7, 10, 13, 16 and 19 rule out every
-    # other shape fromisoformat reads that has no zone, and a moment with no
-    # zone is in range as it stands. Anything else takes the full check.
-    if value[_SEPARATORS] == "-- ::." and len(value) <= 29:  # noqa: PLR2004 - 9 fraction digits
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            pass  # a lowercase "z", say: the full check decides
-        else:
-            if moment.tzinfo is None:
-                return
-    _check_other(value)
-
-
-def _check_other(value: str) -> None:
-    """The full check, for what JP does not write."""
     if re.fullmatch(_JP_FORM, value):
         zoned = False
     elif re.fullmatch(_RFC_3339, value):
@@ -119,10 +96,6 @@ def _check_other(value: str) -> None:
             raise ValueError(
                 f"timestamp {value!r} is outside the years 1 to 9999 once moved to UTC"
             ) from None
-
-
-def _valid(_instance: Timestamp, _attribute: attrs.Attribute[str], value: object) -> None:
-    _check(value)
 
 
 @attrs.frozen
@@ -144,52 +117,3 @@ class Timestamp:
     def __str__(self) -> str:
         """The stored text."""
         return self.text
-
-
-# A load reads a timestamp for every entry. It is checked exactly as the
-# constructor checks it, by the same function; only attrs' construction
-# machinery (a third of the cost) is left out (see coordinator.stream._slots).
-_new_timestamp = object.__new__
-(_set_text,) = slot_setters(Timestamp, ("text",))
-
-
-def read_timestamp(value: object) -> Timestamp:
-    """The timestamp ``value`` read from disk; ``ValueError`` naming it when it is not one."""
-    _check(value)
-    stamp = _new_timestamp(Timestamp)
-    _set_text(stamp, value)
-    return stamp
-
-
-# ------------------------------------------------------------- the clock
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-#: The last whole second stamped, and its text up to the fraction's dot.
-_second: tuple[int, str] = (-1, "")
-
-
-def stamp_at(nanoseconds: int) -> Timestamp:
-    """A new timestamp for ``nanoseconds`` since the epoch, as :meth:`Timestamp.from_datetime`.
-
-    The stream stamps every record it appends, and records come in bursts:
-    the text up to the second is formatted once a second and kept, and only
-    the fraction is formatted each time (a fifth of the cost). The text is
-    :func:`format_jp_timestamp`'s for the same microsecond (a property test
-    holds them equal), well-formed by construction, so the timestamp is
-    built by setting its slot.
-    """
-    global _second  # noqa: PLW0603 - one cached second for the process
-    seconds, micros = divmod(nanoseconds // 1000, 1_000_000)
-    cached = _second
-    if cached[0] != seconds:
-        whole = format_jp_timestamp(_EPOCH + timedelta(seconds=seconds))
-        cached = _second = (seconds, whole[:-1])  # without the ".0"'s "0"
-    text = f"{cached[1]}{f'{micros:06d}'.rstrip('0') or '0'}"
-    stamp = _new_timestamp(Timestamp)
-    _set_text(stamp, text)
-    return stamp
-
-
-def stamp_now() -> Timestamp:
-    """A new timestamp for the current time (the system clock, in UTC)."""
-    return stamp_at(time.time_ns())

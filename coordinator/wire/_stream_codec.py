@@ -1,10 +1,11 @@
 """Reading and writing ``events.json`` entries.
 
 Reading validates every entry of a kind this build knows, so a broken file is
-refused at load with the entry's index, not later at some use. Payloads are
-built by their own validated constructors; the envelope around them (the
-entry and its timestamp) is checked here, field by field, and built by
-setting its slots (see :func:`coordinator.stream._entries.loaded_event_entry`). Event ids are
+refused at load with the entry's index, not later at some use. Every entry,
+its timestamp and its payload are built by their own constructors, whose
+validators say what is wrong; the entry is then given the object it was read
+from, to be written back as read
+(:func:`coordinator.stream._entries.with_loaded_form`). Event ids are
 made usable and unique as RFD D24 says: a missing, empty or non-string id gets
 a fresh one, and where ids repeat the earliest keeps its id and later ones get
 fresh ids (each logged as a warning). ``event_id`` is always the first key.
@@ -27,16 +28,15 @@ from coordinator.stream._entries import (
     GlobalEntry,
     StreamEntry,
     UnknownEntry,
-    loaded_event_entry,
+    with_loaded_form,
 )
 from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
-from coordinator.stream._gc import collector_paused
 from coordinator.stream._stream import ConversationStream
-from coordinator.stream._timestamps import Timestamp, read_timestamp
+from coordinator.stream._timestamps import Timestamp
 from coordinator.wire._codec import PAYLOAD_HOOKS, WireError, unstructure_event
 from coordinator.wire._storage_fields import decode_object, encode_leaves
 from machines import Event, RecordError
-from machines._json import is_json, json_type
+from machines._json import json_type
 from machines.validators import check_json
 
 if TYPE_CHECKING:
@@ -76,10 +76,6 @@ class _EntryError(ValueError):
     """A problem with one entry; the caller adds the file and the index."""
 
 
-class _IdConflict(Exception):  # noqa: N818 - a signal between two passes, never raised out
-    """An id seen late shows an earlier entry's id had to change: decode again, carefully."""
-
-
 #: Stands for an absent key in ``dict.get`` (``None`` is a value the wire can hold).
 _ABSENT: Any = object()
 
@@ -89,7 +85,7 @@ def _timestamp(raw: dict[str, Any]) -> Timestamp:
     if text is _ABSENT:
         raise _EntryError("entry has no 'timestamp'")
     try:
-        return read_timestamp(text)
+        return Timestamp(text)
     except ValueError as error:
         raise _EntryError(str(error)) from None
 
@@ -99,22 +95,19 @@ def _event_reader(read_payload: Callable[[Any, Any], Event], record: Any) -> _En
 
     def read(raw: dict[str, Any], event_id: str) -> EventEntry:
         payload = read_payload(raw, record)
-        metadata = raw.get("metadata", _ABSENT)
-        if metadata is _ABSENT or (type(metadata) is dict and not metadata):
-            metadata = {}
-        elif type(metadata) is not dict:
+        metadata = raw.get("metadata", {})
+        if type(metadata) is not dict:
             raise _EntryError("'metadata' must be an object")
-        else:
-            if not is_json(metadata):
-                check_json("EventEntry.metadata", metadata)  # raises, in the validator's words
-            metadata = decode_object(metadata)
-        timestamp = _timestamp(raw)
-        # Every fact EventEntry's validators check holds here: event_id is a
-        # non-empty string (see _decode_entries and _fresh), the payload and
-        # the timestamp were built and checked by their own readers, and
-        # metadata is a JSON object (decoding keeps it one: it only replaces
-        # strings).
-        return loaded_event_entry(event_id, timestamp, payload, metadata, _stored(raw, event_id))
+        # Checked before it is decoded, which walks it: a value too deep is
+        # refused, in the validator's words, rather than walked.
+        check_json("EventEntry.metadata", metadata)
+        entry = EventEntry(
+            event_id=event_id,
+            timestamp=_timestamp(raw),
+            payload=payload,
+            metadata=decode_object(metadata),
+        )
+        return with_loaded_form(entry, _stored(raw, event_id))
 
     return read
 
@@ -149,13 +142,13 @@ def _compaction(raw: dict[str, Any], event_id: str) -> Compaction:
     )
 
 
-def _global_reader(read: Callable[[dict[str, Any], str], GlobalEntry]) -> _EntryReader:
+def _global_reader(
+    read: Callable[[dict[str, Any], str], ConfigDelta | Compaction],
+) -> _EntryReader:
     """The reader of a global entry kind, remembering the loaded form as events do."""
 
     def read_entry(raw: dict[str, Any], event_id: str) -> GlobalEntry:
-        entry = read(raw, event_id)
-        object.__setattr__(entry, "_stored", _stored(raw, event_id))
-        return entry
+        return with_loaded_form(read(raw, event_id), _stored(raw, event_id))
 
     return read_entry
 
@@ -200,11 +193,10 @@ def _ids_in_file(raw_entries: Sequence[Any]) -> tuple[set[str], set[str]]:
 
 @attrs.frozen
 class DecodedEntries:
-    """A decoded stream: its entries, what loading did to ids, and every id it holds."""
+    """A decoded stream: its entries, and what loading did to ids."""
 
     entries: list[StreamEntry]
     repairs: IdRepairs
-    ids: set[str]
 
 
 def decode_entries(
@@ -219,47 +211,28 @@ def decode_entries(
     read. The warnings about repaired ids are logged once every entry has
     been read, in stream order: a file that cannot be read logs none.
     """
-    with collector_paused():  # a bulk pass that makes no cycles (see coordinator.stream._gc)
-        try:
-            # Most files need no look ahead: their ids are unique, or missing
-            # altogether (JP's own files have none).
-            decoded, warnings = _decode_entries(raw_entries, new_id=new_id, ahead=None)
-        except _IdConflict:
-            ahead = _ids_in_file(raw_entries)
-            decoded, warnings = _decode_entries(raw_entries, new_id=new_id, ahead=ahead)
+    decoded, warnings = _decode_entries(raw_entries, new_id=new_id)
     for message, *args in warnings:
         _LOG.warning(message, origin, *args)
     return decoded
 
 
-def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an id in it
-    raw_entries: Sequence[Any],
-    *,
-    new_id: Callable[[], str],
-    ahead: tuple[set[str], set[str]] | None,
+def _decode_entries(
+    raw_entries: Sequence[Any], *, new_id: Callable[[], str]
 ) -> tuple[DecodedEntries, list[tuple[Any, ...]]]:
-    """One pass over the entries; ``ahead`` is every id in the file, and those kept verbatim.
+    """Decode every entry, and say what was done to ids (the warnings to log).
 
-    Without ``ahead``, ids are checked only against the entries before: a
-    fresh id that a later entry turns out to carry, or a later unknown entry
-    sharing an earlier known entry's id, raises :class:`_IdConflict`, and the
-    caller decodes again with ``ahead``. Either way the result is the same:
-    the earliest holder of an id keeps it, unless an unknown entry (kept
-    verbatim) holds it too, and a fresh id is used nowhere in the file.
+    The earliest holder of an id keeps it, unless an unknown entry (kept
+    verbatim) holds it too, wherever it is; a fresh id is used nowhere in
+    the file.
     """
-    # Without ``ahead``, ``reserved`` holds exactly the fresh ids given so far.
-    reserved, verbatim = ahead if ahead is not None else (set(), set())
+    reserved, verbatim = _ids_in_file(raw_entries)
     seen: set[str] = set()
     entries: list[StreamEntry] = []
     warnings: list[tuple[Any, ...]] = []
     assigned = regenerated = 0
-    append = entries.append
     for index, raw in enumerate(raw_entries):
-        if type(raw) is not dict:
-            raise EntryDecodeError(index, f"entry is not an object but {json_type(raw)}")
-        kind = raw.get("type")
-        if type(kind) is not str:
-            raise EntryDecodeError(index, "entry has no string 'type'")
+        kind = _kind(index, raw)
         event_id = raw.get("event_id")
         if type(event_id) is not str or not event_id:
             event_id = None
@@ -268,8 +241,6 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
             # Kept verbatim, so its id cannot be changed even when it repeats.
             if event_id is not None:
                 if event_id in seen:
-                    if ahead is None and (event_id in reserved or event_id not in verbatim):
-                        raise _IdConflict  # an earlier entry has to give this id up
                     warnings.append(
                         (
                             "%s: entry %d (%s) repeats event id %r; kept as is (unknown kind)",
@@ -279,15 +250,12 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
                         )
                     )
                 seen.add(event_id)
-                verbatim.add(event_id)
-            append(UnknownEntry(raw))
+            entries.append(UnknownEntry(raw))
             continue
         if event_id is None:
             event_id = _fresh(new_id, reserved, seen)
             assigned += 1
         elif event_id in seen or event_id in verbatim:
-            if ahead is None and event_id in reserved:
-                raise _IdConflict  # a fresh id given earlier is this entry's own
             repeated, event_id = event_id, _fresh(new_id, reserved, seen)
             warnings.append(
                 ("%s: entry %d repeats event id %r; regenerated as %r", index, repeated, event_id)
@@ -295,11 +263,21 @@ def _decode_entries(  # noqa: C901 - one loop over the entries, every case of an
             regenerated += 1
         seen.add(event_id)
         try:
-            append(reader(raw, event_id))
+            entries.append(reader(raw, event_id))
         except (_EntryError, WireError, RecordError) as error:
             raise EntryDecodeError(index, f"{kind}: {error}") from None
     repairs = IdRepairs(assigned=assigned, regenerated=regenerated)
-    return DecodedEntries(entries, repairs, seen), warnings
+    return DecodedEntries(entries, repairs), warnings
+
+
+def _kind(index: int, raw: object) -> str:
+    """The ``type`` of entry ``index``, which must be an object with a string one."""
+    if type(raw) is not dict:
+        raise EntryDecodeError(index, f"entry is not an object but {json_type(raw)}")
+    kind = raw.get("type")
+    if type(kind) is not str:
+        raise EntryDecodeError(index, "entry has no string 'type'")
+    return kind
 
 
 def _fresh(new_id: Callable[[], str], reserved: set[str], seen: set[str]) -> str:
@@ -358,14 +336,7 @@ def _encode_event(entry: EventEntry) -> dict[str, Any]:
 
 def encode_entries(entries: Iterable[StreamEntry]) -> list[dict[str, Any]]:
     """The on-disk array for ``entries``."""
-    # Most entries of a long stream were loaded and are written as they were
-    # read: those are taken here, without a call each.
-    return [
-        stored
-        if type(entry) is EventEntry and (stored := entry._stored) is not None
-        else encode_entry(entry)
-        for entry in entries
-    ]
+    return [encode_entry(entry) for entry in entries]
 
 
 def decode_stream(
@@ -383,9 +354,7 @@ def decode_stream(
     """
     new_id = new_id or new_event_id
     decoded = decode_entries(raw_entries, new_id=new_id, origin=origin)
-    stream = ConversationStream.of_decoded(
-        decoded.entries, decoded.ids, clock=clock, new_id=new_id
-    )
+    stream = ConversationStream(decoded.entries, clock=clock, new_id=new_id)
     return stream, decoded.repairs
 
 
