@@ -480,17 +480,6 @@ def _read_request(question: dict[str, Any], request_id: str = "q") -> InquiryReq
     return read
 
 
-def test_requests_asking_the_same_question_share_one_record() -> None:
-    """A tool's repeated question is read once; every request holds that record."""
-    wire = {"text": "Apply?", "answer_type": {"type": "boolean"}, "default": True}
-    first, second = _read_request(dict(wire), "q1"), _read_request(dict(wire), "q2")
-    assert first.question is second.question
-    assert first.question == InquiryQuestion(
-        text="Apply?", answer_type=AnswerType.boolean(), default=True
-    )
-    assert unstructure_event(second)["question"] == wire
-
-
 @pytest.mark.parametrize(
     ("one", "other"),
     [
@@ -503,10 +492,10 @@ def test_requests_asking_the_same_question_share_one_record() -> None:
         ({"answer_type": {"type": "text"}}, {"answer_type": {"type": "secret"}}),
     ],
 )
-def test_questions_that_write_differently_are_not_shared(
+def test_questions_alike_but_for_a_value_of_another_type_are_each_written_back_as_read(
     one: dict[str, Any], other: dict[str, Any]
 ) -> None:
-    """Sharing never changes what is written back: true stays true, 1 stays 1."""
+    """Read one after the other, each question is its own: true stays true, 1 stays 1."""
     base = {"text": "Go?", "answer_type": {"type": "boolean"}}
     for fields in (one, other, one):
         read = _read_request(base | fields)

@@ -27,7 +27,6 @@ mid-run. Errors name the file, the key and what was expected.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -123,43 +122,12 @@ class ToolsConfig:
         """The facts the inquiry machine decides from, for ``question`` now."""
         config = self.question(tool_name, question.id)
         cached: CachedAnswer | None = turn.remembered_tool_answer(tool_name, question)
-        if cached is None and type(terminal) is bool and type(config) is QuestionConfig:
-            return _facts_of(config, terminal=terminal)
         return InquiryFacts(
             terminal=terminal,
             target=config.target,
             static_answer=config.answer,
             cached_answer=cached,
         )
-
-
-#: The facts of questions nothing was remembered for, by the identity of their
-#: configuration (held weakly: an entry goes with its configuration, and with
-#: it a static answer that may be a secret's): without a terminal, and with one.
-_FACTS: dict[int, tuple[weakref.ref[QuestionConfig], InquiryFacts, InquiryFacts]] = {}
-
-
-def _facts_of(config: QuestionConfig, *, terminal: bool) -> InquiryFacts:
-    """The facts of a question configured by ``config``, with no answer remembered.
-
-    Made once per configuration and shared: facts are values, and what a
-    ``QuestionConfig`` says cannot change (frozen; a subclass might, and is
-    not kept). Every question asked looks them up.
-    """
-    key = id(config)
-    kept = _FACTS.get(key)
-    if kept is None or kept[0]() is not config:
-        without, with_terminal = (
-            InquiryFacts(terminal=present, target=config.target, static_answer=config.answer)
-            for present in (False, True)
-        )
-
-        def forget(_gone: object) -> None:
-            # Called as the configuration goes, before its id can be another's.
-            _FACTS.pop(key, None)
-
-        kept = _FACTS[key] = (weakref.ref(config, forget), without, with_terminal)
-    return kept[2] if terminal else kept[1]
 
 
 def _check_keys(data: Mapping[str, Any], allowed: set[str], origin: str, key: str) -> None:

@@ -26,15 +26,10 @@ in its current form and every legacy one JP has written:
 - a tool-facing ``answer_type`` written tagged (``{"type": "secret"}``); the
   legacy externally tagged form (``"Boolean"``, ``{"Select": {...}}``) read too.
 - select options written as ``{value, description?}``; bare strings read too.
-
-A stream asks the same few questions of the same few tools over and over:
-records are immutable, so the requests read share one source and one
-question where they are equal and would be written back alike.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -72,7 +67,7 @@ from machines import (
     TurnStart,
     parse_cancellation_reason,
 )
-from machines._json import json_type
+from machines._json import is_json, json_type
 
 if TYPE_CHECKING:
     import cattrs
@@ -138,15 +133,9 @@ def _unstructure_option(option: SelectOption) -> dict[str, Any]:
     return {"value": option.value, "description": option.description}
 
 
-# Wire tags to members: an enum's call by value costs ten times a dict lookup,
-# and these run for every recorded question.
+#: Each wire tag's member (a tag that is not one is said in the hook's words).
 _ANSWER_KINDS: Final = {kind.value: kind for kind in AnswerKind}
 _SOURCE_KINDS: Final = {kind.value: kind for kind in SourceKind}
-
-#: Records are immutable, so every question of a kind without options can share one.
-_PLAIN_ANSWER_TYPES: Final[Mapping[AnswerKind, AnswerType]] = {
-    kind: AnswerType(kind=kind) for kind in AnswerKind if kind is not AnswerKind.SELECT
-}
 
 _LEGACY_KINDS: Final = {
     "Boolean": "boolean",
@@ -169,7 +158,7 @@ def _structure_answer_type(value: Any, _: Any = None) -> AnswerType:
         tag = _LEGACY_KINDS.get(value)
         if tag is None or tag == "select":
             raise WireError(f"unknown answer type {value!r}")
-        return _PLAIN_ANSWER_TYPES[_ANSWER_KINDS[tag]]
+        return AnswerType(kind=_ANSWER_KINDS[tag])
     data = _object(value, "answer_type")
     if "type" in data:
         tag = data["type"]
@@ -177,7 +166,7 @@ def _structure_answer_type(value: Any, _: Any = None) -> AnswerType:
         if kind is None:
             raise WireError(f"unknown answer type {tag!r}")
         if kind is not AnswerKind.SELECT:
-            return _PLAIN_ANSWER_TYPES[kind]
+            return AnswerType(kind=kind)
         return AnswerType(kind=kind, options=_options(data))
     if len(data) == 1 and "Select" in data:
         # Legacy externally tagged struct variant: {"Select": {"options": [...]}}.
@@ -204,16 +193,7 @@ def _structure_source(value: Any, _: Any = None) -> InquirySource:
     kind = _SOURCE_KINDS.get(tag) if type(tag) is str else None
     if kind is None:
         raise WireError(f"unknown inquiry source {tag!r}")
-    name = data.get("name")
-    if name is None or type(name) is str:
-        return _shared_source(kind, name)
-    return InquirySource(kind=kind, name=name)  # refused by its validator, in its words
-
-
-@functools.lru_cache(maxsize=256)
-def _shared_source(kind: SourceKind, name: str | None) -> InquirySource:
-    # Invalid ones raise, and are not cached.
-    return InquirySource(kind=kind, name=name)
+    return InquirySource(kind=kind, name=data.get("name"))
 
 
 def _unstructure_source(source: InquirySource) -> dict[str, Any]:
@@ -225,49 +205,16 @@ def _unstructure_source(source: InquirySource) -> dict[str, Any]:
 # ------------------------------------------------------------------- questions
 
 
-#: Defaults a shared question may hold: immutable, and equal only to what writes
-#: the same (the cache tells true from 1 by type). Not floats: -0.0 == 0.0.
-_SHAREABLE_DEFAULTS: Final = frozenset({str, bool, int, type(None)})
-
-
 def _structure_recorded_question(value: Any, _: Any = None) -> InquiryQuestion:
     data = _object(value, "question")
     text, answer_type = _required(data, _QUESTION_TEXT, "question.")
-    default, question_id, context = data.get("default"), data.get("id"), data.get("context")
-    # {"type": tag} of a kind without options ("select" here is refused, and
-    # not cached). Never a secret: a file may have recorded one with a
-    # default, which no cache may keep.
-    tag = answer_type.get("type") if type(answer_type) is dict and len(answer_type) == 1 else None
-    if (
-        type(tag) is str
-        and tag != "secret"
-        and type(text) is str
-        and type(default) in _SHAREABLE_DEFAULTS
-        and (question_id is None or type(question_id) is str)
-        and (context is None or type(context) is str)
-    ):
-        return _shared_question(text, tag, default, question_id, context)
-    return _recorded_question(text, answer_type, default, question_id, context)
-
-
-def _recorded_question(
-    text: Any, answer_type: Any, default: Any, question_id: Any, context: Any
-) -> InquiryQuestion:
     return InquiryQuestion(
         text=text,
         answer_type=_structure_answer_type(answer_type),
-        default=default,
-        id=question_id,
-        context=context,
+        default=data.get("default"),
+        id=data.get("id"),
+        context=data.get("context"),
     )
-
-
-@functools.lru_cache(maxsize=256, typed=True)
-def _shared_question(
-    text: str, tag: str, default: Any, question_id: str | None, context: str | None
-) -> InquiryQuestion:
-    # `typed` keeps a default of true apart from 1. Invalid ones raise, and are not cached.
-    return _recorded_question(text, {"type": tag}, default, question_id, context)
 
 
 def _unstructure_recorded_question(question: InquiryQuestion) -> dict[str, Any]:
@@ -307,12 +254,8 @@ def unstructure_question(question: Question) -> dict[str, Any]:
 # ---------------------------------------------------------- conversation events
 
 
-#: A turn marker has no fields: one immutable instance serves every turn.
-_TURN_START: Final = TurnStart()
-
-
 def _structure_turn_start(_value: Any, _: Any = None) -> TurnStart:
-    return _TURN_START
+    return TurnStart()
 
 
 def _structure_chat_request(data: dict[str, Any], _: Any = None) -> ChatRequest:
@@ -346,8 +289,11 @@ def _unstructure_chat_response(response: ChatResponse) -> dict[str, Any]:
 
 def _structure_tool_call_request(data: dict[str, Any], _: Any = None) -> ToolCallRequest:
     call_id, name, arguments = _required(data, _TOOL_CALL)
-    if type(arguments) is dict:
-        arguments = decode_object(arguments)  # its string leaves are stored base64
+    # Its string leaves are stored base64. Decoding walks the value, so only
+    # one the walk has checked is decoded (see machines._json); any other is
+    # refused by the constructor, in its words.
+    if type(arguments) is dict and is_json(arguments):
+        arguments = decode_object(arguments)
     return ToolCallRequest(id=call_id, name=name, arguments=arguments)
 
 
