@@ -8,15 +8,24 @@ written, and stops at the first thing wrong. What counts as wrong is said by
 its caller, leaf by leaf: a table from a leaf's exact type to a rule that
 names its problem (a type the table leaves out is judged by ``others``). The
 walk itself refuses, whatever the rules, what no JSON value can be: a key
-that is not a string, and a container inside itself (which would make it
-endless). Given a ``max_depth``, it also refuses a container nested deeper.
+that is not a string, and a container nested deeper than ``max_depth``
+containers, by default :data:`WRITE_DEPTH`, the deepest ``orjson`` writes
+(a value nested deeper could never be saved).
+
+The walk is recursive, one call per container, and its depth limit is its
+bound: it is never more than :data:`WRITE_DEPTH` calls deep, well under
+Python's recursion limit (1,000), so no value, however it was built, can
+exhaust the stack, and no value is walked past the depth it could be
+written at. A value inside itself is therefore found as too deep, and then
+said as what it is: the containers on the way to the one too deep are
+looked along for one met twice, and the fault names the place where the
+value first holds itself. The walk costs what writing the value would: a
+part shared in many places is walked in each, as ``orjson`` would write it
+in each.
 
 Only ``dict`` and ``list`` are containers, and only exactly (a subclass is
 a leaf, for the rules to judge): that is what a parser gives and what
-``orjson`` writes as such. A container met again elsewhere in the value is
-not walked again, so a value sharing one list in many places costs what its
-distinct parts do (unless ``max_depth`` is given: a part shared deeper down
-could be too deep there).
+``orjson`` writes as such.
 
 A fault says where (the keys and indices from the top, :func:`json_path`
 spells them) and what, in words: never the value, which may be a secret.
@@ -28,13 +37,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
-from operator import length_hint
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 __all__ = [
     "JSON_LEAVES",
     "TOO_DEEP",
+    "WRITE_DEPTH",
     "JsonFault",
     "JsonPath",
     "JsonValue",
@@ -102,10 +111,21 @@ class JsonFault(NamedTuple):
     problem: str
 
     def __str__(self) -> str:
-        """The fault in a sentence: ``the value at 'a.b[0]' is of type set, ...``."""
+        """The fault in a sentence: ``the value at 'a.b[0]' is of type set, ...``.
+
+        A path longer than :data:`_SPELLED_STEPS` is said by its first steps
+        and its length (a value nested too deeply has one hundreds long).
+        """
         if not self.path:
             return f"the value {self.problem}"
-        return f"the value at {json_path(self.path)!r} {self.problem}"
+        if len(self.path) <= _SPELLED_STEPS:
+            return f"the value at {json_path(self.path)!r} {self.problem}"
+        where = json_path(self.path[:_SPELLED_STEPS]) + "..."
+        return f"the value at {where!r} ({len(self.path)} levels down) {self.problem}"
+
+
+#: How many steps of a path a fault spells out.
+_SPELLED_STEPS = 8
 
 
 def json_path(path: JsonPath) -> str:
@@ -159,8 +179,9 @@ JSON_LEAVES: Final = leaf_rules(
     {str: None, bool: None, int: None, type(None): None, float: _finite}
 )
 
-#: The leaves that are JSON whatever their value.
-_SOUND_LEAVES: Final = JSON_LEAVES.sound
+#: How many containers deep ``orjson`` writes a value (the top one counts):
+#: the deepest a value a conversation holds may nest, and the walk's bound.
+WRITE_DEPTH: Final = 254
 
 #: The walk's own faults, whatever the rules.
 _NOT_A_STRING_KEY = "has a key of type {}, not a string"
@@ -168,140 +189,69 @@ _INSIDE_ITSELF = "contains itself"
 #: The problem of a container nested deeper than the walk's ``max_depth``.
 TOO_DEEP: Final = "is nested too deeply"
 
-#: Containers the plain walk enters, and how deep it goes, before it suspects a
-#: cycle and walks again, carefully. Counting costs next to nothing;
-#: remembering every container entered, to tell a cycle from a part shared in
-#: many places, costs each walk. (A file nests at most 1,024 levels: orjson
-#: reads no deeper.)
-_CONTAINERS_BEFORE_CARE = 1_000_000
-_DEPTH_BEFORE_CARE = 1_024
-
-#: Where a walk has gone through every item of a container.
-_END: Final[Any] = object()
-
 
 def json_fault(
     value: object,
     rules: LeafRules = JSON_LEAVES,
     *,
-    max_depth: int | None = None,
+    max_depth: int = WRITE_DEPTH,
 ) -> JsonFault | None:
     """The first fault in ``value``, in the order it would be written; ``None`` if none.
 
-    ``rules`` judges each leaf. A key that is not a string, a container
-    inside itself and, with ``max_depth``, a container nested deeper than
-    that many containers (the top one counts) are faults whatever the rules.
+    ``rules`` judges each leaf. A key that is not a string, and a container
+    nested deeper than ``max_depth`` containers (the top one counts; at most
+    :data:`WRITE_DEPTH`), are faults whatever the rules; a container deeper
+    that is inside itself is said so, where it first loops.
     """
-    return _walk(value, rules, max_depth, max_depth is not None)
+    if not 1 <= max_depth <= WRITE_DEPTH:
+        raise ValueError(f"max_depth must be from 1 to {WRITE_DEPTH}, not {max_depth}")
+    fault = _fault(value, rules, max_depth)
+    if fault is not None and fault.problem == TOO_DEEP:
+        return _where_it_loops(value, fault)
+    return fault
 
 
-def _walk(  # noqa: C901, PLR0911, PLR0912, PLR0915 - one loop (its speed is every load's), every case in it
-    value: object,
-    rules: LeafRules,
-    max_depth: int | None,
-    careful: bool,
-) -> JsonFault | None:
-    """:func:`json_fault`, plain or careful.
-
-    Plain, the walk only counts the containers it enters and how deep it is;
-    past :data:`_CONTAINERS_BEFORE_CARE` or :data:`_DEPTH_BEFORE_CARE` it
-    starts again, carefully: it keeps the containers on the way down (one met
-    again there is inside itself), and those walked whole (one met again
-    elsewhere is not walked again).
-    """
-    sound, checked, others = rules
+def _fault(value: Any, rules: LeafRules, depth: int) -> JsonFault | None:
+    """:func:`json_fault` of ``value``, where ``depth`` more containers may nest (it counts)."""
+    sound = rules.sound
     kind = type(value)
-    items: Any
+    items: Iterable[tuple[Any, Any]]
     if kind is dict:
-        items = iter(value.items())  # type: ignore[attr-defined]
+        items = value.items()
     elif kind is list:
-        items = iter(value)  # type: ignore[call-overload]
+        items = enumerate(value)
+    elif kind in sound:
+        return None
     else:
-        if kind in sound:
-            return None
-        problem = checked.get(kind, others)(value)
+        problem = rules.checked.get(kind, rules.others)(value)
         return None if problem is None else JsonFault((), problem)
-    # The current container and its items still to walk; above it, each
-    # container on the way down with its items, and the key of the one below.
-    container: Any = value
-    key: Any = None
-    above: list[tuple[Any, Any, Any]] = []
-    budget = _CONTAINERS_BEFORE_CARE
-    # Careful, the containers on the way down and those walked whole.
-    on_path: set[int] | None = {id(value)} if careful else None
-    walked: set[int] | None = set() if careful and max_depth is None else None
-    while True:
-        if kind is dict:
-            for key, child in items:
-                if type(key) is not str:
-                    where = _path(above, container)
-                    return JsonFault(where, _NOT_A_STRING_KEY.format(type(key).__name__))
-                if type(child) not in sound:
-                    break
-            else:
-                child = _END
-        else:
-            # An array's items are not pairs: its own loop, without a key to look at.
-            for child in items:
-                if type(child) not in sound:
-                    break
-            else:
-                child = _END
-        if child is _END:
-            if on_path is not None:
-                on_path.discard(id(container))
-                if walked is not None:
-                    walked.add(id(container))
-            if not above:
-                return None
-            items, container, key = above.pop()
-            kind = type(container)
-            continue
-        kind = type(child)
-        if kind is not dict and kind is not list:
-            problem = checked.get(kind, others)(child)
-            if problem is not None:
-                return JsonFault(_path(above, container, items, key), problem)
-            kind = type(container)  # and on with its items
-            continue
-        if on_path is not None:
-            ident = id(child)
-            if walked is not None and ident in walked:
-                kind = type(container)
-                continue
-            if ident in on_path:
-                return JsonFault(_path(above, container, items, key), _INSIDE_ITSELF)
-            if max_depth is not None and len(above) + 1 >= max_depth:
-                return JsonFault(_path(above, container, items, key), TOO_DEEP)
-            on_path.add(ident)
-        else:
-            budget -= 1
-            if budget < 0 or len(above) == _DEPTH_BEFORE_CARE:
-                return _walk(value, rules, max_depth, True)  # noqa: FBT003
-        above.append((items, container, key))
-        container = child
-        items = iter(child.items()) if kind is dict else iter(child)
+    if depth == 0:
+        return JsonFault((), TOO_DEEP)
+    for step, child in items:
+        if kind is dict and type(step) is not str:
+            return JsonFault((), _NOT_A_STRING_KEY.format(type(step).__name__))
+        if type(child) in sound:
+            continue  # most leaves: no call to judge them
+        fault = _fault(child, rules, depth - 1)
+        if fault is not None:
+            return JsonFault((step, *fault.path), fault.problem)
+    return None
 
 
-def _path(
-    above: list[tuple[Any, Any, Any]], container: Any, items: Any = _END, key: Any = None
-) -> JsonPath:
-    """The path to ``container``, or to its item just taken from ``items`` (``key``, in an object).
-
-    In an array the item's index is where its iterator stands: the walk
-    keeps no count, which would cost every item.
-    """
-    steps = [*above, (items, container, key)] if items is not _END else above
-    return tuple(
-        at if type(holder) is dict else len(holder) - length_hint(its) - 1
-        for its, holder, at in steps
-    )
+def _where_it_loops(value: Any, fault: JsonFault) -> JsonFault:
+    """``fault`` (too deep), or where its path first meets a container it went through before."""
+    containers = [value]
+    for step in fault.path:
+        containers.append(containers[-1][step])
+    for depth, container in enumerate(containers):
+        if any(container is above for above in containers[:depth]):
+            return JsonFault(fault.path[:depth], _INSIDE_ITSELF)
+    return fault
 
 
 def is_json(value: object) -> bool:
-    """Whether ``value`` is a JSON value that round-trips exactly (see :data:`JSON_LEAVES`)."""
-    # Every record built with a JSON field calls this, most often with a plain
-    # leaf (an answer): that is answered without the walk.
-    if type(value) in _SOUND_LEAVES:
-        return True
-    return _walk(value, JSON_LEAVES, None, False) is None  # noqa: FBT003 - positional, as fast
+    """Whether ``value`` is a JSON value that round-trips exactly (see :data:`JSON_LEAVES`).
+
+    A value nested deeper than :data:`WRITE_DEPTH` is not: it could not be written.
+    """
+    return _fault(value, JSON_LEAVES, WRITE_DEPTH) is None

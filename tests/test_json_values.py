@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import uuid
 from typing import Any
 
@@ -10,9 +11,10 @@ import pytest
 from hypothesis import given
 from strategies import json_values
 
-import machines._json
+from coordinator.wire._json_read import writable
 from machines._json import (
     TOO_DEEP,
+    WRITE_DEPTH,
     JsonFault,
     is_json,
     json_fault,
@@ -98,6 +100,9 @@ def test_a_fault_is_said_in_a_sentence_without_its_value() -> None:
     )
     assert str(JsonFault((), "contains itself")) == "the value contains itself"
     assert json_path(("a", 0, "b", 12)) == "a[0].b[12]"
+    assert str(JsonFault(("k",) * 254, TOO_DEEP)) == (
+        "the value at 'k.k.k.k.k.k.k.k...' (254 levels down) is nested too deeply"
+    )
     assert json_path((3,)) == "[3]"
 
 
@@ -136,12 +141,57 @@ def test_a_value_inside_itself_is_a_fault_found_where_it_loops(
     assert json_fault(value) == JsonFault(path, "contains itself")
 
 
-def test_a_cycle_past_the_plain_walks_budget_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the containers the plain walk counts, the careful walk finds the cycle."""
-    monkeypatch.setattr(machines._json, "_CONTAINERS_BEFORE_CARE", 500)
+def test_a_cycle_after_many_containers_is_found_where_it_loops() -> None:
+    """A thousand containers walked first, then a value holding itself: named where it loops."""
     looped: list[object] = [[index] for index in range(1_000)]
     looped.append({"deep": [looped]})
     assert json_fault(looped) == JsonFault((1_000, "deep", 0), "contains itself")
+
+
+def test_a_cycle_longer_than_the_writer_nests_is_too_deep() -> None:
+    """A loop through more containers than orjson writes is refused as too deep, at the limit."""
+    chain: list[object] = []
+    top = chain
+    for _ in range(WRITE_DEPTH + 10):
+        inner: list[object] = []
+        chain.append(inner)
+        chain = inner
+    chain.append(top)
+    assert json_fault(top) == JsonFault((0,) * WRITE_DEPTH, TOO_DEEP)
+
+
+def test_a_value_deeper_than_the_writer_nests_is_refused_where_it_gets_too_deep() -> None:
+    """As deep as orjson writes is JSON; one deeper, or a hundred thousand, is not, named where."""
+    for depth, fault in (
+        (WRITE_DEPTH, None),
+        (WRITE_DEPTH + 1, JsonFault((0,) * WRITE_DEPTH, TOO_DEEP)),
+        (100_000, JsonFault((0,) * WRITE_DEPTH, TOO_DEEP)),
+    ):
+        value: Any = []
+        for _ in range(depth - 1):
+            value = [value]
+        assert json_fault(value) == fault
+        assert is_json(value) is (fault is None)
+        assert writable(value) is (fault is None)
+
+
+def test_the_walk_stays_well_under_pythons_recursion_limit() -> None:
+    """Walked from a stack already half used, the deepest value costs no RecursionError."""
+
+    def at_depth(frames: int) -> JsonFault | None:
+        if frames:
+            return at_depth(frames - 1)
+        value: Any = {}
+        for _ in range(WRITE_DEPTH * 2):
+            value = {"k": value}
+        return json_fault(value)
+
+    fault = at_depth(sys.getrecursionlimit() // 2)
+    assert fault == JsonFault(("k",) * WRITE_DEPTH, TOO_DEEP)
+
+
+def test_a_part_shared_in_many_places_is_judged_in_each() -> None:
+    """A list held in many places is walked wherever it is written; a fault named at its first."""
     shared: list[object] = [[index] for index in range(1_000)]
     assert json_fault({"a": shared, "b": [shared, [shared]]}) is None
     assert json_fault({"a": shared, "b": [shared, [float("nan")]]}) == JsonFault(
@@ -153,30 +203,10 @@ def test_a_cycle_past_the_plain_walks_budget_is_found(monkeypatch: pytest.Monkey
     assert json_fault([*shared, {"a": object()}]) == JsonFault(
         (1_000, "a"), "is of type object, which JSON cannot hold"
     )
-
-
-def test_a_value_nested_deeper_than_any_file_is_walked_carefully() -> None:
-    """A chain 5,000 levels deep is JSON; looped at its end, it is not."""
-    chain: list[object] = []
-    top = chain
-    for _ in range(5_000):
-        inner: list[object] = []
-        chain.append(inner)
-        chain = inner
-    assert json_fault(top) is None
-    chain.append(top)
-    fault = json_fault(top)
-    assert fault is not None
-    assert fault.problem == "contains itself"
-    assert len(fault.path) == 5_001
-
-
-def test_a_part_shared_in_many_places_is_walked_once() -> None:
-    """Sixty levels of one list held twice: 2**60 places, each part walked once."""
-    shared: list[object] = [{"leaf": 1}]
-    for _ in range(60):
-        shared = [shared, shared]
-    assert is_json(shared)
+    broken: list[object] = [float("inf")]
+    assert json_fault({"a": [1, broken], "b": broken}) == JsonFault(
+        ("a", 1, 0), "is a float that is not finite, which JSON cannot hold"
+    )
 
 
 # ------------------------------------------------------------------ rules and depth
@@ -208,3 +238,12 @@ def test_a_container_deeper_than_the_limit_is_a_fault(kind: str) -> None:
     fault = json_fault(value, max_depth=4)
     step = 0 if kind == "array" else "k"
     assert fault == JsonFault((step, step, step, step), TOO_DEEP)
+
+
+@pytest.mark.parametrize("depth", [0, WRITE_DEPTH + 1])
+def test_a_limit_past_what_the_writer_nests_is_refused(depth: int) -> None:
+    """The walk's bound is orjson's: a limit of none, or deeper than it writes, is an error."""
+    with pytest.raises(
+        ValueError, match=f"max_depth must be from 1 to {WRITE_DEPTH}, not {depth}"
+    ):
+        json_fault([], max_depth=depth)

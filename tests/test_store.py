@@ -41,6 +41,7 @@ from machines import (
     ToolCallRequest,
     TurnStart,
 )
+from machines._json import WRITE_DEPTH
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -755,12 +756,13 @@ def _nested(depth: int) -> dict[str, JsonValue]:
 def test_a_value_too_deep_to_write_is_refused_naming_the_entry_and_nothing_is_written(
     tmp_path: Path, fresh: bool
 ) -> None:
-    """Records accept any JSON, but orjson writes 254 levels: the save names the entry."""
+    """A record holds 254 levels, as orjson writes; in the file's entry it is deeper: named."""
     conversation = _greeting()
     if not fresh:
         save_conversation(conversation, tmp_path)
     before = _snapshot(tmp_path)
-    conversation.stream.append(ToolCallRequest(id="c", name="n", arguments=_nested(300)))
+    arguments = _nested(WRITE_DEPTH - 1)  # and the innermost object: 254 levels
+    conversation.stream.append(ToolCallRequest(id="c", name="n", arguments=arguments))
     conversation.metadata = {"title": "changed"}
     with pytest.raises(StreamFormatError) as caught:
         save_conversation(conversation, tmp_path)

@@ -16,6 +16,7 @@ from coordinator import Conversation, ConversationStream, load_conversation, sav
 from coordinator.stream import UnknownEntry
 from coordinator.wire import encode_stream
 from machines import ChatRequest, ToolCallRequest, TurnStart
+from machines._json import WRITE_DEPTH
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,9 +53,9 @@ def test_the_wire_form_is_a_copy_the_caller_may_change(tmp_path: Path) -> None:
 
 
 def test_the_wire_form_of_a_value_nested_past_what_orjson_writes_is_still_a_copy() -> None:
-    """Nested past what orjson writes, it is copied the slow way, not refused."""
+    """A record's value as deep as orjson writes is deeper in its entry: copied all the same."""
     deep: list[JsonValue] = []
-    for _ in range(300):
+    for _ in range(WRITE_DEPTH - 2):  # within the arguments object: 254 levels
         deep = [deep]
     stream = ConversationStream(clock=FixedClock(), new_id=CountingIds())
     stream.append(ToolCallRequest(id="c1", name="fs", arguments={"deep": deep}))
