@@ -4,9 +4,8 @@ A text reads as ``orjson`` reads it (its value, or its error at the file's own
 offsets), unless it holds what ``orjson`` would not write back as the text
 says: a value nested deeper than it writes, an integer beyond 64 bits, or an
 object that repeats a key. Those are refused at load, naming the file, the
-entry and the key, never a value; the file is left as it was. A large file
-laid out as JP writes it is read a block at a time, in pieces of whole
-entries, each checked as it is parsed.
+entry and the key, never a value; the file is left as it was. A file is read
+whole, once, and checked as a whole.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from strategies import json_values
 from coordinator import StreamFormatError, load_conversation, save_conversation
 from coordinator.wire import encode_stream
 from coordinator.wire._json_read import (
-    READ_BLOCK,
     WRITE_DEPTH,
     JsonTextError,
     invalid_utf8,
@@ -182,20 +180,23 @@ def test_any_text_reads_as_orjson_reads_it_or_is_refused_for_a_repeated_key(
     assert _same(_ours(bytes(data)), _expected(bytes(data)))
 
 
-# ------------------------------------------------------------- read in pieces
+# ------------------------------------------------------------- a file
 
 
 class _Handle(io.BytesIO):
-    """A file that counts how it is read: whole, in blocks, or again from its start."""
+    """A file that counts how it is read: whole, in parts, or again from its start."""
 
     def __init__(self, data: bytes) -> None:
         super().__init__(data)
         self.whole_reads = 0
+        self.part_reads = 0
         self.seeks = 0
 
     def read(self, size: int | None = -1, /) -> bytes:
         if size is None or size < 0:
             self.whole_reads += 1
+        else:
+            self.part_reads += 1
         return super().read(size)
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
@@ -203,10 +204,10 @@ class _Handle(io.BytesIO):
         return super().seek(offset, whence)
 
 
-def _read(data: bytes, block: int) -> tuple[Any, _Handle]:
+def _read(data: bytes) -> tuple[Any, _Handle]:
     handle = _Handle(data)
     try:
-        return read_file(handle, block=block), handle
+        return read_file(handle), handle
     except orjson.JSONDecodeError as error:
         return str(error), handle
     except JsonTextError:
@@ -218,25 +219,25 @@ def _laid_out(entries: list[Any]) -> bytes:
     return orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def test_a_stream_as_jp_lays_it_out_is_read_in_pieces(tmp_path: Path) -> None:
-    """The file is never held whole, nor read twice, and its value is orjson's."""
+def test_a_stream_as_jp_lays_it_out_is_read_once_whole(tmp_path: Path) -> None:
+    """One read of the whole file, never again from its start; its value is orjson's."""
     entries = own_events()
     data = _laid_out(entries)
-    result, handle = _read(data, block=64)
+    result, handle = _read(data)
     assert result == orjson.loads(data)
-    assert (handle.whole_reads, handle.seeks) == (0, 0)
+    assert (handle.whole_reads, handle.part_reads, handle.seeks) == (1, 0, 0)
     (tmp_path / "events.json").write_bytes(data)
     loaded = encode_stream(load_conversation(tmp_path).stream)
     assert [{k: v for k, v in entry.items() if k != "event_id"} for entry in loaded] == entries
 
 
 @pytest.mark.parametrize("path", jp_params())
-def test_real_conversations_are_read_in_pieces_as_orjson_reads_them(path: Path) -> None:
-    """JP's own files take the path that reads them a block at a time."""
+def test_real_conversations_are_read_once_as_orjson_reads_them(path: Path) -> None:
+    """JP's own files are read in one read, and their value is orjson's."""
     data = (path / "events.json").read_bytes()
-    result, handle = _read(data, block=4096)
+    result, handle = _read(data)
     assert result == orjson.loads(data)
-    assert (handle.whole_reads, handle.seeks) == (0, 0)
+    assert (handle.whole_reads, handle.part_reads, handle.seeks) == (1, 0, 0)
 
 
 @pytest.mark.parametrize("path", jp_params())
@@ -252,7 +253,7 @@ def test_real_conversations_are_proven_by_writing_them_once(
     for name in ("events.json", "metadata.json", "base_config.json"):
         if (path / name).is_file():
             with (path / name).open("rb") as handle:
-                read_file(handle, block=4096)
+                read_file(handle)
 
 
 @given(
@@ -268,12 +269,11 @@ def test_real_conversations_are_proven_by_writing_them_once(
         ),
         max_size=3,
     ),
-    block=st.integers(1, 40),
 )
-def test_any_text_read_in_pieces_reads_as_the_whole_text_would(
-    entries: list[dict[str, Any]], cuts: list[tuple[int, bytes]], block: int
+def test_any_laid_out_file_reads_as_orjson_reads_it_or_is_refused(
+    entries: list[dict[str, Any]], cuts: list[tuple[int, bytes]]
 ) -> None:
-    """Any laid-out stream, mutated, reads as the text read at once: value, refusal or error.
+    """Any laid-out stream, mutated, reads as orjson reads the text: value, refusal or error.
 
     Brackets, commas, quotes, entry breaks and repeated keys are put in or
     taken out, and an error must be orjson's for the file, at its own offsets.
@@ -285,48 +285,30 @@ def test_any_text_read_in_pieces_reads_as_the_whole_text_would(
             del data[at]
         else:
             data[at:at] = text
-    assert _same(_read(bytes(data), block)[0], _expected(bytes(data)))
-
-
-def test_an_entry_break_inside_an_entry_is_read_as_orjson_reads_it() -> None:
-    """A file laid out otherwise, whose break sits deeper than the entries: read again whole."""
-    data = b'[\n  {"a": [\n  {\n  },\n  {\n  }\n  ]},\n  {"d": [\n  {"e": 1\n  },\n  {}]}\n]\n'
-    assert data.count(b"\n  },\n  {") == 2  # both inside an entry
-    result, handle = _read(data, block=8)
-    assert result == orjson.loads(data)
-    assert handle.seeks == 1
-
-
-def test_a_break_split_across_two_blocks_is_found() -> None:
-    """Every block size, so that the break starts in one block and ends in the next."""
-    data = _laid_out([{"n": number, "text": "x" * number} for number in range(12)])
-    for block in range(1, 40):
-        result, handle = _read(data, block)
-        assert result == orjson.loads(data)
-        assert handle.seeks == 0
+    assert _same(_read(bytes(data))[0], _expected(bytes(data)))
 
 
 @pytest.mark.parametrize("ending", [b"\n1\n", b"\n", b"\n]]\n", b"\n] 1\n", b"\n]\x0c", b"\n}\n"])
 def test_a_laid_out_file_that_does_not_end_its_array_is_refused_as_orjson_refuses_it(
     ending: bytes,
 ) -> None:
-    """The last piece ends at the array's own "]": anything else there is the file's error."""
+    """A file that does not end at its array's own "]" is refused with orjson's error for it."""
     data = _laid_out(own_events()).removesuffix(b"\n]\n") + ending
     expected = _expected(data)
     assert isinstance(expected, str)
-    assert _read(data, block=64)[0] == expected
+    assert _read(data)[0] == expected
 
 
-def test_a_laid_out_file_broken_in_a_later_piece_is_refused_at_its_own_offsets(
+def test_a_laid_out_file_broken_late_is_refused_at_its_own_offsets(
     tmp_path: Path,
 ) -> None:
-    """The error is orjson's for the whole file, not for the piece that would not parse."""
+    """The error is orjson's for the whole file, at the line where it breaks."""
     data = _laid_out(own_events()).replace(b'"type": "tool_call_response"', b'"type" "x"', 1)
     (tmp_path / "events.json").write_bytes(data)
     expected = _expected(data)
     assert isinstance(expected, str)
     assert not expected.endswith("line 1 column 1 (char 0)")
-    assert _read(data, block=64)[0] == expected
+    assert _read(data)[0] == expected
     with pytest.raises(StreamFormatError) as caught:
         load_conversation(tmp_path)
     assert str(caught.value).endswith(f"is not valid JSON: {expected}")
@@ -335,7 +317,7 @@ def test_a_laid_out_file_broken_in_a_later_piece_is_refused_at_its_own_offsets(
 def test_a_file_that_is_not_json_is_refused_as_such_before_any_repeated_key(
     tmp_path: Path,
 ) -> None:
-    """A repeated key in an early piece, and a later piece not JSON: the file is not JSON."""
+    """A repeated key early in the file, and a later entry not JSON: the file is not JSON."""
     events = own_events()
     data = _laid_out(events).replace(
         b'"reasoning": "hmm"', b'"reasoning": "a",\n    "reasoning": "b"'
@@ -343,7 +325,7 @@ def test_a_file_that_is_not_json_is_refused_as_such_before_any_repeated_key(
     data = data.replace(b'"type": "tool_call_response"', b'"type" "x"', 1)
     expected = _expected(data)
     assert isinstance(expected, str)
-    assert _read(data, block=64)[0] == expected
+    assert _read(data)[0] == expected
     (tmp_path / "events.json").write_bytes(data)
     with pytest.raises(StreamFormatError, match="is not valid JSON"):
         load_conversation(tmp_path)
@@ -371,11 +353,10 @@ def test_a_file_exactly_as_deep_as_orjson_writes_loads_and_saves(tmp_path: Path)
     assert saved[5]["arguments"]["deep"] == orjson.loads(data)[5]["arguments"]["deep"]
 
 
-@pytest.mark.parametrize("block", [64, READ_BLOCK], ids=["in pieces", "at once"])
-def test_a_file_one_level_deeper_is_refused_naming_the_entry(tmp_path: Path, block: int) -> None:
+def test_a_file_one_level_deeper_is_refused_naming_the_entry(tmp_path: Path) -> None:
     """255 levels: refused at load, by entry, and the file left as it was."""
     data = _with_deep_arguments(255)
-    assert _read(data, block)[0] == "refused"
+    assert _read(data)[0] == "refused"
     (tmp_path / "events.json").write_bytes(data)
     with pytest.raises(StreamFormatError) as caught:
         load_conversation(tmp_path)
@@ -406,28 +387,28 @@ def _where(data: bytes, offset: int) -> str:
     return f"line {line} column {column} (byte offset {offset})"
 
 
-def test_the_first_byte_not_utf8_is_found_whatever_the_block_size() -> None:
-    """Characters cut by a block's end are not errors; the bad byte is placed in the file."""
+def test_the_first_byte_not_utf8_is_placed_in_the_file() -> None:
+    """Its line, its column in characters (wide ones before it) and its byte offset."""
     data = '[\n  "é€😀",\n  "x'.encode() + b"\xff" + b'"\n]\n'
     bad = data.index(b"\xff")
     expected = f"invalid UTF-8 (byte 0xff): {_where(data, bad)}"
     assert expected.endswith("line 3 column 5 (byte offset 21)")
     good = '[\n  "é€😀"\n]\n'.encode()
     cut_short = good + "€".encode()[:2]
-    for block in range(1, len(data) + 1):
-        assert invalid_utf8(io.BytesIO(data), block=block) == expected
-        assert invalid_utf8(io.BytesIO(good), block=block) is None
-        assert invalid_utf8(io.BytesIO(cut_short), block=block) == (
-            f"invalid UTF-8 (byte 0xe2): {_where(cut_short, len(good))}"
-        )
+    assert invalid_utf8(io.BytesIO(data)) == expected
+    assert invalid_utf8(io.BytesIO(good)) is None
+    assert invalid_utf8(io.BytesIO(cut_short)) == (
+        f"invalid UTF-8 (byte 0xe2): {_where(cut_short, len(good))}"
+    )
 
 
-def test_a_byte_not_utf8_in_a_later_piece_is_refused_at_its_own_line(tmp_path: Path) -> None:
-    """A stream read in pieces names the byte's line, column and offset, not char 0."""
+def test_a_byte_not_utf8_deep_in_a_long_file_is_refused_at_its_own_line(
+    tmp_path: Path,
+) -> None:
+    """A long stream's load names the byte's line, column and offset, not char 0."""
     entries = [{"type": "chat_request", "content": f"{n} {'x' * 400}"} for n in range(2000)]
     data = _laid_out(entries).replace(b"1500 x", b"1500 \xe9", 1)
     offset = data.index(b"\xe9")
-    assert offset > READ_BLOCK  # past the first piece
     (tmp_path / "events.json").write_bytes(data)
     with pytest.raises(StreamFormatError) as caught:
         load_conversation(tmp_path)
@@ -695,13 +676,12 @@ def test_a_repeated_key_in_the_other_files_is_refused_naming_the_file_and_key(
     ],
     ids=["repeated key", "wide integer as long as its float"],
 )
-def test_a_problem_in_a_later_piece_is_found_and_named_by_its_entry(
+def test_a_problem_deep_in_a_long_file_is_found_and_named_by_its_entry(
     tmp_path: Path, inserted: bytes, problem: str
 ) -> None:
-    """A stream read in pieces checks every piece: the entry's index is the file's."""
+    """Every entry of a long stream is checked, and the one at fault named by its index."""
     entries = [{"type": "chat_request", "content": f"{n} {'x' * 400}"} for n in range(2000)]
     data = _laid_out(entries).replace(b'"content": "1500 x', inserted + b'"content": "1500 x', 1)
-    assert data.index(inserted) > READ_BLOCK  # past the first piece
     error = _refused(tmp_path, data)
     assert error.index == 1500
     assert f"entry 1500: chat_request: {problem}" in str(error)

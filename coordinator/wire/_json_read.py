@@ -23,27 +23,23 @@ tool) is read again, by the standard library, which reports each object's
 pairs as written and keeps integers whole: that exact check finds the first
 repeated key or wide integer, if any, at several times the cost of the parse.
 
-A file laid out as JP writes an array is read a block at a time and parsed
-in pieces of whole entries (:func:`read_file`), each piece checked as it is
-parsed: the file's text is never held whole. A problem found in a piece is
-raised once the whole file has parsed, so that a file that is not JSON at
-all is refused as such.
+A file is read whole and parsed at once (:func:`read_file`): the store has
+refused, before reading a byte, anything but a regular file within its size
+limit (:mod:`coordinator.store._files`), and the largest real conversation
+is 1.6 MB. A text that is not JSON at all is refused as such, before any
+check.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 import orjson
 
-from machines._json import JsonFault, json_fault, json_path, leaf_rules
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from machines._json import WRITE_DEPTH, JsonFault, json_fault, json_path, leaf_rules
 
 __all__ = [
-    "READ_BLOCK",
     "WRITE_DEPTH",
     "JsonTextError",
     "invalid_utf8",
@@ -53,9 +49,6 @@ __all__ = [
     "unwritable_entry",
     "writable",
 ]
-
-#: How deeply nested a value ``orjson`` writes.
-WRITE_DEPTH = 254
 
 #: How JP writes a file, and so how a text read is written again to compare.
 _LAYOUT = orjson.OPT_INDENT_2
@@ -145,7 +138,7 @@ class _ExactRead:
             self.met = True
         return value
 
-    def problem(self, text: bytes | bytearray, first: int | None) -> JsonTextError | None:
+    def problem(self, text: bytes, first: int | None) -> JsonTextError | None:
         """The first problem of ``text``, if it has one (see :func:`_first_problem`)."""
         value = json.loads(text, object_pairs_hook=self.object, parse_int=self.integer)
         return _first_problem(value, first) if self.met else None
@@ -169,39 +162,19 @@ def _sound(_value: object) -> None:
 _TEXT_RULES: Final = leaf_rules({int: _integer, _Repeated: _repeated}, others=_sound)
 
 
-def _checked(
-    value: Any, text: bytes | bytearray, first: int | None, end: int
-) -> JsonTextError | None:
+def _checked(value: Any, text: bytes, end: int) -> JsonTextError | None:
     """What in ``value``, parsed from ``text[:end]``, a save would not write back as read.
 
-    ``first`` is the index of the first entry when ``value`` is a piece of
-    an array of entries (``None`` when it is a file's whole value); ``text``
-    holds at least ``end`` bytes, and what follows is the file's.
+    What follows ``end`` is the whitespace JSON allows after a value.
     """
+    first = 0 if type(value) is list else None  # an array is said by entry
     try:
         written = orjson.dumps(value, option=_LAYOUT)
     except orjson.JSONEncodeError:
         return _too_deep(value, first)
-    if _as_written(text, end, written):
+    if len(written) == end and text.startswith(written):
         return None
     return _ExactRead().problem(text[:end], first)
-
-
-def _as_written(text: bytes | bytearray, end: int, written: bytes) -> bool:
-    """Whether ``text[:end]`` is ``written``, but maybe for the newline before its last ``]``.
-
-    A piece of a file is an array of some of its entries, cut out of the
-    file's array: JP writes a newline before the file's ``]``, not before the
-    comma the piece's ``]`` stands for.
-    """
-    if len(written) == end:
-        return text.startswith(written)
-    return (
-        len(written) == end + 1
-        and written.endswith(b"\n]")
-        and text[end - 1] == ord("]")
-        and text.startswith(memoryview(written)[:-2])
-    )
 
 
 def unwritable_entry(value: Any) -> int | None:
@@ -244,7 +217,7 @@ def _said(fault: JsonFault, top: str) -> str:
 # ------------------------------------------------------------ reading
 
 
-def read_text(text: bytes | bytearray) -> Any:
+def read_text(text: bytes) -> Any:
     """The value of the JSON text ``text``: ``orjson.loads`` of it, checked.
 
     Raises ``orjson.JSONDecodeError`` as ``orjson.loads`` does, and
@@ -252,154 +225,47 @@ def read_text(text: bytes | bytearray) -> Any:
     entry, when the text is an array).
     """
     value = orjson.loads(text)
-    end = _end_of_value(text)
-    problem = _checked(value, text, 0 if type(value) is list else None, end)
+    problem = _checked(value, text, len(text.rstrip(_JSON_SPACE)))
     if problem is not None:
         raise problem
     return value
 
 
-#: How much of a file :func:`read_file` reads at a time.
-READ_BLOCK = 1 << 19
-#: How JP's files (an array written with a 2-space indent) start, and go from
-#: one entry to the next: nowhere else in such a file, since a string holds
-#: no raw newline and everything inside an entry is indented further.
-_ARRAY_START = b"[\n  {"
-_ENTRY_BREAK = b"\n  },\n  {"
-_BREAK_COMMA = len(b"\n  }")  # the comma's offset in _ENTRY_BREAK
-#: The whitespace JSON allows after the value (``bytes.rstrip`` would take more).
+#: The whitespace JSON allows after the value (``bytes.rstrip()`` would take more).
 _JSON_SPACE = b" \t\n\r"
-_OPEN, _CLOSE = ord("["), ord("]")
 
 
-def read_file(handle: BinaryIO, *, block: int = READ_BLOCK) -> Any:
+def read_file(handle: BinaryIO) -> Any:
     """The value of the JSON file ``handle`` reads from its start, checked as :func:`read_text`.
 
-    Raises ``orjson.JSONDecodeError`` exactly as ``orjson.loads`` of the whole
-    file does, at the file's own offsets, and :class:`JsonTextError` for a
-    file that parses but would not be written back as read.
-
-    A file laid out as JP writes an array is read ``block`` bytes at a time
-    and parsed in pieces of whole entries: the file's text is never held
-    whole, nor ``orjson``'s working copy of all of it (at a million entries
-    that is half a gigabyte of text, and more in ``orjson``). The pieces are
-    cut at entry breaks, in place: the comma of the break becomes the
-    piece's ``]``, and the byte before the next piece its ``[``. When every
-    piece is an array's items, the file is those items with the commas
-    between them, so their values, in order, are the file's. Should a piece
-    not parse (a file laid out otherwise that happens to hold the break, or
-    one that is not valid), the whole file is read again and parsed as it
-    is, which gives the error, or the value, for the file as a whole.
+    The file is read whole: the caller has opened it as the store opens a
+    file, within its size limit (see the module's docstring). Raises
+    ``orjson.JSONDecodeError`` as ``orjson.loads`` of the file does, and
+    :class:`JsonTextError` for a file that parses but would not be written
+    back as read.
     """
-    first = handle.read(block)
-    if len(first) < block or not first.startswith(_ARRAY_START):
-        # A file read in one block is parsed at once; one laid out otherwise, as it is.
-        return read_text(first + handle.read())
-    items: list[Any] = []
-    problems: list[JsonTextError] = []  # the first one found, once found
-    pending = bytearray(first)  # from the "[" of the piece being read
-    chunk, cut_before = first, False
-    while chunk:
-        # Only the new bytes (and a break begun just before them) can hold a new break.
-        cut = pending.rfind(_ENTRY_BREAK, max(0, len(pending) - len(chunk) - len(_ENTRY_BREAK)))
-        if cut > 0:
-            cut += _BREAK_COMMA
-            pending[cut] = _CLOSE
-            if not _piece(items, pending, cut + 1, problems):
-                return _whole(handle)
-            del pending[:cut]
-            pending[0] = _OPEN
-            cut_before = True
-        chunk = handle.read(block)
-        pending += chunk
-    if not cut_before:
-        return read_text(pending)  # the file in one piece, as it is
-    end = _end_of_value(pending)
-    if not end or pending[end - 1] != _CLOSE:
-        return _whole(handle)
-    if not _piece(items, pending, end, problems):
-        return _whole(handle)
-    if problems:
-        raise problems[0]
-    return items
-
-
-def _piece(items: list[Any], pending: bytearray, end: int, problems: list[JsonTextError]) -> bool:
-    """Add the entries of the piece ``pending[:end]`` (an array) to ``items``; whether it parsed.
-
-    Until one is found, the piece's problem is added to ``problems``: the
-    first one is the file's, and later pieces need not be checked.
-    """
-    with memoryview(pending) as view, view[:end] as text:
-        try:
-            value: Sequence[Any] = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return False
-    first = len(items)
-    items.extend(value)
-    if not problems:
-        problem = _checked(value, pending, first, end)
-        if problem is not None:
-            problems.append(problem)
-    return True
-
-
-def _end_of_value(text: bytes | bytearray) -> int:
-    """Where the value of ``text`` ends: before the whitespace JSON allows after it.
-
-    Counted from the end, without the copy ``rstrip`` makes.
-    """
-    end = len(text)
-    while end and text[end - 1] in _JSON_SPACE:
-        end -= 1
-    return end
-
-
-def _whole(handle: BinaryIO) -> Any:
-    handle.seek(0)
     return read_text(handle.read())
 
 
-def invalid_utf8(handle: BinaryIO, *, block: int = READ_BLOCK) -> str | None:
+def invalid_utf8(handle: BinaryIO) -> str | None:
     """Where the text ``handle`` reads from its start stops being UTF-8; ``None`` if it never does.
 
     ``orjson`` checks that a text is UTF-8 before it parses any of it, and
     puts a failure at the text's start ("line 1 column 1 (char 0)") wherever
     the bad byte is. A reader told that must be told where it is: the first
-    byte that is not UTF-8 is found here, ``block`` bytes at a time (a file is
-    never held whole), and said as ``orjson`` says a position: the line, the
+    byte that is not UTF-8, said as ``orjson`` says a position: the line, the
     column in characters, both from 1, and the byte's offset in the file.
     """
     handle.seek(0)
-    offset = 0  # of the first byte not yet decoded
-    line, column = 1, 1
-    carried = b""
-    while True:
-        chunk = handle.read(block)
-        data = carried + chunk
-        bad: UnicodeDecodeError | None = None
-        try:
-            text = data.decode("utf-8")
-            decoded = len(data)
-        except UnicodeDecodeError as error:
-            decoded = error.start
-            text = data[:decoded].decode("utf-8")
-            # A character the block's end cut in two is decoded with the next block.
-            if not (chunk and error.end == len(data) and error.reason == "unexpected end of data"):
-                bad = error
-        newlines = text.count("\n")
-        if newlines:
-            line += newlines
-            column = len(text) - text.rfind("\n")
-        else:
-            column += len(text)
-        if bad is not None:
-            byte = data[bad.start]
-            return (
-                f"invalid UTF-8 (byte 0x{byte:02x}): line {line} column {column} "
-                f"(byte offset {offset + decoded})"
-            )
-        offset += decoded
-        carried = data[decoded:]
-        if not chunk:
-            return None
+    data = handle.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = data[: error.start].decode("utf-8")
+        line = before.count("\n") + 1
+        column = len(before) - before.rfind("\n")
+        return (
+            f"invalid UTF-8 (byte 0x{data[error.start]:02x}): line {line} column {column} "
+            f"(byte offset {error.start})"
+        )
+    return None
