@@ -56,16 +56,13 @@ def _parse(text: str) -> datetime:
 
 _SHAPES = "'YYYY-MM-DD HH:MM:SS[.f]' or RFC 3339"
 
-# The patterns are compiled on first use, by re's own cache: compiling them
-# at import would cost every start, including the many that read no file.
-
 #: JP's form, whole seconds with or without a fraction.
-_JP_FORM = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+_JP_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?")
 
 #: RFC 3339's ``date-time`` (section 5.6), with its note's space separator and
 #: lowercase letters. Ranges of the date and time fields are fromisoformat's
 #: to check; the offset's are checked here, as fromisoformat takes "+05:60".
-_RFC_3339 = (
+_RFC_3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
     r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 )
@@ -79,9 +76,9 @@ def _valid(_instance: Timestamp, _attribute: attrs.Attribute[str], value: object
     """Raise ``ValueError`` unless ``value`` is a timestamp text this module reads."""
     if type(value) is not str:
         raise ValueError(f"timestamp must be a string, not {json_type(value)}")
-    if re.fullmatch(_JP_FORM, value):
+    if _JP_FORM.fullmatch(value):
         zoned = False
-    elif re.fullmatch(_RFC_3339, value):
+    elif _RFC_3339.fullmatch(value):
         zoned = True
     else:
         raise _malformed(value)

@@ -39,7 +39,7 @@ from cattrs.preconf.orjson import make_converter
 from coordinator.stream._entries import EVENT_KINDS
 from coordinator.wire._storage_fields import (
     decode_field,
-    decode_object,
+    decode_leaves,
     encode_field,
     encode_leaves,
 )
@@ -67,7 +67,7 @@ from machines import (
     TurnStart,
     parse_cancellation_reason,
 )
-from machines._json import is_json, json_type
+from machines._json import json_type
 
 if TYPE_CHECKING:
     import cattrs
@@ -289,11 +289,8 @@ def _unstructure_chat_response(response: ChatResponse) -> dict[str, Any]:
 
 def _structure_tool_call_request(data: dict[str, Any], _: Any = None) -> ToolCallRequest:
     call_id, name, arguments = _required(data, _TOOL_CALL)
-    # Its string leaves are stored base64. Decoding walks the value, so only
-    # one the walk has checked is decoded (see machines._json); any other is
-    # refused by the constructor, in its words.
-    if type(arguments) is dict and is_json(arguments):
-        arguments = decode_object(arguments)
+    if type(arguments) is dict:
+        arguments = decode_leaves(arguments)  # its string leaves are stored base64
     return ToolCallRequest(id=call_id, name=name, arguments=arguments)
 
 

@@ -16,11 +16,9 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-__all__ = ["decode_field", "decode_leaves", "decode_object", "encode_field", "encode_leaves"]
+from machines._json import WRITE_DEPTH
 
-_a2b_base64 = binascii.a2b_base64
-#: The last character, or none of an empty text (a constant: building the slice costs).
-_LAST = slice(-1, None)
+__all__ = ["decode_field", "decode_leaves", "encode_field", "encode_leaves"]
 
 #: Each base64 character's value; padding counts as a value whose low bits are
 #: set, so a third "=" from the end reads as bits the padding leaves unused.
@@ -32,9 +30,8 @@ _B64_INDEX = {
 def decode_field(text: str) -> str:
     """Decode one stored string, or return it unchanged if it is not encoded."""
     try:
-        # Strict mode accepts exactly what b64decode(validate=True) does, without
-        # its regular-expression pre-check: this runs for every stored field.
-        raw = _a2b_base64(text, strict_mode=True)
+        # Strict mode accepts exactly what b64decode(validate=True) does.
+        raw = binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         return text
     # Strict mode takes unpadded text only in whole quads, which is canonical;
@@ -42,9 +39,8 @@ def decode_field(text: str) -> str:
     # ("aGkg=", "Done==="). Canonical padded text is whole quads ending in
     # "xx==" or "xxx=" whose padded-out bits are zero: a length of whole
     # quads, then the bits (a third "=" from the end counts as set bits, see
-    # _B64_INDEX). Checked inline, and only for padded text: this runs for
-    # every field.
-    if text[_LAST] == "=" and (
+    # _B64_INDEX).
+    if text.endswith("=") and (
         len(text) & 3
         or (_B64_INDEX[text[-3]] & 0x0F if text[-2] == "=" else _B64_INDEX[text[-2]] & 0x03)
     ):
@@ -60,25 +56,25 @@ def encode_field(text: str) -> str:
     return binascii.b2a_base64(text.encode("utf-8"), newline=False).decode("ascii")
 
 
-def decode_leaves(value: Any) -> Any:
-    """Decode every string leaf of ``value``; other leaves stay as they are."""
+def decode_leaves(value: Any, depth: int = WRITE_DEPTH) -> Any:
+    """Decode every string leaf of ``value``; other leaves stay as they are.
+
+    Decoding descends through at most ``depth`` containers, by default as
+    many as a value may nest (:data:`~machines._json.WRITE_DEPTH`): what lies
+    deeper is left as it is, for the record's validator to refuse as nested
+    too deeply. A value read from a file nests no deeper (the read refuses
+    it); one built in Python may, and cannot make decoding exhaust the stack.
+    """
     kind = type(value)
     if kind is str:
         return decode_field(value)
+    if depth == 0:
+        return value
     if kind is dict:
-        return decode_object(value)
+        return {key: decode_leaves(child, depth - 1) for key, child in value.items()}
     if kind is list:
-        return [decode_leaves(child) for child in value]
+        return [decode_leaves(child, depth - 1) for child in value]
     return value
-
-
-def decode_object(value: dict[str, Any]) -> dict[str, Any]:
-    """:func:`decode_leaves` of an object (the stored fields that are objects start here)."""
-    # String leaves decoded in place: most stored objects are flat (arguments, metadata).
-    return {
-        key: decode_field(child) if type(child) is str else decode_leaves(child)
-        for key, child in value.items()
-    }
 
 
 def encode_leaves(value: Any) -> Any:

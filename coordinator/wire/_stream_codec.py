@@ -34,10 +34,9 @@ from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repea
 from coordinator.stream._stream import ConversationStream
 from coordinator.stream._timestamps import Timestamp
 from coordinator.wire._codec import PAYLOAD_HOOKS, WireError, unstructure_event
-from coordinator.wire._storage_fields import decode_object, encode_leaves
+from coordinator.wire._storage_fields import decode_leaves, encode_leaves
 from machines import Event, RecordError
 from machines._json import json_type
-from machines.validators import check_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -98,14 +97,11 @@ def _event_reader(read_payload: Callable[[Any, Any], Event], record: Any) -> _En
         metadata = raw.get("metadata", {})
         if type(metadata) is not dict:
             raise _EntryError("'metadata' must be an object")
-        # Checked before it is decoded, which walks it: a value too deep is
-        # refused, in the validator's words, rather than walked.
-        check_json("EventEntry.metadata", metadata)
         entry = EventEntry(
             event_id=event_id,
             timestamp=_timestamp(raw),
             payload=payload,
-            metadata=decode_object(metadata),
+            metadata=decode_leaves(metadata),  # its string leaves are stored base64
         )
         return with_loaded_form(entry, _stored(raw, event_id))
 
