@@ -145,3 +145,14 @@ def test_an_entry_is_given_only_the_object_it_was_read_from(stored: Any, problem
     with pytest.raises(RecordError, match=problem):
         with_loaded_form(entry, stored)
     assert entry._stored is None
+
+
+def test_an_entry_is_given_its_loaded_form_once() -> None:
+    """A loaded entry is a value others hold: a second loaded form is refused, the first kept."""
+    stream, _ = decode_stream([_entry(type="turn_start")], new_id=CountingIds())
+    loaded = stream[0]
+    assert isinstance(loaded, EventEntry)
+    before = encode_stream(stream)
+    with pytest.raises(RecordError, match="an entry is given its loaded form once"):
+        with_loaded_form(loaded, {"event_id": loaded.event_id, "type": "turn_start"})
+    assert encode_stream(stream) == before

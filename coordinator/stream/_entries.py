@@ -197,8 +197,11 @@ def with_loaded_form(entry: _Loaded, stored: dict[str, Any]) -> _Loaded:
     entry's value (equality, repr), and not a constructor argument: an entry
     made from this one (``attrs.evolve``, a new record) has none, and is
     written from its record. ``stored`` must lead with the entry's id and
-    have its kind.
+    have its kind, and an entry is given one once: a value others may hold
+    does not change.
     """
+    if entry._stored is not None:  # noqa: SLF001 - this module's own field
+        raise RecordError("an entry is given its loaded form once")
     if type(stored) is not dict:
         raise RecordError(f"a loaded form must be an object, not {json_type(stored)}")
     if next(iter(stored), None) != "event_id" or stored["event_id"] != entry.event_id:
