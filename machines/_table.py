@@ -1,11 +1,11 @@
-"""Machines declared as tables, executed by the ``transitions`` library.
+"""Machines declared as tables, and the one loop that executes them.
 
 Theory of operation: a machine is a states enum and an ordered tuple of
 :class:`Row` (trigger, source, destination, guard, action, what the row
 emits, and what it means: the ``outcome``, ``resolution`` and ``permission``
-columns of :mod:`machines._meanings`). ``transitions`` executes the table,
-through its public API only; diagrams, the README's tables, the observers
-and the tests read the same tuple, so changing a row changes all of them.
+columns of :mod:`machines._meanings`). :class:`TableMachine` executes the
+table; diagrams, the docs' tables, the observers and the tests read the
+same tuple, so changing a row changes all of them.
 
 Rules, held by :class:`TableMachine`:
 
@@ -35,29 +35,28 @@ Rules, held by :class:`TableMachine`:
    or its ``resolution``), and no other row does; a table that breaks this
    is refused when the machine is built.
 
-How ``transitions`` runs a table: one ``transitions.Machine`` per table
-(``model=None``, the table's enum as its states, ``auto_transitions=False``,
-``send_event=True``), each row a transition whose ``conditions`` are its
-guard and whose ``before`` callback is its action. Models are plain objects
-with a ``state`` attribute, never added to the machine: a trigger is fired
-with ``machine.events[trigger].trigger(model, **payload)``, and the
-callbacks read the model and the payload from the ``EventData``.
-``transitions`` files each trigger's transitions by source state in the
-order they were added, which is table order (rule 2; a test holds it to
-that). The machine is built the first time its table fires, from the table
-alone, and kept by the :class:`TableMachine`: a process that only reads
-conversations (``inquiry check``) does not import ``transitions`` at all.
-Automatic rows are fired here, after the trigger that entered their state
-has returned, never from inside a callback (no trigger runs within another
-on the same ``transitions`` machine, so it needs no queue).
+How a table runs: :meth:`TableMachine.fire` is one plain loop over the
+table's own index, ``(state, trigger) -> rows in table order``, built when
+the machine is made: the first row whose guard holds runs its action (which
+buffers what it emits, checked against what the row declares), then the
+model takes the row's destination. Automatic rows are fired the same way
+right after, for as long as one applies. Models are plain objects with a
+``state`` attribute; one :class:`TableMachine` drives any number of them
+and keeps nothing of any. These are the semantics of a ``transitions``
+machine built from the same rows (conditions for guards, a ``before``
+callback for the action): ``tests/test_table_executor.py`` runs every row,
+every refused trigger and every guard that fails through both and compares
+them. ``transitions`` itself is not used to run the tables: through its
+public API a trigger costs some twelve microseconds, and a question takes
+five or six triggers, which put a question's engine time over its budget
+(the figures are in ``docs/machines.md``).
 """
 
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -65,9 +64,6 @@ from machines._effects import Effect
 from machines._errors import IllegalTransitionError, MachineError
 from machines._events import Event
 from machines._meanings import CallOutcome, PermissionRuling, Resolution
-
-if TYPE_CHECKING:
-    from transitions import EventData, Machine
 
 __all__ = [
     "Fired",
@@ -311,62 +307,29 @@ class TableMachine(Generic[S, M]):
                     "no outcome or resolution"
                 )
 
-    @functools.cached_property
-    def executor(self) -> Machine:
-        """The ``transitions.Machine`` that runs this table, built the first time it fires.
+    def run_row(self, row: Row[S, M], model: M, payload: Mapping[str, Any]) -> None:
+        """Run ``row``'s action on ``model`` and note what it emitted in the model's step.
 
-        Built from the table alone, so when it is built changes nothing a
-        model sees; built late because importing ``transitions`` is start-up
-        time a command that only reads conversations does not need.
+        Its guard has held; the model's state is not changed here (:meth:`fire`
+        does that once this returns). Raises :class:`MachineError` when the
+        action emits other record or effect types than the row declares.
         """
-        from transitions import Machine  # noqa: PLC0415 - see the docstring
-
-        return Machine(
-            model=None,
-            states=self.states,
-            initial=self.start,
-            transitions=[self._transition(row) for row in self.rows],
-            auto_transitions=False,
-            ignore_invalid_triggers=False,
-            send_event=True,
-            queued=False,
-            name=self.name,
-        )
-
-    def _transition(self, row: Row[S, M]) -> dict[str, Any]:
-        transition: dict[str, Any] = {
-            "trigger": row.trigger,
-            "source": row.source,
-            "dest": row.dest,
-            "before": [self._applier(row)],
-        }
-        if row.guard is not None:
-            transition["conditions"] = [_condition(row.guard)]
-        return transition
-
-    def _applier(self, row: Row[S, M]) -> Callable[[EventData], None]:
-        """What runs when ``row`` fires: its action, checked, noted in the model's step."""
-
-        def apply(event: EventData) -> None:
-            model = cast("M", event.model)
-            # The row goes in the step where it was when its action began, so what a
-            # delegated machine fires inside the action follows it, in order.
-            at = len(model.buffer)
-            out = Out()
-            if row.action is not None:
-                row.action(model, event.kwargs, out)
-            records, effects = tuple(out.records), tuple(out.effects)
-            emitted, caused = tuple(map(type, records)), tuple(map(type, effects))
-            if emitted != row.emits or caused != row.effects:
-                raise MachineError(
-                    f"{self.name} row {row.id} declares {_names(row.emits)} / "
-                    f"{_names(row.effects)} but emitted {_names(emitted)} / {_names(caused)}"
-                )
-            model.buffer.note(
-                Fired(machine=self.name, row=row, records=records, effects=effects), at=at
+        # The row goes in the step where it was when its action began, so what a
+        # delegated machine fires inside the action follows it, in order.
+        at = len(model.buffer)
+        out = Out()
+        if row.action is not None:
+            row.action(model, payload, out)
+        records, effects = tuple(out.records), tuple(out.effects)
+        emitted, caused = tuple(map(type, records)), tuple(map(type, effects))
+        if emitted != row.emits or caused != row.effects:
+            raise MachineError(
+                f"{self.name} row {row.id} declares {_names(row.emits)} / "
+                f"{_names(row.effects)} but emitted {_names(emitted)} / {_names(caused)}"
             )
-
-        return apply
+        model.buffer.note(
+            Fired(machine=self.name, row=row, records=records, effects=effects), at=at
+        )
 
     def rows_for(self, state: S, trigger: str) -> tuple[Row[S, M], ...]:
         """The rows that may fire on ``trigger`` in ``state``, in priority order."""
@@ -379,10 +342,11 @@ class TableMachine(Generic[S, M]):
         allows the trigger in the model's state.
         """
         state = model.state
-        if not self.rows_for(state, trigger):
+        rows = self.rows_for(state, trigger)
+        if not rows:
             raise IllegalTransitionError(machine=self.name, trigger=trigger, state=state.value)
-        # Guards are pure: when none holds, nothing has run and nothing changed.
-        if not self.executor.events[trigger].trigger(model, **payload):
+        if not self._fire_first(rows, model, payload):
+            # Guards are pure: none held, so nothing has run and nothing changed.
             raise IllegalTransitionError(
                 machine=self.name,
                 trigger=trigger,
@@ -392,10 +356,21 @@ class TableMachine(Generic[S, M]):
         if chain:
             self.run_automatic(model)
 
+    def _fire_first(
+        self, rows: tuple[Row[S, M], ...], model: M, payload: Mapping[str, Any]
+    ) -> bool:
+        """Fire the first of ``rows`` whose guard holds; whether one did."""
+        for row in rows:
+            if row.guard is None or row.guard.test(model, payload):
+                self.run_row(row, model, payload)
+                model.state = row.target
+                return True
+        return False
+
     def run_automatic(self, model: M) -> None:
         """Fire automatic rows for as long as one applies; a transient state must be left."""
         while (trigger := self.automatic.get(state := model.state)) is not None:
-            if not self.executor.events[trigger].trigger(model):
+            if not self._fire_first(self.rows_for(state, trigger), model, {}):
                 if state in self.transient:
                     # A table whose guards miss a case: fail loudly, never wait for ever.
                     raise MachineError(
@@ -416,15 +391,6 @@ class TableMachine(Generic[S, M]):
                     yield from walk(row.target, seen | {row.target}, (*path, row))
 
         yield from walk(self.start, frozenset({self.start}), ())
-
-
-def _condition(guard: Guard[Any]) -> Callable[[EventData], bool]:
-    """A guard as a ``transitions`` condition: the model and payload out of the event."""
-
-    def holds(event: EventData) -> bool:
-        return guard.test(event.model, event.kwargs)
-
-    return holds
 
 
 def _names(types: tuple[type, ...]) -> str:

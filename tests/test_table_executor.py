@@ -1,11 +1,14 @@
-"""The ``transitions`` machine each table runs on, through the library's public API.
+"""The loop that executes the tables (``machines/_table.py``), held to ``transitions``.
 
-``transitions`` executes the tables: one plain ``transitions.Machine`` per
-table, its transitions the table's rows in table order, fired with
-``machine.events[trigger].trigger(model, **payload)``. These tests hold the
-rules of ``machines/_table.py`` on it: the first row whose guard holds fires,
-a row must emit what it declares, an action that raises changes nothing, a
-table must say what its rows into a final state mean.
+``TableMachine.fire`` is one plain loop over the table's own index. Its
+reference is what ``transitions``, through its public API, does with the same
+rows (guards as conditions, a row's action as its ``before`` callback): from
+each row's source state, every trigger with every payload the drivers know
+must fire the same rows, reach the same state and refuse the same triggers
+through both. The other tests hold the rules of ``machines/_table.py`` on toy
+tables: the first row whose guard holds fires, a row must emit what it
+declares, an action that raises changes nothing, a table must say what its
+rows into a final state mean.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 import pytest
 import transitions
+from machine_drivers import DRIVERS
+from test_machine_tables import WITNESSES, _prepare
 
 from machines import (
     MACHINES,
@@ -67,32 +72,87 @@ DROP: Row[Light, Lamp] = Row(
 )
 
 
-@pytest.mark.parametrize("machine", MACHINES, ids=lambda machine: machine.name)
-def test_transitions_holds_every_row_under_its_source_in_table_order(
-    machine: TableMachine[Any, Any],
+def _reference(machine: TableMachine[Any, Any]) -> transitions.Machine:
+    """The table as a plain ``transitions`` machine: guards as conditions, actions as before."""
+
+    def condition(guard: Guard[Any]) -> Any:
+        return lambda event: guard.test(event.model, event.kwargs)
+
+    def before(row: Row[Any, Any]) -> Any:
+        return lambda event: machine.run_row(row, event.model, event.kwargs)
+
+    return transitions.Machine(
+        model=None,
+        states=machine.states,
+        initial=machine.start,
+        transitions=[
+            {
+                "trigger": row.trigger,
+                "source": row.source,
+                "dest": row.dest,
+                "conditions": [condition(row.guard)] if row.guard is not None else [],
+                "before": [before(row)],
+            }
+            for row in machine.rows
+        ],
+        auto_transitions=False,
+        ignore_invalid_triggers=False,
+        send_event=True,
+    )
+
+
+REFERENCES = {machine.name: _reference(machine) for machine in MACHINES}
+
+
+def _ours(name: str, model: Any, trigger: str, payload: dict[str, Any]) -> bool:
+    """Fire through the machine's own loop (one step: automatic rows are their own steps)."""
+    DRIVERS[name].machine.fire(model, trigger, chain=False, **payload)
+    return True
+
+
+def _theirs(name: str, model: Any, trigger: str, payload: dict[str, Any]) -> bool:
+    """Fire through the reference ``transitions`` machine."""
+    return REFERENCES[name].events[trigger].trigger(model, **payload)
+
+
+def _outcome(fire: Any, name: str, model: Any, trigger: str, payload: Any) -> tuple[Any, ...]:
+    """What firing did: refused, raised (which error), or the state and the rows noted."""
+    try:
+        fired = fire(name, model, trigger, payload)
+    except (IllegalTransitionError, transitions.MachineError):
+        return ("refused",)
+    except Exception as error:  # noqa: BLE001 - which error is what is compared
+        return ("raised", type(error))
+    if not fired:  # transitions: no condition held
+        return ("refused",)
+    step = model.buffer.take()
+    return ("fired", model.state, [(f.machine, f.row, f.records, f.effects) for f in step.fired])
+
+
+SITUATIONS = [
+    pytest.param(name, row_id, id=f"{name}:{row_id}")
+    for name, witnesses in WITNESSES.items()
+    for row_id in witnesses
+]
+
+
+@pytest.mark.parametrize(("name", "row_id"), SITUATIONS)
+def test_every_trigger_fires_as_a_transitions_machine_of_the_same_rows_would(
+    name: str, row_id: str
 ) -> None:
-    """Asked through its public API, transitions has each trigger's rows per state in order."""
-    executor = machine.executor
-    for state in machine.states:
-        for trigger in machine.triggers:
-            held = executor.get_transitions(trigger, source=state)
-            rows = machine.rows_for(state, trigger)
-            assert [t.dest for t in held] == [r.dest.name if r.dest else None for r in rows]
-            assert [len(t.conditions) for t in held] == [int(r.guard is not None) for r in rows]
-
-
-@pytest.mark.parametrize("machine", MACHINES, ids=lambda machine: machine.name)
-def test_the_executor_is_a_plain_transitions_machine(machine: TableMachine[Any, Any]) -> None:
-    """No subclass of its classes, no model attached, no automatic to_<state> triggers."""
-    executor = machine.executor
-    assert type(executor) is transitions.Machine
-    assert executor.models == []
-    assert set(executor.events) == set(machine.triggers)
-    for event in executor.events.values():
-        assert type(event) is transitions.Event
-        held = executor.get_transitions(event.name)
-        assert all(type(transition) is transitions.Transition for transition in held)
-    assert machine.executor is executor  # built once, for every model
+    """From each row's source, every trigger and payload: the same rows, state and errors."""
+    driver, witness = DRIVERS[name], WITNESSES[name][row_id]
+    (row,) = [row for row in driver.machine.rows if row.id == row_id]
+    for trigger in driver.machine.triggers:
+        payloads = driver.payloads(_prepare(name, witness), trigger) or [{}]
+        if trigger == row.trigger:
+            payloads.append(witness.payload(_prepare(name, witness)))
+        for payload in payloads:
+            fired = _outcome(_ours, name, _prepare(name, witness), trigger, payload)
+            expected = _outcome(_theirs, name, _prepare(name, witness), trigger, payload)
+            assert fired == expected
+            if trigger == row.trigger and payload is payloads[-1]:
+                assert fired[:2] == ("fired", row.target)
 
 
 @pytest.mark.parametrize(
