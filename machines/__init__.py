@@ -55,6 +55,7 @@ from machines._inquiry_records import (
     parse_cancellation_reason,
 )
 from machines._json import JsonValue
+from machines._meanings import CallOutcome, PermissionBy, PermissionRuling, Resolution
 from machines._questions import (
     AnswerKind,
     AnswerType,
@@ -99,6 +100,7 @@ __all__ = [
     "AnyCancellationReason",
     "AskAssistant",
     "CachedAnswer",
+    "CallOutcome",
     "CancellationReason",
     "Cancelled",
     "ChatRequest",
@@ -120,7 +122,9 @@ __all__ = [
     "InvalidAnswerError",
     "JsonValue",
     "MachineError",
+    "PermissionBy",
     "PermissionDecision",
+    "PermissionRuling",
     "Question",
     "QueuePermissionPrompt",
     "QueueQuestion",
@@ -128,6 +132,7 @@ __all__ = [
     "RecordedCall",
     "RecordedQuestion",
     "Redacted",
+    "Resolution",
     "Row",
     "RunMode",
     "RunTool",

@@ -2,17 +2,35 @@
 
 The output is deterministic: rows in table order, states in enum order, no
 styling that depends on a model's current state. ``coordinator`` writes these
-to ``diagrams/`` and into the README; a test fails when a file is stale.
+to ``diagrams/`` and into ``docs/machines.md``; a test fails when a file is
+stale. A row's meaning columns (``outcome``, ``resolution``, ``permission``)
+are shown on its arrow as ``column=value``, and in a table as columns of
+their own, for the columns some row of that table fills.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from machines._table import Row, TableMachine
 
 __all__ = ["render_dot", "render_markdown_table", "render_mermaid"]
+
+
+#: A row's meaning columns, as the tables head them.
+_MEANINGS = {"outcome": "Outcome", "resolution": "Resolution", "permission": "Permission"}
+
+
+def _meanings(row: Row[Any, Any]) -> dict[str, str]:
+    """The meaning columns ``row`` fills, shown as words (``skipped by configuration``)."""
+    values = {"outcome": row.outcome, "resolution": row.resolution, "permission": row.permission}
+    return {
+        column: value.value if isinstance(value, Enum) else str(value)
+        for column, value in values.items()
+        if value is not None
+    }
 
 
 def _label(row: Row[Any, Any]) -> str:
@@ -25,6 +43,7 @@ def _label(row: Row[Any, Any]) -> str:
         produced.append(f"→ {row.delegates}")
     if produced:
         parts.append("/ " + ", ".join(produced))
+    parts.extend(f"· {column}={value}" for column, value in _meanings(row).items())
     return " ".join(parts)
 
 
@@ -79,11 +98,12 @@ def _code(text: str) -> str:
 
 def render_markdown_table(machine: TableMachine[Any, Any]) -> str:
     """The transition table of ``machine`` as Markdown, one line per row."""
-    lines = [
-        "| # | Trigger | From | To | When | Emits | Effects |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for number, row in enumerate(machine.rows, start=1):
+    meanings = [_meanings(row) for row in machine.rows]
+    columns = [column for column in _MEANINGS if any(column in row for row in meanings)]
+    heads = ["#", "Trigger", "From", "To", "When", "Emits", "Effects"]
+    heads += [_MEANINGS[column] for column in columns]
+    lines = ["| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
+    for number, (row, meaning) in enumerate(zip(machine.rows, meanings, strict=True), start=1):
         trigger = _code(row.trigger) + (" (auto)" if row.auto else "")
         target = _code(row.dest.value) if row.dest is not None else "(stays)"
         when = row.guard.description if row.guard is not None else "always"
@@ -91,10 +111,10 @@ def render_markdown_table(machine: TableMachine[Any, Any]) -> str:
         effects = [_code(kind.__name__) for kind in row.effects]
         if row.delegates:
             effects.append(f"→ {_code(row.delegates)}")
-        lines.append(
-            f"| {number} | {trigger} | {_code(row.source.value)} | {target} | {when} "
-            f"| {emits} | {', '.join(effects) or '—'} |"
-        )
+        cells = [str(number), trigger, _code(row.source.value), target, when, emits]
+        cells.append(", ".join(effects) or "—")
+        cells += [meaning.get(column, "—") for column in columns]
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(f"Final states: {_states(machine, machine.final)}.")
     if machine.transient:

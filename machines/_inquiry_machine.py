@@ -39,6 +39,10 @@ Rules:
    recorded id and the question is resolved as any other (its one response
    goes under that id); otherwise ``supersede`` closes it as
    ``interrupted``, emitting only the response.
+9. Each row that closes a question says in its ``resolution`` column the
+   route by which it was decided (:class:`~machines.Resolution`: remembered,
+   configuration, person, model, refused, ...); whoever reads what fired
+   reads that column, never the row's guard, trigger or source.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from machines._inquiry_records import (
     Redacted,
 )
 from machines._json import JsonValue
+from machines._meanings import Resolution
 from machines._questions import InquiryQuestion, InquirySource, Question
 from machines._secret import SecretValue
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
@@ -99,12 +104,6 @@ class InquiryState(enum.Enum):
     ANSWERED = "answered"
     REDACTED = "redacted"
     CANCELLED = "cancelled"
-
-    # A member is equal only to itself, so it is hashed by identity, in C:
-    # Enum's own __hash__ is a Python call (it hashes the name), paid at every
-    # look-up of a state in a set, such as whether a call is closed, asked
-    # after every event of a turn.
-    __hash__ = object.__hash__
 
 
 class Target(enum.Enum):
@@ -158,7 +157,8 @@ class Inquiry:
     Each returns the :class:`Step`: records for the stream, effects for the
     driver. ``delivered`` is what the tool receives once the question is
     answered or redacted; ``failure`` is the tool-level error once it is
-    cancelled for any reason but the user's.
+    cancelled for any reason but the user's; ``remembered`` is true once the
+    person's answer to it is remembered for the turn.
     """
 
     __slots__ = (
@@ -168,6 +168,7 @@ class Inquiry:
         "failure",
         "id",
         "question",
+        "remembered",
         "response",
         "source",
         "state",
@@ -201,6 +202,7 @@ class Inquiry:
         self.delivered: ToolAnswer | None = None
         self.response: InquiryResponse | None = None
         self.failure: str | None = None
+        self.remembered = False
 
     @classmethod
     def ask(
@@ -281,7 +283,7 @@ class Inquiry:
     def fire(self, trigger: str, **payload: Any) -> None:
         """Fire ``trigger`` (and automatic rows); a failure leaves no half step behind."""
         try:
-            INQUIRY_MACHINE.fire_with(self, trigger, payload)
+            INQUIRY_MACHINE.fire(self, trigger, **payload)
         except BaseException:
             self.buffer.discard()
             raise
@@ -355,10 +357,10 @@ STATIC_INVALID = _g(
     "the static answer does not fit the question",
     lambda m, _: not _static_fits(m),
 )
-STATIC_SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
-STATIC_PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
+SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
+PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
 REMEMBERED_MEANWHILE = _g(
-    "cached",
+    "remembered_meanwhile",
     "the turn cache gained an answer while the question waited (never for a secret)",
     lambda m, p: _routed_to_user(m) and p["cached"] is not None and not _secret(m),
 )
@@ -373,8 +375,6 @@ FROM_MODEL = _g(
     lambda m, p: _routed_to_assistant(m) and not p["remember"],
 )
 WITH_MODEL = _g("with_model", "routed to the assistant", lambda m, _: _routed_to_assistant(m))
-ANSWER_SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
-ANSWER_PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
 
 
 def _static_fits(inquiry: Inquiry) -> bool:
@@ -397,43 +397,8 @@ def _routed_to_assistant(inquiry: Inquiry) -> bool:
 
 def _record_request(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     m.id = m.turn.allocate_inquiry_id(m.tool_call_id, m.question.id)
-    out.record(InquiryRequest(id=m.id, source=m.source, question=_recorded(m.question)))
-
-
-#: The recorded form of questions asked lately, by the identity of the tool's
-#: question, which is kept with it (so its id is no other object's meanwhile).
-_RECORDED: dict[int, tuple[Question, InquiryQuestion]] = {}
-#: How many are kept before starting again: the questions of a turn's tools, many times over.
-_RECORDED_KEPT = 256
-#: Defaults that cannot be changed in place (a list or an object could be).
-_IMMUTABLE_DEFAULTS = frozenset({str, bool, int, float, type(None)})
-
-
-def _recorded(question: Question) -> InquiryQuestion:
-    """``InquiryQuestion.from_question(question)``, made once per question object.
-
-    A tool asks the same question call after call, and a built-in tool asks
-    the very same object: its recorded form, a value as every record is, is
-    shared by the requests that record it, as a load shares them. Only a
-    question that cannot change is kept: a plain ``Question`` (frozen; a
-    subclass might not be) whose default cannot be changed in place either
-    (a list's would not be checked again). Nor a secret question, whose
-    default no cache keeps (the wire's rule too).
-    """
-    key = id(question)
-    kept = _RECORDED.get(key)
-    if kept is not None and kept[0] is question:
-        return kept[1]
-    recorded = InquiryQuestion.from_question(question)
-    if (
-        type(question) is Question
-        and type(question.default) in _IMMUTABLE_DEFAULTS
-        and not question.answer_type.is_secret
-    ):
-        if len(_RECORDED) >= _RECORDED_KEPT:
-            _RECORDED.clear()
-        _RECORDED[key] = (question, recorded)
-    return recorded
+    question = InquiryQuestion.from_question(m.question)
+    out.record(InquiryRequest(id=m.id, source=m.source, question=question))
 
 
 def _adopt_request(m: Inquiry, payload: Mapping[str, Any], _: Out) -> None:
@@ -569,6 +534,7 @@ def _take_answer(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
     m.delivered = value
     if payload["remember"]:
         m.turn.remember_tool_answer(m.tool_name, m.question, value)
+        m.remembered = True
     _close(m, out, Answered(id=_id(m), answer=value))
 
 
@@ -592,30 +558,35 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     # A request recorded before the turn stopped: asked again exactly, or closed.
     Row(trigger="adopt", source=_S.NEW, dest=_S.REQUESTED, action=_adopt_request),
     Row(trigger="supersede", source=_S.NEW, dest=_S.CANCELLED,
-        action=_supersede, emits=(Cancelled,)),
+        action=_supersede, emits=(Cancelled,), resolution=Resolution.INTERRUPTED),
     # Resolution, in RFD 082's order: cache, static answer, routing guards, routing;
     # before them all, the tool-call machine's limit on asking again.
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=EXHAUSTED,
-        action=_give_up, emits=(Cancelled,), auto=True),
+        action=_give_up, emits=(Cancelled,), auto=True, resolution=Resolution.REFUSED),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CACHED, guard=HAS_CACHED,
         action=_take_cached, auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.STATIC, guard=HAS_STATIC, auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_FOR_ASSISTANT,
-        action=_deny_secret_for_assistant, emits=(Cancelled,), auto=True),
+        action=_deny_secret_for_assistant, emits=(Cancelled,), auto=True,
+        resolution=Resolution.REFUSED),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_WITHOUT_TERMINAL,
-        action=_deny_secret_without_terminal, emits=(Cancelled,), auto=True),
+        action=_deny_secret_without_terminal, emits=(Cancelled,), auto=True,
+        resolution=Resolution.REFUSED),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_USER,
         action=_queue_for_user, effects=(QueueQuestion,), auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_ASSISTANT,
         action=_ask_assistant, effects=(AskAssistant,), auto=True),
     Row(trigger="use_cached", source=_S.CACHED, dest=_S.ANSWERED,
-        action=_answer_from_cache, emits=(Answered,), auto=True),
+        action=_answer_from_cache, emits=(Answered,), auto=True,
+        resolution=Resolution.REMEMBERED),
     Row(trigger="use_static", source=_S.STATIC, dest=_S.CANCELLED, guard=STATIC_INVALID,
-        action=_reject_static, emits=(Cancelled,), auto=True),
-    Row(trigger="use_static", source=_S.STATIC, dest=_S.REDACTED, guard=STATIC_SECRET,
-        action=_apply_static_secret, emits=(Redacted,), auto=True),
-    Row(trigger="use_static", source=_S.STATIC, dest=_S.ANSWERED, guard=STATIC_PLAIN,
-        action=_apply_static, emits=(Answered,), auto=True),
+        action=_reject_static, emits=(Cancelled,), auto=True, resolution=Resolution.REFUSED),
+    Row(trigger="use_static", source=_S.STATIC, dest=_S.REDACTED, guard=SECRET,
+        action=_apply_static_secret, emits=(Redacted,), auto=True,
+        resolution=Resolution.CONFIGURATION),
+    Row(trigger="use_static", source=_S.STATIC, dest=_S.ANSWERED, guard=PLAIN,
+        action=_apply_static, emits=(Answered,), auto=True,
+        resolution=Resolution.CONFIGURATION),
     # A question waiting for the terminal is checked against the cache again.
     Row(trigger="terminal_ready", source=_S.ROUTED, dest=_S.CACHED, guard=REMEMBERED_MEANWHILE,
         action=_take_cached_meanwhile),
@@ -623,19 +594,19 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
         action=_show_to_user, effects=(ShowQuestion,)),
     # The model's answer, or its failure; secrets never reach it (rows 5 and 8).
     Row(trigger="answer", source=_S.ROUTED, dest=_S.ANSWERED, guard=FROM_MODEL,
-        action=_take_answer, emits=(Answered,)),
+        action=_take_answer, emits=(Answered,), resolution=Resolution.MODEL),
     Row(trigger="fail", source=_S.ROUTED, dest=_S.CANCELLED, guard=WITH_MODEL,
-        action=_backend_failed, emits=(Cancelled,)),
+        action=_backend_failed, emits=(Cancelled,), resolution=Resolution.FAILED),
     # Waiting for the terminal or the model, the question can be interrupted.
     Row(trigger="cancel", source=_S.ROUTED, dest=_S.CANCELLED,
-        action=_cancel_by_user, emits=(Cancelled,)),
+        action=_cancel_by_user, emits=(Cancelled,), resolution=Resolution.CANCELLED),
     # On screen: the person answers, or cancels (Ctrl-C, end of input).
-    Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=ANSWER_SECRET,
-        action=_take_secret_answer, emits=(Redacted,)),
-    Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=ANSWER_PLAIN,
-        action=_take_answer, emits=(Answered,)),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=SECRET,
+        action=_take_secret_answer, emits=(Redacted,), resolution=Resolution.PERSON),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=PLAIN,
+        action=_take_answer, emits=(Answered,), resolution=Resolution.PERSON),
     Row(trigger="cancel", source=_S.SHOWN, dest=_S.CANCELLED,
-        action=_cancel_by_user, emits=(Cancelled,)),
+        action=_cancel_by_user, emits=(Cancelled,), resolution=Resolution.CANCELLED),
 )  # fmt: skip
 
 INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(

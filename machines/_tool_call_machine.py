@@ -37,6 +37,10 @@ Rules:
    call is ``resuming``: the tool's first question, if it is exactly that
    one, adopts its request (``needs_input`` [adopts]); anything else is met
    only after ``supersede`` has closed it as ``interrupted``.
+6. What a row means is in its columns: each row that ends the call says how
+   (``outcome``, a :class:`~machines.CallOutcome`), and each row that lets
+   the call run or skips it says who decided and whether it runs
+   (``permission``, a :class:`~machines.PermissionRuling`).
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ from machines._events import ToolCallRequest, ToolCallResponse
 from machines._inquiry_machine import INQUIRY_MACHINE, Inquiry, InquiryFacts, InquiryState
 from machines._inquiry_records import CancellationReason, Cancelled, InquiryRequest
 from machines._json import JsonValue
+from machines._meanings import CallOutcome, PermissionBy, PermissionRuling
 from machines._questions import InquiryQuestion
-from machines._table import NO_PAYLOAD, Guard, Out, Row, Step, StepBuffer, TableMachine
+from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines.validators import check_json, is_json, of_type, optional_of_type
 from machines.wording import (
     INPUT_CANCELLED,
@@ -108,12 +113,6 @@ class ToolCallState(enum.Enum):
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
-
-    # A member is equal only to itself, so it is hashed by identity, in C:
-    # Enum's own __hash__ is a Python call (it hashes the name), paid at every
-    # look-up of a state in a set, such as whether a call is closed, asked
-    # after every event of a turn.
-    __hash__ = object.__hash__
 
 
 class RunMode(enum.Enum):
@@ -343,7 +342,7 @@ class ToolCall:
 
     def _fire(self, trigger: str, **payload: Any) -> Step:
         try:
-            TOOL_CALL_MACHINE.fire_with(self, trigger, payload)
+            TOOL_CALL_MACHINE.fire(self, trigger, **payload)
         except BaseException:
             self.buffer.discard()
             raise
@@ -460,20 +459,18 @@ UNATTENDED = _g("unattended", "run mode unattended", lambda m, _: m.run_mode is 
 SKIP_MODE = _g("skip", "run mode skip", lambda m, _: m.run_mode is RunMode.SKIP)
 REMEMBERED_YES = _g(
     "remembered_y",
-    "a Y was remembered this turn",
+    "run mode ask and a Y was remembered this turn",
     lambda m, p: _asking(m) and p["remembered"] == "y",
 )
 REMEMBERED_NO = _g(
     "remembered_n",
-    "an N was remembered this turn",
+    "run mode ask and an N was remembered this turn",
     lambda m, p: _asking(m) and p["remembered"] == "n",
 )
 NO_TERMINAL = _g(
     "no_terminal", "run mode ask and no terminal", lambda m, _: _asking(m) and not m.terminal
 )
 ASK = _g("ask", "run mode ask and a terminal", lambda m, _: _asking(m) and m.terminal)
-STILL_Y = _g("remembered_y", "a Y was remembered meanwhile", lambda _, p: p["remembered"] == "y")
-STILL_N = _g("remembered_n", "an N was remembered meanwhile", lambda _, p: p["remembered"] == "n")
 UNDECIDED = _g("undecided", "nothing remembered", lambda _, p: p["remembered"] not in ("y", "n"))
 SUCCEEDED = _g("ok", "the tool succeeded", lambda _, p: not p["is_error"])
 ERRORED = _g("error", "the tool reported an error", lambda _, p: p["is_error"])
@@ -546,15 +543,9 @@ def _cancel_reason(m: ToolCall) -> object:
 
 
 def _run(m: ToolCall, out: Out) -> None:
-    # The request's own fields: the id and name properties are a call each, every run.
-    request = m.request
+    answers = dict(m.answers)
     out.effect(
-        RunTool(
-            tool_call_id=request.id,
-            tool_name=request.name,
-            arguments=m.arguments,
-            answers=dict(m.answers),
-        )
+        RunTool(tool_call_id=m.id, tool_name=m.name, arguments=m.arguments, answers=answers)
     )
 
 
@@ -616,20 +607,17 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     question: Question = payload["question"]
     m.answers = dict(payload["accumulated"])
     facts: InquiryFacts = payload["facts"]
-    # get(), not [], on the Counter: a question asked for the first time would
-    # call its __missing__ (Python code) twice.
-    answers = m.asked.get(question.id, 0)
+    answers = m.asked[question.id]
     # The inquiry records a question it may not ask and closes it at once (its first row).
     if answers >= m.max_attempts:
         facts = attrs.evolve(facts, exhausted=attempts_exhausted(m.name, question, answers))
     elif (total := m.asked.total()) >= m.max_questions:
         facts = attrs.evolve(facts, exhausted=questions_exhausted(m.name, total))
     m.asked[question.id] = answers + 1
-    request = m.request
     inquiry = Inquiry(
         turn=m.turn,
-        tool_call_id=request.id,
-        tool_name=request.name,
+        tool_call_id=m.id,
+        tool_name=m.name,
         question=question,
         source=payload["source"],
         facts=facts,
@@ -638,7 +626,7 @@ def _open_question(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     m.inquiry = inquiry
     m.inquiries.append(inquiry)
     # Its requests and responses are its own rows.
-    INQUIRY_MACHINE.fire_with(inquiry, "ask", NO_PAYLOAD)
+    INQUIRY_MACHINE.fire(inquiry, "ask")
 
 
 def _take_up(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
@@ -709,7 +697,7 @@ def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
 
 def _forward(trigger: str) -> Any:
     def forward(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
-        INQUIRY_MACHINE.fire_with(m.inquiry, trigger, payload)  # type: ignore[arg-type]
+        INQUIRY_MACHINE.fire(m.inquiry, trigger, **payload)  # type: ignore[arg-type]
 
     return forward
 
@@ -743,66 +731,91 @@ def _interrupted(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
 
 _S = ToolCallState
 
+# Who decided whether a call runs, and whether it does: the rows' permission column.
+_RUN_BY_CONFIGURATION = PermissionRuling(PermissionBy.CONFIGURATION, run=True)
+_SKIP_BY_CONFIGURATION = PermissionRuling(PermissionBy.CONFIGURATION, run=False)
+_RUN_REMEMBERED = PermissionRuling(PermissionBy.REMEMBERED, run=True)
+_SKIP_REMEMBERED = PermissionRuling(PermissionBy.REMEMBERED, run=False)
+_RUN_WITHOUT_TERMINAL = PermissionRuling(PermissionBy.NO_TERMINAL, run=True)
+_RUN_AS_BEFORE = PermissionRuling(PermissionBy.EARLIER_RUN, run=True)
+_RUN_BY_PERSON = PermissionRuling(PermissionBy.PERSON, run=True)
+_SKIP_BY_PERSON = PermissionRuling(PermissionBy.PERSON, run=False)
+
 #: The tool-call machine, row by row, in the order rows are tried.
 TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     # Permission.
     Row(trigger="begin", source=_S.NEW, dest=_S.FAILED, guard=UNAVAILABLE,
-        action=_not_available, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_not_available, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.UNAVAILABLE),
     Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=UNATTENDED,
-        action=_run_now, effects=(RunTool,)),
+        action=_run_now, effects=(RunTool,), permission=_RUN_BY_CONFIGURATION),
     Row(trigger="begin", source=_S.NEW, dest=_S.SKIPPED, guard=SKIP_MODE,
-        action=_skip_by_configuration, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_skip_by_configuration, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SKIPPED_BY_CONFIGURATION, permission=_SKIP_BY_CONFIGURATION),
     Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=REMEMBERED_YES,
-        action=_run_now, effects=(RunTool,)),
+        action=_run_now, effects=(RunTool,), permission=_RUN_REMEMBERED),
     Row(trigger="begin", source=_S.NEW, dest=_S.SKIPPED, guard=REMEMBERED_NO,
-        action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SKIPPED_REMEMBERED, permission=_SKIP_REMEMBERED),
     Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=NO_TERMINAL,
-        action=_run_now, effects=(RunTool,)),
+        action=_run_now, effects=(RunTool,), permission=_RUN_WITHOUT_TERMINAL),
     Row(trigger="begin", source=_S.NEW, dest=_S.AWAITING_PERMISSION, guard=ASK,
         action=_queue_permission, effects=(QueuePermissionPrompt,)),
     Row(trigger="interrupt", source=_S.NEW, dest=_S.CANCELLED,
-        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.INTERRUPTED),
     # Taken up after a restart (RFD 023): closed as its last question was, or run again.
     Row(trigger="resume", source=_S.NEW, dest=_S.CANCELLED, guard=DECLINED_BY_USER,
-        action=_cancelled_before, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_cancelled_before, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.CANCELLED),
     Row(trigger="resume", source=_S.NEW, dest=_S.FAILED, guard=DECLINED,
-        action=_failed_before, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_failed_before, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.FAILED),
     Row(trigger="resume", source=_S.NEW, dest=_S.FAILED, guard=UNAVAILABLE,
-        action=_not_available, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_not_available, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.UNAVAILABLE),
     Row(trigger="resume", source=_S.NEW, dest=_S.RESUMING, guard=WAITING,
-        action=_take_up, effects=(RunTool,)),
+        action=_take_up, effects=(RunTool,), permission=_RUN_AS_BEFORE),
     Row(trigger="resume", source=_S.NEW, dest=_S.RUNNING, guard=RAN,
-        action=_take_up, effects=(RunTool,)),
+        action=_take_up, effects=(RunTool,), permission=_RUN_AS_BEFORE),
     # Run again while the recorded question is open: adopt it, or close it first.
     Row(trigger="needs_input", source=_S.RESUMING, dest=_S.AWAITING_INPUT, guard=ADOPTS,
         action=_adopt, delegates="inquiry.adopt"),
     Row(trigger="supersede", source=_S.RESUMING, dest=_S.RUNNING,
         action=_supersede, delegates="inquiry.supersede"),
     # A queued permission prompt is checked against the turn's decisions again.
-    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.RUNNING, guard=STILL_Y,
-        action=_run_now, effects=(RunTool,)),
-    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.SKIPPED, guard=STILL_N,
-        action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.RUNNING,
+        guard=REMEMBERED_YES, action=_run_now, effects=(RunTool,), permission=_RUN_REMEMBERED),
+    Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.SKIPPED,
+        guard=REMEMBERED_NO, action=_skip_remembered,
+        emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SKIPPED_REMEMBERED, permission=_SKIP_REMEMBERED),
     Row(trigger="terminal_ready", source=_S.AWAITING_PERMISSION, dest=_S.ASKING_PERMISSION,
         guard=UNDECIDED, action=_show_permission, effects=(ShowPermissionPrompt,)),
     Row(trigger="interrupt", source=_S.AWAITING_PERMISSION, dest=_S.CANCELLED,
-        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.INTERRUPTED),
     # On screen: only now can the person permit or deny.
     Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING,
-        action=_permitted, effects=(RunTool,)),
+        action=_permitted, effects=(RunTool,), permission=_RUN_BY_PERSON),
     Row(trigger="deny", source=_S.ASKING_PERMISSION, dest=_S.SKIPPED,
-        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SKIPPED_BY_USER, permission=_SKIP_BY_PERSON),
     Row(trigger="interrupt", source=_S.ASKING_PERMISSION, dest=_S.CANCELLED,
-        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.INTERRUPTED),
     # Running.
     Row(trigger="completed", source=_S.RUNNING, dest=_S.SUCCEEDED, guard=SUCCEEDED,
-        action=_succeeded, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_succeeded, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SUCCEEDED),
     Row(trigger="completed", source=_S.RUNNING, dest=_S.FAILED, guard=ERRORED,
-        action=_errored, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_errored, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.FAILED),
     Row(trigger="needs_input", source=_S.RUNNING, dest=_S.AWAITING_INPUT,
         action=_open_question, delegates="inquiry.ask"),
     Row(trigger="interrupt", source=_S.RUNNING, dest=_S.CANCELLED,
-        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,)),
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.INTERRUPTED),
     # Waiting for the question's inquiry; what happens to it is forwarded.
     Row(trigger="terminal_ready", source=_S.AWAITING_INPUT, dest=None,
         action=_forward("terminal_ready"), delegates="inquiry.terminal_ready"),
@@ -818,10 +831,12 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         guard=INQUIRY_ANSWERED, action=_resume, effects=(RunTool,), auto=True),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.CANCELLED,
         guard=INQUIRY_CANCELLED_BY_USER, action=_input_cancelled,
-        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True),
+        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.CANCELLED),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.FAILED,
         guard=INQUIRY_FAILED, action=_input_failed,
-        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True),
+        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.FAILED),
 )  # fmt: skip
 
 TOOL_CALL_MACHINE: TableMachine[ToolCallState, ToolCall] = TableMachine(

@@ -285,8 +285,7 @@ def _replay(
 
 def _own_rows(driver: MachineDriver, fired: Sequence[Fired]) -> list[str]:
     """The non-internal rows of this machine that fired, in order."""
-    internal = {row.id for row in driver.machine.rows if row.dest is None}
-    return [f.row for f in fired if f.machine == driver.machine.name and f.row not in internal]
+    return [f.row.id for f in fired if f.machine == driver.machine.name and f.row.dest is not None]
 
 
 def realize(driver: MachineDriver, path: Sequence[Row[Any, Any]], spare: int = 2) -> Run | None:

@@ -15,19 +15,15 @@ from coordinator_harness import (
 )
 
 from coordinator import EventEntry
-from coordinator.driver import _tool_coordinator
+from coordinator.driver import CallOutcome, PermissionBy, Resolution, _tool_coordinator
 from coordinator.driver._backend import BackendErrorKind
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._observing import (
-    CallOutcome,
     FiredRow,
     Permission,
-    PermissionBy,
-    Resolution,
     StepFacts,
-    call_outcome,
     fired_row,
-    resolution,
+    step_facts,
 )
 from coordinator.driver._prompting import ScriptedPrompter
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
@@ -41,13 +37,20 @@ from machines import (
     CancellationReason,
     Cancelled,
     Fired,
+    InquiryFacts,
     InquiryRequest,
+    InquirySource,
     InquiryState,
     Question,
     Redacted,
     Row,
+    RunMode,
+    Step,
+    ToolCall,
+    ToolCallRequest,
     ToolCallResponse,
     ToolCallState,
+    TurnState,
 )
 
 if TYPE_CHECKING:
@@ -65,25 +68,55 @@ ASK = parse_tools_config({"defaults": {"run": "ask"}})
 
 
 def _typed(machine: str, row: Row[Any, Any]) -> FiredRow:
-    return fired_row(Fired(machine, row.id, (), ()))
+    return fired_row(Fired(machine=machine, row=row, records=(), effects=()))
+
+
+def _asking_call() -> ToolCall:
+    """A call whose tool asked a question routed to the person (an inquiry to report on)."""
+    call, _ = ToolCall.begin(
+        turn=TurnState(),
+        request=ToolCallRequest(id="c1", name="fs", arguments={}),
+        run_mode=RunMode.UNATTENDED,
+        terminal=True,
+        remembered_permission=None,
+    )
+    call.needs_input(
+        APPLY,
+        source=InquirySource.tool("fs"),
+        accumulated_answers={},
+        facts=InquiryFacts(terminal=True),
+    )
+    return call
+
+
+def _facts_of(machine: str, row: Row[Any, Any]) -> StepFacts:
+    """The facts of a step in which only ``row`` fired."""
+    fired = Fired(machine=machine, row=row, records=(), effects=())
+    return step_facts(_asking_call(), Step(records=(), effects=(), fired=(fired,)), [])
 
 
 @pytest.mark.parametrize("row", TOOL_CALL_ROWS, ids=lambda row: row.id)
-def test_every_tool_call_row_into_a_final_state_says_how_the_call_ended(
+def test_a_tool_call_rows_outcome_and_permission_are_told_as_its_columns_say(
     row: Row[ToolCallState, Any],
 ) -> None:
-    """A row ending the call has an outcome; any other row has none (a new row must say)."""
-    outcome = call_outcome(_typed(TOOL_CALL_MACHINE.name, row))
-    assert (outcome is not None) == (row.target in TOOL_CALL_MACHINE.final)
+    """The step's outcome is the row's outcome column; its permission, the row's ruling."""
+    facts = _facts_of(TOOL_CALL_MACHINE.name, row)
+    assert facts.outcome is row.outcome
+    ruling = row.permission
+    expected = None if ruling is None else Permission(run=ruling.run, by=ruling.by)
+    assert facts.permission == expected
+    assert facts.question is None
 
 
 @pytest.mark.parametrize("row", INQUIRY_ROWS, ids=lambda row: row.id)
-def test_every_inquiry_row_into_a_final_state_says_how_the_question_was_resolved(
+def test_an_inquiry_rows_resolution_is_told_as_its_column_says(
     row: Row[InquiryState, Any],
 ) -> None:
-    """A row closing the question has a resolution; any other row has none."""
-    resolved = resolution(_typed(INQUIRY_MACHINE.name, row))
-    assert (resolved is not None) == (row.target in INQUIRY_MACHINE.final)
+    """The step's question resolution is the row's resolution column; nothing else is told."""
+    facts = _facts_of(INQUIRY_MACHINE.name, row)
+    assert facts.question is not None
+    assert facts.question.resolution is row.resolution
+    assert (facts.outcome, facts.permission) == (None, None)
 
 
 def test_a_fired_row_is_the_tables_own_row_typed() -> None:

@@ -13,6 +13,8 @@ from coordinator.cli._main import main
 from machines import (
     INQUIRY_MACHINE,
     MACHINES,
+    PermissionBy,
+    PermissionRuling,
     TableMachine,
     render_dot,
     render_markdown_table,
@@ -45,6 +47,33 @@ def test_every_row_and_state_is_drawn(machine: TableMachine[Any, Any]) -> None:
     for state in machine.final:
         assert f"    {state.value} --> [*]" in mermaid
         assert f'"{state.value}" [label="{state.value}", peripheries=2];' in dot
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.name)
+def test_what_each_row_means_is_drawn_and_tabled(machine: TableMachine[Any, Any]) -> None:
+    """A row's outcome, resolution and permission are on its arrow and in its table line."""
+    mermaid = render_mermaid(machine).splitlines()
+    table = render_markdown_table(machine).splitlines()
+    heading, lines = table[0], table[2 : 2 + len(machine.rows)]
+    for row, arrow, line in zip(machine.rows, mermaid[6:], lines, strict=False):
+        shown = {
+            "outcome": row.outcome and row.outcome.value,
+            "resolution": row.resolution and row.resolution.value,
+            "permission": row.permission and str(row.permission),
+        }
+        for column, value in shown.items():
+            if value is None:
+                assert f"{column}=" not in arrow
+            else:
+                assert f"· {column}={value}" in arrow
+                assert f"| {column.capitalize()} |" in heading
+                assert f" {value} |" in line
+
+
+def test_a_ruling_is_shown_as_whether_the_call_runs_and_who_decided() -> None:
+    """The permission column reads 'runs (configuration)', 'skipped (person)'."""
+    assert str(PermissionRuling(PermissionBy.CONFIGURATION, run=True)) == "runs (configuration)"
+    assert str(PermissionRuling(PermissionBy.PERSON, run=False)) == "skipped (person)"
 
 
 def test_rendering_ignores_any_model_state() -> None:

@@ -122,8 +122,8 @@ def test_the_first_resolution_in_rfd_082s_order_is_the_one_taken(facts: _Facts) 
     assert holding, "some resolution applies to every question"
     INQUIRY_MACHINE.fire(inquiry, "resolve", chain=False)
     step = inquiry.buffer.take()
-    resolved = [fired.row for fired in step.fired if fired.row.startswith("resolve:")]
-    assert resolved == [_RESOLVE[holding[0]].id]
+    resolved = [fired.row for fired in step.fired if fired.row.trigger == "resolve"]
+    assert resolved == [_RESOLVE[holding[0]]]
 
 
 def test_a_question_asked_too_often_is_closed_even_when_remembered() -> None:

@@ -1,17 +1,24 @@
-"""What the machines share between steps and questions never mixes one up with another.
+"""One machine per table drives every model: nothing of one question or call reaches another.
 
-A step's work is made once where it can be (the recorded form of a question a
-tool asks again, a row's note when it runs no action, a payload passed on
-rather than copied): these tests hold what is recorded and run to what each
-question and call was on its own.
+Each table runs on one ``transitions`` machine, shared by every model it
+drives; a model holds its own state, buffer and facts. These tests hold what
+is recorded and run to what each question and call was on its own, however
+many come and go.
 """
 
 from __future__ import annotations
 
+import copy
 import gc
-from types import MappingProxyType
+import importlib
+import pkgutil
+from collections import deque
 from typing import Any
 
+import attrs
+from machine_drivers import DRIVERS, NEEDS_INPUT
+
+import machines
 from machines import (
     INQUIRY_MACHINE,
     TOOL_CALL_MACHINE,
@@ -28,6 +35,7 @@ from machines import (
     StaticAnswer,
     ToolCall,
     ToolCallRequest,
+    ToolCallState,
     TurnState,
 )
 
@@ -52,7 +60,7 @@ def test_each_question_is_recorded_as_it_was_asked_when_question_objects_come_an
     turn = TurnState()
     for number in range(600):
         # Made here and dropped at the next turn of the loop: a new question
-        # often lands where the last one was, under the same id().
+        # often lands where the last one was.
         question = Question.boolean(f"q{number}", f"Apply patch {number}?", default=number > 9)
         request = _ask(question, turn)
         assert request.question == InquiryQuestion.from_question(question)
@@ -113,27 +121,8 @@ def test_the_answers_a_tool_runs_with_are_the_calls_own() -> None:
     assert [type(record) for record in step.records] == [InquiryRequest, Answered]
 
 
-def test_a_payload_given_as_a_read_only_mapping_fires_as_keywords_do() -> None:
-    """fire_with(payload) and fire(**payload): the same rows, records and state."""
-
-    def begun() -> ToolCall:
-        return ToolCall(
-            turn=TurnState(),
-            request=ToolCallRequest(id="call_1", name="deploy", arguments={}),
-            run_mode=RunMode.UNATTENDED,
-            terminal=False,
-        )
-
-    payload: dict[str, Any] = {"remembered": None, "available": True}
-    by_keywords, by_mapping = begun(), begun()
-    TOOL_CALL_MACHINE.fire(by_keywords, "begin", **payload)
-    TOOL_CALL_MACHINE.fire_with(by_mapping, "begin", MappingProxyType(payload))
-    assert by_mapping.state is by_keywords.state
-    assert by_mapping.buffer.take() == by_keywords.buffer.take()
-
-
-def test_rows_that_run_nothing_note_each_step_apart() -> None:
-    """Two questions through an action-less row: each step notes its own rows, in order."""
+def test_each_model_notes_its_own_rows() -> None:
+    """Two questions through the same rows (one with no action): each step notes its own."""
     steps = []
     for call in ("call_1", "call_2"):
         inquiry = Inquiry(
@@ -146,7 +135,7 @@ def test_rows_that_run_nothing_note_each_step_apart() -> None:
         )
         INQUIRY_MACHINE.fire(inquiry, "ask")
         steps.append(inquiry.buffer.take())
-    rows = [[fired.row for fired in step.fired] for step in steps]
+    rows = [[fired.row.id for fired in step.fired] for step in steps]
     assert (
         rows[0]
         == rows[1]
@@ -161,3 +150,49 @@ def test_rows_that_run_nothing_note_each_step_apart() -> None:
         assert isinstance(request, InquiryRequest)
         assert isinstance(answered, Answered)
         assert request.id == answered.id == f"{call}.apply.1"
+
+
+def _module_values() -> dict[tuple[str, str], Any]:
+    """A copy of every mutable container held at module level in ``machines``."""
+    values = {}
+    for info in pkgutil.iter_modules(machines.__path__, "machines."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if not name.startswith("__") and isinstance(
+                value, dict | list | set | deque | bytearray
+            ):
+                values[info.name, name] = copy.deepcopy(value)
+    return values
+
+
+def _run_every_kind() -> None:
+    """Ask every kind of question, and begin every kind of call and ask it each question.
+
+    Each question is a new object, as a tool's questions often are: what a
+    machine kept of one it had seen would show as a change.
+    """
+    inquiries, calls = DRIVERS["inquiry"], DRIVERS["tool_call"]
+    for case in inquiries.cases():
+        inquiry = case.make()
+        inquiry.question = attrs.evolve(inquiry.question)
+        INQUIRY_MACHINE.fire(inquiry, "ask")
+    for case in calls.cases():
+        for begin in calls.payloads(case.make(), "begin"):
+            for number in range(len(NEEDS_INPUT)):
+                call = case.make()
+                TOOL_CALL_MACHINE.fire(call, "begin", **begin)
+                if call.state is not ToolCallState.RUNNING:
+                    break
+                asked = calls.payloads(call, "needs_input")[number]
+                asked["question"] = attrs.evolve(asked["question"])
+                TOOL_CALL_MACHINE.fire(call, "needs_input", **asked)
+
+
+def test_running_the_machines_changes_nothing_at_module_level() -> None:
+    """Every kind of question and call, run through its table, leaves no state in machines/."""
+    before = _module_values()
+    machines_before = [copy.deepcopy(vars(m)) for m in (INQUIRY_MACHINE, TOOL_CALL_MACHINE)]
+    _run_every_kind()
+    assert _module_values() == before
+    # The shared machines keep nothing of the models they drove.
+    assert [vars(m) for m in (INQUIRY_MACHINE, TOOL_CALL_MACHINE)] == machines_before

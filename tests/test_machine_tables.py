@@ -30,12 +30,14 @@ from machines import (
     TOOL_CALL_MACHINE,
     Answered,
     CachedAnswer,
+    CallOutcome,
     Cancelled,
     IllegalTransitionError,
     InquiryRequest,
     InquirySource,
     InquiryState,
     Redacted,
+    Resolution,
     RunMode,
     Target,
     ToolCallResponse,
@@ -109,7 +111,7 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "use_static:static->answered[plain]": Witness(
         InquiryCase(static="valid"), (("ask", {}), ("resolve", {})), _fixed({})
     ),
-    "terminal_ready:routed->cached[cached]": Witness(
+    "terminal_ready:routed->cached[remembered_meanwhile]": Witness(
         ROUTED, ASKED, _fixed({"cached": CachedAnswer(True)})
     ),
     "terminal_ready:routed->shown[uncached]": Witness(ROUTED, ASKED, _fixed({"cached": None})),
@@ -241,7 +243,7 @@ _REQUESTED = ("ask:new->requested", "adopt:new->requested")
 INFEASIBLE: dict[str, str] = {
     **{
         f"{start} > resolve:requested->routed[to_assistant] > "
-        "terminal_ready:routed->cached[cached] > use_cached:cached->answered": (
+        "terminal_ready:routed->cached[remembered_meanwhile] > use_cached:cached->answered": (
             "a question routed to the assistant never waits for the terminal"
         )
         for start in _REQUESTED
@@ -309,13 +311,13 @@ def test_row_reaches_its_destination_and_emits_what_it_declares(name: str, row: 
     step = model.buffer.take()
     assert model.state is row.target
     own = step.fired[0]
-    assert (own.machine, own.row) == (name, row.id)
+    assert (own.machine, own.row) == (name, row)
     assert tuple(type(record) for record in own.records) == row.emits
     assert tuple(type(effect) for effect in own.effects) == row.effects
     if row.delegates:
         delegated_machine, delegated_trigger = row.delegates.split(".")
         assert step.fired[1].machine == delegated_machine
-        assert step.fired[1].row.startswith(f"{delegated_trigger}:")
+        assert step.fired[1].row.trigger == delegated_trigger
     else:
         assert len(step.fired) == 1
 
@@ -371,7 +373,7 @@ def test_every_simple_path_runs(name: str, path: Any) -> None:
     # Whatever the path, each question recorded has exactly one response, same id; so
     # does one recorded before a restart once adopted or superseded (its request is on
     # disk already), and no id is answered twice.
-    taken_up = any(fired.row.startswith(("adopt:", "supersede:")) for fired in run.fired)
+    taken_up = any(fired.row.trigger in {"adopt", "supersede"} for fired in run.fired)
     recorded = [RECORDED_APPLY.request.id] if taken_up else []
     assert sorted(r.id for r in responses) == sorted(recorded + [r.id for r in requests])
     assert len({r.id for r in responses}) == len(responses)
@@ -407,3 +409,61 @@ def test_final_states_are_exactly_the_outcomes() -> None:
     }
     assert ToolCallState.NEW not in TOOL_CALL_MACHINE.final
     assert QUESTIONS["secret"].answer_type.is_secret
+
+
+# ------------------------------------------------------------ what rows mean
+
+
+@pytest.mark.parametrize(("name", "row"), ROWS)
+def test_a_row_into_a_final_state_says_how_its_model_ended(name: str, row: Any) -> None:
+    """A tool call's ending row has an outcome, a question's a resolution; no other row has."""
+    machine = DRIVERS[name].machine
+    ends = row.target in machine.final
+    if name == "tool_call":
+        assert (isinstance(row.outcome, CallOutcome), row.resolution) == (ends, None)
+    else:
+        assert (isinstance(row.resolution, Resolution), row.outcome) == (ends, None)
+
+
+@pytest.mark.parametrize(("name", "row"), ROWS)
+def test_only_a_tool_call_row_that_runs_or_skips_the_call_says_who_decided(
+    name: str, row: Any
+) -> None:
+    """A permission is ruled by the row that takes a call to running, resuming or skipped."""
+    if name == "inquiry":
+        assert row.permission is None
+        return
+    decides = row.source in _UNDECIDED and row.target in _DECIDED
+    assert (row.permission is not None) == decides
+    if row.permission is not None:
+        assert row.permission.run == (row.target is not ToolCallState.SKIPPED)
+
+
+#: A call in these states has not been let run, nor been skipped.
+_UNDECIDED = {
+    ToolCallState.NEW,
+    ToolCallState.AWAITING_PERMISSION,
+    ToolCallState.ASKING_PERMISSION,
+}
+#: A call in these states was let run, or skipped.
+_DECIDED = {ToolCallState.RUNNING, ToolCallState.RESUMING, ToolCallState.SKIPPED}
+
+
+@pytest.mark.parametrize("path", list(TOOL_CALL_MACHINE.paths()), ids=_path_id)
+def test_every_call_that_runs_or_is_skipped_was_ruled_once(path: Any) -> None:
+    """On each path of the tool-call table, one row says who let it run or skipped it, or none."""
+    ruled = [row for row in path if row.permission is not None]
+    decided = [row for row in path if row.target in _DECIDED]
+    assert ruled == decided[:1]
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.name)
+def test_each_guard_name_has_one_definition(machine: Any) -> None:
+    """Within a table, rows naming the same guard share one definition of it."""
+    definitions: dict[str, set[Any]] = {}
+    for row in machine.rows:
+        if row.guard is not None:
+            definitions.setdefault(row.guard.name, set()).add(row.guard)
+    assert {name: len(guards) for name, guards in definitions.items()} == dict.fromkeys(
+        definitions, 1
+    )

@@ -55,13 +55,10 @@ from coordinator.driver._executors import (
     reveal_answers,
 )
 from coordinator.driver._observing import (
-    CallOutcome,
     FiredRow,
     Permission,
-    PermissionBy,
     QuestionFacts,
     RecordedEntry,
-    Resolution,
     SecretDefaultNotice,
     StepFacts,
 )
@@ -77,6 +74,9 @@ from coordinator.driver._prompting import (
 )
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._tool_coordinator import ToolCoordinator
+
+# What a row means is a column of the machines' tables; the driver's observers read them here.
+from machines import CallOutcome, PermissionBy, Resolution
 
 __all__ = [
     "Ask",
