@@ -12,8 +12,9 @@ answer) and appending them the same way; the issue's target (at most 10x)
 is on these. ``.machine_only`` variants append to a list on both sides,
 which leaves the machines' own cost bare: every step is a row fired by
 the table's own loop (``TableMachine.fire``, one machine per table for every
-model), so they are shown for information, without a target. Flatness compares the per-inquiry cost in a turn of many inquiries
-with that in a turn of ten (the same total number of inquiries either way).
+model), so they are shown for information, without a target. Flatness
+compares the per-inquiry cost in a turn of many inquiries with that in a
+turn of ten (the same total number of inquiries either way).
 The two sides of each comparison take turns, run by run, as every
 benchmark's do: a slow spell of a shared machine then falls on both.
 """
