@@ -34,6 +34,7 @@ from coordinator.driver._executors import (
     Success,
 )
 from coordinator.driver._prompting import ScriptedPrompter
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._tool_coordinator import (
     FDS_PER_TOOL,
     MOST_PARALLEL_TOOLS,
@@ -209,6 +210,41 @@ def test_a_tool_waiting_for_an_answer_holds_no_place(tmp_path: Path) -> None:
         coordinator.run(assistant_calls(conversation, ("c1", "asks"), ("c2", "other")))
     )
     assert [r.is_error for r in responses] == [False, False]
+
+
+def test_a_tool_run_again_with_its_answer_waits_behind_the_calls_already_waiting(
+    tmp_path: Path,
+) -> None:
+    """Limit one: the first call asks, is answered at once, and runs again only after the rest."""
+    conversation = conversation_on_disk(tmp_path)
+    started: list[str] = []
+
+    class AsksFirst(BuiltinTool):
+        async def run(
+            self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+        ) -> BuiltinOutcome:
+            started.append(str(arguments["n"]))
+            for _ in range(5):  # long enough for the model's answer to come meanwhile
+                await asyncio.sleep(0)
+            if arguments["n"] == 0 and "apply" not in answers:
+                return Ask(APPLY)
+            return Success("ok")
+
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"t": executor(AsksFirst())},
+        config=UNATTENDED,
+        backend=ScriptedInquiryBackend().respond(value=True),
+        max_parallel_tools=1,
+    )
+    conversation.stream.append(ChatResponse.message("On it."))
+    requests = [ToolCallRequest(id=f"c{n}", name="t", arguments={"n": n}) for n in range(4)]
+    for request in requests:
+        conversation.stream.append(request)
+    responses = run(coordinator.run(requests))
+    assert [r.content for r in responses] == ["ok"] * 4
+    assert started == ["0", "1", "2", "3", "0"]
+    assert_invariants(conversation)
 
 
 def test_calls_waiting_for_a_place_when_the_batch_stops_never_start(
