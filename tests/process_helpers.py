@@ -9,11 +9,21 @@ process is reaped and its pipes are closed before the test ends
 (:func:`reaped`): a pipe left to the collector raises an unclosed-file
 warning in whichever later test happens to be running, which
 ``filterwarnings = error`` turns into that test's failure.
+
+A process that a test will stop with a signal is started inside
+:func:`stop_signals_at_default`: a process inherits the signals its parent
+ignores, and ``inquiry run`` keeps ignoring what it was started ignoring
+(as under ``nohup``, on purpose). The suite run as a background job of a
+script (its shell ignores SIGINT there) or under ``nohup`` (SIGHUP) would
+hand that on, and the run, rightly deaf to the signal, would work on until
+the test gave up: the very timeouts issue 40 saw, for SIGINT and SIGHUP
+and never for SIGTERM.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import time
@@ -31,6 +41,7 @@ __all__ = [
     "is_running",
     "other_process_saves",
     "reaped",
+    "stop_signals_at_default",
     "wait_for",
 ]
 
@@ -62,6 +73,28 @@ def is_running(pid: int) -> bool:
     except OSError:
         return False
     return fields[0] not in (b"Z", b"X")
+
+
+@contextlib.contextmanager
+def stop_signals_at_default() -> Iterator[None]:
+    """While inside, SIGINT, SIGTERM and SIGHUP are not ignored: a process started inherits none.
+
+    Those this process ignores are set to their default, and ignored again
+    on leaving; a handler this process has is left alone (a program started
+    gets the default for it anyway).
+    """
+    ignored = [
+        number
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(number) is signal.SIG_IGN
+    ]
+    for number in ignored:
+        signal.signal(number, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for number in ignored:
+            signal.signal(number, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

@@ -45,7 +45,7 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
-from process_helpers import PATIENCE, is_running, reaped, wait_for
+from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
 from resume_scenario import (
     A_WORKS,
     CALLS,
@@ -121,9 +121,10 @@ class Crashes:
             command = [sys.executable, "-m", "coordinator", *self.argv(*extra)]
         else:
             command = [sys.executable, str(PAUSING), pause[0], str(pause[1]), *self.argv(*extra)]
-        process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env
-        )
+        with stop_signals_at_default():  # one is stopped by SIGTERM
+            process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env
+            )
         return self.ends.enter_context(reaped(process))
 
     def runs(self) -> Counter[str]:

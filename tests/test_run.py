@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
-from process_helpers import PATIENCE, is_running, reaped, wait_for
+from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
 from run_helpers import (
     TOUR_ANSWERS,
     TOUR_SCENARIO,
@@ -495,15 +495,16 @@ def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
         """,
     )
     directory = tmp_path / "conversation"
-    run = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "coordinator", "run", str(scenario)),
-            *("--no-tty", "--conversation", str(directory)),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with stop_signals_at_default():
+        run = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "coordinator", "run", str(scenario)),
+                *("--no-tty", "--conversation", str(directory)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     with reaped(run) as process:
         # The tool is at work (its start written), not merely about to be started.
         tool = wait_for(

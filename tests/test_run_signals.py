@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from process_helpers import PATIENCE, is_running, reaped, wait_for
+from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
 from run_helpers import assert_paired, responses, write
 
 from coordinator.cli._run_result import signal_status
@@ -60,21 +60,10 @@ def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) 
         """,
     )
     conversation = tmp_path / "conversation"
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "coordinator",
-            "run",
-            str(scenario),
-            "--no-tty",
-            "-c",
-            conversation,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv: list[str | Path] = [sys.executable, "-m", "coordinator", "run", scenario, "--no-tty"]
+    argv += ["-c", conversation]
+    with stop_signals_at_default():
+        run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with reaped(run):
         tool_pid, child_pid, group = wait_for(lambda: _pids(pids), "the tool started", process=run)
         try:
