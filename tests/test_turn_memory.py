@@ -22,7 +22,7 @@ never through a machine directly: what they pin is what a user sees.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import CountingIds, FixedClock
@@ -90,17 +90,16 @@ TO_THE_MODEL = parse_tools_config(
 )
 
 
-def _two_calls(
+def _coordinator(
     tmp_path: Path,
     *,
-    same_batch: bool,
     prompter: ScriptedPrompter | None = None,
     backend: InquiryBackend | None = None,
     config: ToolsConfig = UNATTENDED,
     tool: AskingTool | None = None,
     max_attempts: int = 8,
 ) -> tuple[Conversation, ToolCoordinator]:
-    """Calls ``call_1`` and ``call_2`` of tool ``fs`` in one turn: in one batch, or one each."""
+    """A conversation on disk, and a coordinator running tool ``fs`` (by default asking APPLY)."""
     conversation = conversation_on_disk(tmp_path)
     coordinator = ToolCoordinator(
         conversation,
@@ -110,17 +109,32 @@ def _two_calls(
         backend=backend,
         max_attempts=max_attempts,
     )
+    return conversation, coordinator
+
+
+def _play(conversation: Conversation, coordinator: ToolCoordinator, *, same_batch: bool) -> None:
+    """Calls ``call_1`` and ``call_2`` of tool ``fs`` in one turn: in one batch, or one each."""
     if same_batch:
         run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"), ("call_2", "fs"))))
     else:
         run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
         run(coordinator.run(assistant_calls(conversation, ("call_2", "fs"))))
+
+
+def _two_calls(
+    tmp_path: Path, *, same_batch: bool = False, **kwargs: Any
+) -> tuple[Conversation, ToolCoordinator]:
+    """:func:`_coordinator` with ``kwargs``, then :func:`_play`."""
+    conversation, coordinator = _coordinator(tmp_path, **kwargs)
+    _play(conversation, coordinator, same_batch=same_batch)
     return conversation, coordinator
 
 
-def _nothing_remembered(coordinator: ToolCoordinator) -> None:
+def _nothing_remembered(conversation: Conversation, coordinator: ToolCoordinator) -> None:
+    """The turn remembers no answer and no permission; every request has its response."""
     assert dict(coordinator.turn_state.remembered_tool_answers) == {}
     assert dict(coordinator.turn_state.remembered_permission_decisions) == {}
+    assert_invariants(conversation)
 
 
 def _questions_shown(prompter: ScriptedPrompter) -> list[str]:
@@ -128,16 +142,40 @@ def _questions_shown(prompter: ScriptedPrompter) -> list[str]:
     return [prompt.inquiry_id for prompt in prompter.shown if isinstance(prompt, ShowQuestion)]
 
 
-def _second_answered_by_the_person(conversation: Conversation, prompter: ScriptedPrompter) -> None:
-    """The second call's question was shown, answered as scripted, and its tool ran with it."""
-    assert _questions_shown(prompter)[-1] == "call_2.apply.1"
+def _asked_again(
+    conversation: Conversation,
+    coordinator: ToolCoordinator,
+    prompter: ScriptedPrompter,
+    cancelled: list[Cancelled],
+) -> None:
+    """Both calls' questions shown; the first closed as ``cancelled`` says; the second answered.
+
+    The second was answered yes by the person, and its tool ran with that;
+    the turn remembers nothing.
+    """
+    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
+    assert payloads(conversation, Cancelled) == cancelled
     assert payloads(conversation, Answered)[-1] == Answered(id="call_2.apply.1", answer=True)
     assert payloads(conversation, ToolCallResponse)[-1] == ToolCallResponse(
         id="call_2", content="answers: apply=True", is_error=False
     )
+    _nothing_remembered(conversation, coordinator)
 
 
-# ------------------------------------------------------------ at the terminal
+def _asked_of_the_model_again(
+    conversation: Conversation,
+    coordinator: ToolCoordinator,
+    backend: ScriptedInquiryBackend,
+    cancelled: list[Cancelled],
+) -> None:
+    """Both calls' questions went to the model; the first closed as ``cancelled`` says.
+
+    The second was answered yes by the model; the turn remembers nothing.
+    """
+    assert [task.inquiry_id for task in backend.tasks] == ["call_1.apply.1", "call_2.apply.1"]
+    assert payloads(conversation, Cancelled) == cancelled
+    assert payloads(conversation, Answered)[-1] == Answered(id="call_2.apply.1", answer=True)
+    _nothing_remembered(conversation, coordinator)
 
 
 class FailsOnce(ScriptedPrompter):
@@ -165,50 +203,77 @@ class FailsOnce(ScriptedPrompter):
         return await super().ask_permission(prompt)
 
 
-@WHEN
-def test_a_question_the_person_cancelled_is_asked_again(tmp_path: Path, same_batch: bool) -> None:
-    """Ctrl-C at a yes/no question: never remembered as a no; the next call's is asked."""
-    prompter = ScriptedPrompter().cancel().answer(value=True)
-    conversation, coordinator = _two_calls(tmp_path, same_batch=same_batch, prompter=prompter)
-    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
-    ]
-    _second_answered_by_the_person(conversation, prompter)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+class StopsTheBatch(ScriptedPrompter):
+    """A prompter whose first prompt stays on screen until ``stop`` (the batch's) takes it down."""
+
+    def __init__(self) -> None:
+        """Nothing to stop yet: :func:`_coordinator` makes the batch's coordinator after."""
+        super().__init__()
+        self.stop: Callable[[], None] = lambda: None
+
+    async def _first(self, prompt: ShowQuestion | ShowPermissionPrompt) -> None:
+        self.shown.append(prompt)
+        self.stop()
+        await asyncio.Event().wait()  # cancelled as the batch stops
+
+    async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
+        """Stop the batch at the first prompt; then answer from the script."""
+        if not self.shown:
+            await self._first(prompt)
+        return await super().ask_question(prompt)
+
+    async def ask_permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
+        """Stop the batch at the first prompt; then answer from the script."""
+        if not self.shown:
+            await self._first(prompt)
+        return await super().ask_permission(prompt)
+
+
+class ModelStopsTheBatch(ScriptedInquiryBackend):
+    """A model at work on the first question until ``stop`` (the batch's) cancels the request."""
+
+    def __init__(self) -> None:
+        """Nothing to stop yet."""
+        super().__init__()
+        self.stop: Callable[[], None] = lambda: None
+
+    async def answer(self, task: InquiryTask) -> JsonValue:
+        """Stop the batch at the first question; then answer from the script."""
+        if not self.tasks:
+            self.tasks.append(task)
+            self.stop()
+            await asyncio.Event().wait()  # cancelled as the batch stops
+        return await super().answer(task)
+
+
+USER = CancellationReason.USER
+BACKEND_ERROR = CancellationReason.BACKEND_ERROR
+#: The first call's question, closed as the user's cancellation.
+FIRST_CANCELLED = Cancelled(id="call_1.apply.1", reason=USER)
+
+
+# ------------------------------------------------------------ at the terminal
 
 
 @WHEN
-def test_a_question_the_prompter_failed_on_is_asked_again(
-    tmp_path: Path, same_batch: bool
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(lambda: ScriptedPrompter().cancel(), id="cancelled"),
+        pytest.param(FailsOnce, id="prompter-failed"),
+        pytest.param(
+            lambda: ScriptedPrompter().answer(value="maybe", remember=True),
+            id="answer-that-does-not-fit-with-remember",
+        ),
+    ],
+)
+def test_a_question_left_unanswered_at_the_terminal_is_asked_again(
+    tmp_path: Path, same_batch: bool, first: Callable[[], ScriptedPrompter]
 ) -> None:
-    """A prompter error is a cancel (RFD 082): nothing remembered; the next call's is asked."""
-    prompter = FailsOnce().answer(value=True)
+    """Ctrl-C, a failing prompter (RFD 082: a cancel), a refused answer: never remembered."""
+    prompter = first().answer(value=True)
     conversation, coordinator = _two_calls(tmp_path, same_batch=same_batch, prompter=prompter)
-    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
-    ]
-    _second_answered_by_the_person(conversation, prompter)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
-
-
-@WHEN
-def test_an_answer_that_does_not_fit_is_not_remembered_though_asked(
-    tmp_path: Path, same_batch: bool
-) -> None:
-    """A prompter's "maybe" to a yes/no question with remember: refused, and not remembered."""
-    prompter = ScriptedPrompter().answer(value="maybe", remember=True).answer(value=True)
-    conversation, coordinator = _two_calls(tmp_path, same_batch=same_batch, prompter=prompter)
-    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
-    ]
-    _second_answered_by_the_person(conversation, prompter)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    _asked_again(conversation, coordinator, prompter, [FIRST_CANCELLED])
 
 
 @WHEN
@@ -217,134 +282,66 @@ def test_a_y_or_n_answer_is_not_remembered(tmp_path: Path, same_batch: bool, fir
     """Lower-case y or n answers one call: the next call's question is asked again."""
     prompter = ScriptedPrompter().answer(value=first).answer(value=True)
     conversation, coordinator = _two_calls(tmp_path, same_batch=same_batch, prompter=prompter)
-    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
     assert payloads(conversation, Answered)[0] == Answered(id="call_1.apply.1", answer=first)
-    _second_answered_by_the_person(conversation, prompter)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    _asked_again(conversation, coordinator, prompter, [])
 
 
 def test_an_interrupted_question_is_asked_again_in_the_next_batch(tmp_path: Path) -> None:
     """The batch stopped while a question was on screen: the next batch's call is asked it."""
-
-    class StopsAtTheFirst(ScriptedPrompter):
-        async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
-            if not self.shown:
-                self.shown.append(prompt)
-                coordinator.cancel()
-                await asyncio.Event().wait()  # on screen until the stop takes it down
-            return await super().ask_question(prompt)
-
-    prompter = StopsAtTheFirst().answer(value=True)
-    conversation = conversation_on_disk(tmp_path)
-    coordinator = ToolCoordinator(
-        conversation,
-        tools={"fs": executor(AskingTool([APPLY]))},
-        config=UNATTENDED,
-        prompter=prompter,
+    prompter = StopsTheBatch()
+    prompter.answer(value=True)
+    conversation, coordinator = _coordinator(tmp_path, prompter=prompter)
+    prompter.stop = coordinator.cancel
+    _play(conversation, coordinator, same_batch=False)
+    assert payloads(conversation, ToolCallResponse)[0] == ToolCallResponse(
+        id="call_1", content=INPUT_CANCELLED, is_error=False
     )
-    (first,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
-    assert first == ToolCallResponse(id="call_1", content=INPUT_CANCELLED, is_error=False)
-    run(coordinator.run(assistant_calls(conversation, ("call_2", "fs"))))
-    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
-    ]
-    _second_answered_by_the_person(conversation, prompter)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    _asked_again(conversation, coordinator, prompter, [FIRST_CANCELLED])
 
 
 def test_attempts_exhausted_is_not_remembered(tmp_path: Path) -> None:
     """A question asked past the limit is refused, not remembered: the next call's is asked."""
     # The tool asks `apply` again once after its first answer: with one attempt
     # allowed, that second asking is refused.
-    tool = AskingTool([APPLY], reask=1)
     prompter = ScriptedPrompter().answer(value=True).answer(value=True)
     conversation, coordinator = _two_calls(
-        tmp_path, same_batch=False, prompter=prompter, tool=tool, max_attempts=1
+        tmp_path, prompter=prompter, tool=AskingTool([APPLY], reask=1), max_attempts=1
     )
-    assert _questions_shown(prompter) == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.2", reason=CancellationReason.ATTEMPTS_EXHAUSTED)
-    ]
-    _second_answered_by_the_person(conversation, prompter)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    exhausted = Cancelled(id="call_1.apply.2", reason=CancellationReason.ATTEMPTS_EXHAUSTED)
+    _asked_again(conversation, coordinator, prompter, [exhausted])
 
 
 # ------------------------------------------------------------ the model
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        BackendErrorKind.CANCELLED,
-        BackendErrorKind.PROVIDER,
-        BackendErrorKind.MISSING_STRUCTURED_DATA,
-        BackendErrorKind.ANSWER_EXTRACTION,
-        BackendErrorKind.OTHER,
-    ],
-    ids=lambda kind: kind.value,
-)
+@pytest.mark.parametrize("kind", list(BackendErrorKind), ids=lambda kind: kind.value)
 def test_a_question_the_model_failed_is_asked_of_it_again(
     tmp_path: Path, kind: BackendErrorKind
 ) -> None:
     """The model failed (or its request was cancelled): the next call's question goes to it."""
     backend = ScriptedInquiryBackend().fail(kind).respond(value=True)
-    conversation, coordinator = _two_calls(
-        tmp_path, same_batch=False, backend=backend, config=TO_THE_MODEL
-    )
-    assert [task.inquiry_id for task in backend.tasks] == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=kind.reason)
-    ]
-    assert payloads(conversation, Answered) == [Answered(id="call_2.apply.1", answer=True)]
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    conversation, coordinator = _two_calls(tmp_path, backend=backend, config=TO_THE_MODEL)
+    cancelled = [Cancelled(id="call_1.apply.1", reason=kind.reason)]
+    _asked_of_the_model_again(conversation, coordinator, backend, cancelled)
 
 
 @pytest.mark.parametrize("first", [True, "maybe"], ids=["answer", "answer-that-does-not-fit"])
 def test_the_models_answer_is_never_remembered(tmp_path: Path, first: JsonValue) -> None:
     """The model's answer, fitting or not, answers its call only: the next call's goes to it."""
     backend = ScriptedInquiryBackend().respond(value=first).respond(value=True)
-    conversation, coordinator = _two_calls(
-        tmp_path, same_batch=False, backend=backend, config=TO_THE_MODEL
-    )
-    assert [task.inquiry_id for task in backend.tasks] == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Answered)[-1] == Answered(id="call_2.apply.1", answer=True)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    conversation, coordinator = _two_calls(tmp_path, backend=backend, config=TO_THE_MODEL)
+    cancelled = [] if first is True else [Cancelled(id="call_1.apply.1", reason=BACKEND_ERROR)]
+    _asked_of_the_model_again(conversation, coordinator, backend, cancelled)
 
 
 def test_a_question_interrupted_while_the_model_works_is_asked_of_it_again(tmp_path: Path) -> None:
     """The batch stopped while the model worked on a question: the next call's goes to it."""
-
-    class StopsAtTheFirst(ScriptedInquiryBackend):
-        async def answer(self, task: InquiryTask) -> JsonValue:
-            if not self.tasks:
-                self.tasks.append(task)
-                coordinator.cancel()
-                await asyncio.Event().wait()  # at work until the stop cancels the request
-            return await super().answer(task)
-
-    backend = StopsAtTheFirst().respond(value=True)
-    conversation = conversation_on_disk(tmp_path)
-    coordinator = ToolCoordinator(
-        conversation,
-        tools={"fs": executor(AskingTool([APPLY]))},
-        config=TO_THE_MODEL,
-        backend=backend,
-    )
-    run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
-    run(coordinator.run(assistant_calls(conversation, ("call_2", "fs"))))
-    assert [task.inquiry_id for task in backend.tasks] == ["call_1.apply.1", "call_2.apply.1"]
-    assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
-    ]
-    assert payloads(conversation, Answered) == [Answered(id="call_2.apply.1", answer=True)]
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    backend = ModelStopsTheBatch()
+    backend.respond(value=True)
+    conversation, coordinator = _coordinator(tmp_path, backend=backend, config=TO_THE_MODEL)
+    backend.stop = coordinator.cancel
+    _play(conversation, coordinator, same_batch=False)
+    _asked_of_the_model_again(conversation, coordinator, backend, [FIRST_CANCELLED])
 
 
 # ------------------------------------------------------------ configuration
@@ -359,17 +356,14 @@ def test_a_static_answer_that_does_not_fit_is_refused_every_time(tmp_path: Path)
         }
     )
     prompter = ScriptedPrompter()  # a terminal is there, and never needed
-    conversation, coordinator = _two_calls(
-        tmp_path, same_batch=False, prompter=prompter, config=config
-    )
+    conversation, coordinator = _two_calls(tmp_path, prompter=prompter, config=config)
     assert prompter.shown == []
     assert payloads(conversation, Cancelled) == [
         Cancelled(id="call_1.apply.1", reason=CancellationReason.INVALID_STATIC_ANSWER),
         Cancelled(id="call_2.apply.1", reason=CancellationReason.INVALID_STATIC_ANSWER),
     ]
     assert payloads(conversation, Answered) == []
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    _nothing_remembered(conversation, coordinator)
 
 
 # ------------------------------------------------------------ permission
@@ -399,39 +393,29 @@ def test_a_permission_given_or_refused_without_remember_is_asked_again(
         config=parse_tools_config({}),
         tool=AskingTool([]),
     )
-    asked = [prompt.tool_call_id for prompt in prompter.shown]
-    assert asked == ["call_1", "call_2"]
+    assert [prompt.tool_call_id for prompt in prompter.shown] == ["call_1", "call_2"]
     assert prompter.remaining == 0
     assert payloads(conversation, ToolCallResponse)[-1] == ToolCallResponse(
         id="call_2", content="answers: ", is_error=False
     )
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    _nothing_remembered(conversation, coordinator)
 
 
 def test_an_interrupted_permission_prompt_is_asked_again_in_the_next_batch(tmp_path: Path) -> None:
     """The batch stopped while a permission prompt was on screen: the next call asks again."""
-
-    class StopsAtTheFirst(ScriptedPrompter):
-        async def ask_permission(self, prompt: ShowPermissionPrompt) -> PermissionAnswer:
-            if not self.shown:
-                self.shown.append(prompt)
-                coordinator.cancel()
-                await asyncio.Event().wait()  # on screen until the stop takes it down
-            return await super().ask_permission(prompt)
-
-    prompter = StopsAtTheFirst().permit()
-    conversation = conversation_on_disk(tmp_path)
-    coordinator = ToolCoordinator(
-        conversation, tools={"fs": executor(AskingTool([]))}, prompter=prompter
+    prompter = StopsTheBatch()
+    prompter.permit()
+    conversation, coordinator = _coordinator(
+        tmp_path, prompter=prompter, config=parse_tools_config({}), tool=AskingTool([])
     )
-    (first,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
-    assert first == ToolCallResponse(id="call_1", content=INTERRUPTED, is_error=True)
-    (second,) = run(coordinator.run(assistant_calls(conversation, ("call_2", "fs"))))
+    prompter.stop = coordinator.cancel
+    _play(conversation, coordinator, same_batch=False)
     assert [prompt.tool_call_id for prompt in prompter.shown] == ["call_1", "call_2"]
-    assert second == ToolCallResponse(id="call_2", content="answers: ", is_error=False)
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    assert payloads(conversation, ToolCallResponse) == [
+        ToolCallResponse(id="call_1", content=INTERRUPTED, is_error=True),
+        ToolCallResponse(id="call_2", content="answers: ", is_error=False),
+    ]
+    _nothing_remembered(conversation, coordinator)
 
 
 # ------------------------------------------------------------ a turn continued
@@ -480,5 +464,4 @@ def test_questions_closed_when_a_turn_is_continued_are_not_remembered(tmp_path: 
         Answered(id="call_1.apply.2", answer=True),
         Answered(id="call_2.apply.1", answer=True),
     ]
-    _nothing_remembered(coordinator)
-    assert_invariants(conversation)
+    _nothing_remembered(conversation, coordinator)
