@@ -17,16 +17,17 @@ from run_helpers import write
 
 __all__ = [
     "ASKS",
+    "A_WORKS",
     "CALLS",
     "MODEL",
     "PERSON",
-    "SCENARIO",
     "SECRET",
     "TAGS",
     "TOOL",
     "resume_files",
     "run_argv",
     "runs",
+    "scenario",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -35,9 +36,18 @@ SECRET = "pin-secret-4711"
 
 #: What the third call asks: a boolean, then a secret.
 ASKS = '[["go", "boolean"], ["pin", "secret"]]'
-#: Two turns: two tools at once (one slow), one asking the person (a boolean,
-#: then a secret), one asking the model; then a turn of one more tool.
-SCENARIO = f"""
+#: How long the first call's tool (tag ``a``) works, in seconds, unless told.
+A_WORKS = 0.15
+
+
+def scenario(a_works: float = A_WORKS) -> str:
+    """The scenario, the first call's tool working ``a_works`` seconds.
+
+    Two turns: two tools at once (``a`` the slow one), one asking the person
+    (a boolean, then a secret), one asking the model; then a turn of one more
+    tool.
+    """
+    return f"""
 [defaults]
 run = "unattended"
 
@@ -54,7 +64,7 @@ reply = "done one"
 [[turns.cycles]]
 message = "Two at once."
 calls = [
-    {{ tool = "work", arguments = {{ tag = "a", sleep = 0.15 }} }},
+    {{ tool = "work", arguments = {{ tag = "a", sleep = {a_works} }} }},
     {{ tool = "work", arguments = {{ tag = "b" }} }},
 ]
 
@@ -71,6 +81,7 @@ reply = "done two"
 [[turns.cycles]]
 calls = [{{ tool = "work", arguments = {{ tag = "e", sleep = 0.05 }} }}]
 """
+
 
 PERSON = f"""
 [[answers]]
@@ -93,9 +104,12 @@ TAGS = ("a", "b", "c", "d", "e")
 CALLS = ("call_1_1_1", "call_1_1_2", "call_1_2_1", "call_1_3_1", "call_2_1_1")
 
 
-def resume_files(root: Path, *, model: str = MODEL) -> tuple[Path, Path]:
+def resume_files(root: Path, *, model: str = MODEL, a_works: float = A_WORKS) -> tuple[Path, Path]:
     """Write the scenario and its answers (the person; the model unless told) under ``root``."""
-    return write(root / "scenario.toml", SCENARIO), write(root / "answers.toml", PERSON + model)
+    return (
+        write(root / "scenario.toml", scenario(a_works)),
+        write(root / "answers.toml", PERSON + model),
+    )
 
 
 def runs(conversation: Path) -> Counter[str]:

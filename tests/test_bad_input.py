@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from process_helpers import PATIENCE
 
 from coordinator import StreamFormatError, load_conversation
 from coordinator.cli._main import main
@@ -196,7 +197,11 @@ def test_inquiry_check_as_a_real_process_exits_2_with_one_line(tmp_path: Path) -
     script = Path(sys.executable).parent / "inquiry"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "coordinator"]
     done = subprocess.run(
-        [*command, "check", str(path.parent)], capture_output=True, text=True, check=False
+        [*command, "check", str(path.parent)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=PATIENCE,
     )
     assert done.returncode == 2
     assert done.stdout == ""

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import jp_conversation, jp_params
+from process_helpers import PATIENCE
 
 from coordinator.cli._main import main
 
@@ -196,6 +197,7 @@ def test_check_as_a_real_process_prints_json_and_exits_0(tmp_path: Path) -> None
         capture_output=True,
         text=True,
         check=False,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0
     assert orjson.loads(done.stdout)["entries"] == 9
@@ -208,7 +210,7 @@ def test_the_library_itself_prints_no_warnings(tmp_path: Path) -> None:
     path = _inline(tmp_path)
     code = f"import coordinator; coordinator.load_conversation({str(path.parent)!r})"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=PATIENCE
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from conftest import jp_params
 from os_refusals import refuse_creating_files, refuse_searching
+from process_helpers import PATIENCE
 from reader_streams import (
     answer,
     ask,
@@ -294,6 +295,7 @@ def test_a_name_that_is_not_utf8_reaches_a_utf8_terminal(undecodable: Path, comm
         capture_output=True,
         check=False,
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        timeout=PATIENCE,
     )
     assert done.returncode == (EXIT_INCOMPLETE_TURN if command == "check" else 0), done.stderr
     assert done.stdout.decode().startswith(f"{undecodable.parent}/caf\ufffd")

@@ -34,6 +34,7 @@ from coordinator.driver._executors import (
     Success,
 )
 from coordinator.driver._prompting import ScriptedPrompter
+from coordinator.driver._scripted_backend import ScriptedInquiryBackend
 from coordinator.driver._tool_coordinator import (
     FDS_PER_TOOL,
     MOST_PARALLEL_TOOLS,
@@ -139,6 +140,15 @@ def test_no_tool_runs_when_its_request_cannot_be_saved(
 # ----------------------------------------------------------------- the limit
 
 
+def _numbered_calls(conversation: Conversation, numbers: range) -> list[ToolCallRequest]:
+    """Append an assistant response calling tool ``t`` with each of ``numbers`` as ``n``."""
+    conversation.stream.append(ChatResponse.message("On it."))
+    requests = [ToolCallRequest(id=f"c{n}", name="t", arguments={"n": n}) for n in numbers]
+    for request in requests:
+        conversation.stream.append(request)
+    return requests
+
+
 class CountsRunning(BuiltinTool):
     """A tool that notes how many of its kind run at once."""
 
@@ -169,10 +179,7 @@ def test_at_most_the_limit_of_tools_run_at_once_the_rest_in_order(tmp_path: Path
     coordinator = ToolCoordinator(
         conversation, tools={"t": executor(tool)}, config=UNATTENDED, max_parallel_tools=3
     )
-    conversation.stream.append(ChatResponse.message("On it."))
-    requests = [ToolCallRequest(id=f"c{n}", name="t", arguments={"n": n}) for n in range(12)]
-    for request in requests:
-        conversation.stream.append(request)
+    requests = _numbered_calls(conversation, range(12))
     responses = run(coordinator.run(requests))
     assert [r.content for r in responses] == ["ok"] * 12
     assert tool.most == 3
@@ -211,6 +218,38 @@ def test_a_tool_waiting_for_an_answer_holds_no_place(tmp_path: Path) -> None:
     assert [r.is_error for r in responses] == [False, False]
 
 
+def test_a_tool_run_again_with_its_answer_waits_behind_the_calls_already_waiting(
+    tmp_path: Path,
+) -> None:
+    """Limit one: the first call asks, is answered at once, and runs again only after the rest."""
+    conversation = conversation_on_disk(tmp_path)
+    started: list[str] = []
+
+    class AsksFirst(BuiltinTool):
+        async def run(
+            self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+        ) -> BuiltinOutcome:
+            started.append(str(arguments["n"]))
+            for _ in range(5):  # long enough for the model's answer to come meanwhile
+                await asyncio.sleep(0)
+            if arguments["n"] == 0 and "apply" not in answers:
+                return Ask(APPLY)
+            return Success("ok")
+
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"t": executor(AsksFirst())},
+        config=UNATTENDED,
+        backend=ScriptedInquiryBackend().respond(value=True),
+        max_parallel_tools=1,
+    )
+    requests = _numbered_calls(conversation, range(4))
+    responses = run(coordinator.run(requests))
+    assert [r.content for r in responses] == ["ok"] * 4
+    assert started == ["0", "1", "2", "3", "0"]
+    assert_invariants(conversation)
+
+
 def test_calls_waiting_for_a_place_when_the_batch_stops_never_start(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -240,20 +279,14 @@ def test_calls_waiting_for_a_place_when_the_batch_stops_never_start(
         config=UNATTENDED,
         max_parallel_tools=1,
     )
-    conversation.stream.append(ChatResponse.message("On it."))
-    requests = [ToolCallRequest(id=f"c{n}", name="t", arguments={"n": n}) for n in range(4)]
-    for request in requests:
-        conversation.stream.append(request)
+    requests = _numbered_calls(conversation, range(4))
     responses = run(coordinator.run(requests))
     assert started == ["0"]
     assert [(r.id, r.content) for r in responses] == [
         (f"c{n}", "Tool call was interrupted.") for n in range(4)
     ]
     stopping = False
-    conversation.stream.append(ChatResponse.message("Again."))
-    again = [ToolCallRequest(id=f"d{n}", name="t", arguments={"n": n + 4}) for n in range(4)]
-    for request in again:
-        conversation.stream.append(request)
+    again = _numbered_calls(conversation, range(4, 8))
     assert [r.content for r in run(coordinator.run(again))] == ["ok"] * 4
     assert started == ["0", "4", "5", "6", "7"]
     assert [record for record in caplog.records if record.name == "asyncio"] == []

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from conftest import PROJECT
+from process_helpers import PATIENCE
 
 import coordinator
 
@@ -72,6 +73,6 @@ def test_the_check_command_does_not_import_the_runner_or_the_providers() -> None
         "'coordinator.cli._export', 'coordinator.driver', 'coordinator.adapters')))))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=PATIENCE
     )
     assert done.stdout.split() == []

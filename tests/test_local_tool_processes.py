@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import pytest
+from process_helpers import PATIENCE
 
 from coordinator import LocalTool, LocalToolExecutor
 from coordinator.adapters import _local_tools as local_tools
@@ -28,15 +29,16 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Far longer than any call below takes when it works; the bugs these tests
-#: guard against never end at all (the stray processes sleep for ever).
-PATIENCE = 30.0
 
 CALL = ToolCallRequest(id="call_1", name="demo", arguments={})
 
 
 def _within(work: Coroutine[Any, Any, T]) -> T:
-    """``work``'s result, failing the test when it has none after :data:`PATIENCE` seconds.
+    """``work``'s result, failing the test when it has none after ``PATIENCE`` seconds.
+
+    That is far longer than any call below takes when it works; the bugs
+    these tests guard against never end at all (the stray processes sleep
+    for ever).
 
     Run on an event loop of its own in a thread: a call that never ends may
     also hold up its loop's closing (cancelled, it can go on waiting), which

@@ -19,6 +19,7 @@ from coordinator_harness import (
     payloads,
     run,
 )
+from process_helpers import PATIENCE
 
 from coordinator import LocalTool, LocalToolExecutor, ScriptedPrompter, ToolCoordinator
 from coordinator.adapters import check_arguments
@@ -402,8 +403,9 @@ def test_a_cancelled_run_kills_the_tool(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         task = asyncio.create_task(executor.execute(_call(), {}))
-        while not pid_file.exists() or not pid_file.read_text():  # noqa: ASYNC110 - a file, not an event
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(PATIENCE):  # the tool's start, not a fixed time
+            while not pid_file.exists() or not pid_file.read_text():  # noqa: ASYNC110 - a file, not an event
+                await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_helpers import PATIENCE
 from run_helpers import PROJECT
 
 PAGE = PROJECT / "docs" / "local-tools.md"
@@ -56,6 +57,7 @@ def test_a_documented_command_prints_what_the_page_shows(
         text=True,
         env={**os.environ, "PATH": path},
         check=False,
+        timeout=PATIENCE,
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == output

@@ -18,6 +18,7 @@ from fake_api import (
     make_task,
     openai_tool_call,
 )
+from process_helpers import PATIENCE
 
 from coordinator.adapters.providers import (
     ANSWER_INQUIRY,
@@ -236,6 +237,7 @@ def test_the_package_imports_without_either_sdk() -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [

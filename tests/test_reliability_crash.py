@@ -42,6 +42,7 @@ from crash_programs import (
     version_bytes,
     version_entries,
 )
+from process_helpers import PATIENCE
 
 from coordinator import (
     Conversation,
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 PROGRAMS = Path(__file__).with_name("crash_programs.py")
-#: How long any single step of a child may take before the test gives up on it.
-PATIENCE = 60.0
 
 
 class Lines:

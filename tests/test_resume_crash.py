@@ -26,6 +26,8 @@ are refused, naming it; the first then completes, and nothing is lost.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import json
 import os
@@ -43,8 +45,18 @@ import pexpect
 import pytest
 from coordinator_harness import assert_invariants
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
-from process_helpers import is_running
-from resume_scenario import CALLS, MODEL, SECRET, TAGS, TOOL, resume_files, run_argv, runs
+from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
+from resume_scenario import (
+    A_WORKS,
+    CALLS,
+    MODEL,
+    SECRET,
+    TAGS,
+    TOOL,
+    resume_files,
+    run_argv,
+    runs,
+)
 from run_helpers import answering, write
 
 from coordinator import Conversation, find_incomplete_turn, load_conversation, save_conversation
@@ -70,19 +82,28 @@ HERE = Path(__file__).resolve().parent
 PAUSING = HERE / "resume_programs.py"
 #: The seed of every random choice here: a failure is reproducible.
 SEED = 24
-#: How long any one run may take before the test gives up on it.
-PATIENCE = 60
 
 
 class Crashes:
-    """A scenario, its answers and a conversation directory; runs of it, killed and continued."""
+    """A scenario, its answers and a conversation directory; runs of it, killed and continued.
+
+    Every run it starts is reaped, its pipes closed, when ``ends`` closes
+    (at the end of the test, whatever happened).
+    """
 
     def __init__(
-        self, root: Path, *, model: str = MODEL, backend: list[str] | None = None
+        self,
+        root: Path,
+        ends: contextlib.ExitStack,
+        *,
+        model: str = MODEL,
+        backend: list[str] | None = None,
+        a_works: float = A_WORKS,
     ) -> None:
-        """Write the scenario and answers under ``root``."""
-        self.scenario, self.answers = resume_files(root, model=model)
+        """Write the scenario (``a``'s tool working ``a_works`` s) and answers under ``root``."""
+        self.scenario, self.answers = resume_files(root, model=model, a_works=a_works)
         self.directory = root / "conversation"
+        self.ends = ends
         self.backend = backend or []
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
         #: Each kill's view of the finished calls: tag -> runs counted then.
@@ -100,9 +121,11 @@ class Crashes:
             command = [sys.executable, "-m", "coordinator", *self.argv(*extra)]
         else:
             command = [sys.executable, str(PAUSING), pause[0], str(pause[1]), *self.argv(*extra)]
-        return subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env
-        )
+        with stop_signals_at_default():  # one is stopped by SIGTERM
+            process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env
+            )
+        return self.ends.enter_context(reaped(process))
 
     def runs(self) -> Counter[str]:
         """How many times each tag's tool started, as ``runs.log`` counts them."""
@@ -110,14 +133,14 @@ class Crashes:
 
     def started(self, process: subprocess.Popen[bytes], count: int) -> bool:
         """Wait until tools have started ``count`` times in all; false if the run ended first."""
-        deadline = time.monotonic() + PATIENCE
-        while time.monotonic() < deadline:
+
+        def seen() -> bool | None:
             if self.runs().total() >= count:
                 return True
-            if process.poll() is not None:
-                return False
-            time.sleep(0.005)
-        pytest.fail(f"tools started {self.runs().total()} times, never {count}")
+            # Ended: whether they did just before the end.
+            return self.runs().total() >= count if process.poll() is not None else None
+
+        return wait_for(seen, f"tools started {count} times")
 
     def killed(self, process: subprocess.Popen[bytes]) -> None:
         """Kill ``process`` now (SIGKILL), and note what a kill must leave alone."""
@@ -198,6 +221,13 @@ class Crashes:
 
 
 @pytest.fixture
+def ends() -> Iterator[contextlib.ExitStack]:
+    """Where a test's runs are handed, to be reaped at its end, their pipes closed."""
+    with contextlib.ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture
 def rng() -> random.Random:
     """The seeded source of every random moment."""
     return random.Random(SEED)  # noqa: S311 - a reproducible schedule, not a secret
@@ -213,7 +243,11 @@ BLOCKED_AT_LEAST = 3
 
 @pytest.mark.parametrize("round_", range(3))
 def test_killed_at_random_moments_the_run_is_continued_whole(
-    tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str], round_: int
+    tmp_path: Path,
+    ends: contextlib.ExitStack,
+    rng: random.Random,
+    capsys: pytest.CaptureFixture[str],
+    round_: int,
 ) -> None:
     """Five kills a round at random moments of the turns (tools running, between steps).
 
@@ -224,7 +258,7 @@ def test_killed_at_random_moments_the_run_is_continued_whole(
     rng.seed(SEED + round_)
     blocked = 0
     for attempt in range(5):
-        crashes = Crashes(tmp_path / f"{attempt}")
+        crashes = Crashes(tmp_path / f"{attempt}", ends)
         process = crashes.start()
         if crashes.started(process, rng.randint(1, TOOL_STARTS)):
             time.sleep(rng.uniform(0, 0.1))
@@ -241,15 +275,24 @@ def test_killed_at_random_moments_the_run_is_continued_whole(
 
 
 def test_stopped_by_a_signal_mid_tool_the_turn_is_refused_then_continued_whole(
-    tmp_path: Path, rng: random.Random, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    ends: contextlib.ExitStack,
+    rng: random.Random,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """SIGTERM while a tool works: closed and saved, nothing open; refused; continued whole."""
-    crashes = Crashes(tmp_path)
+    """SIGTERM while a tool works: closed and saved, nothing open; refused; continued whole.
+
+    The signal is sent once ``a``'s tool has started, and ``a`` works until
+    the stop ends it (the first cycle's other tool, ``b``, may start first,
+    or not at all before the stop: either is the run's right).
+    """
+    crashes = Crashes(tmp_path, ends, a_works=PATIENCE)
     process = crashes.start()
-    assert crashes.started(process, 1)  # a works for a while
+    a = _started(crashes.directory, "a", process)
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=PATIENCE)
     assert process.returncode == 128 + signal.SIGTERM, err.decode()
+    assert not is_running(a)  # the stop ended a's tool
     incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
     assert incomplete is not None
     assert incomplete.phase is ResumePhase.AWAITING_FOLLOW_UP
@@ -261,14 +304,14 @@ def test_stopped_by_a_signal_mid_tool_the_turn_is_refused_then_continued_whole(
 
 
 def test_killed_in_the_middle_of_saves_the_run_is_continued_whole(
-    tmp_path: Path, rng: random.Random
+    tmp_path: Path, ends: contextlib.ExitStack, rng: random.Random
 ) -> None:
     """Paused in a save of events.json (written not synced, not renamed, half appended), killed."""
     # A whole run passes these points some 20, 18 and 1 times (resume_programs.py counts them).
     points = [("fsync", n) for n in rng.sample(range(1, 19), 3)]
     points += [("pwrite", n) for n in rng.sample(range(1, 17), 3)] + [("replace", 1)]
     for number, pause in enumerate(points):
-        crashes = Crashes(tmp_path / str(number))
+        crashes = Crashes(tmp_path / str(number), ends)
         process = crashes.start(pause=pause)
         assert process.stderr is not None
         line = process.stderr.readline().decode()
@@ -281,36 +324,37 @@ def test_killed_in_the_middle_of_saves_the_run_is_continued_whole(
 
 
 def _pty(crashes: Crashes, *extra: str) -> pexpect.spawn[bytes]:
-    """A run at a pseudo-terminal (the person types; the answers file plays only the model)."""
+    """A run at a pseudo-terminal (the person types; the answers file plays only the model).
+
+    Closed (killed if it still runs) at the end of the test.
+    """
     env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
-    return pexpect.spawn(
+    run: pexpect.spawn[bytes] = pexpect.spawn(
         sys.executable,
         ["-m", "coordinator", *crashes.argv("--tty", "--verbose", *extra)],
         env=env,
         dimensions=(50, 200),
         timeout=PATIENCE,
     )
+    crashes.ends.callback(run.close, force=True)
+    return run
 
 
 @pytest.mark.parametrize("prompt", ["c: go?", "c: pin?"])
 def test_killed_while_a_question_waits_for_the_person_it_is_adopted(
-    tmp_path: Path, prompt: str
+    tmp_path: Path, ends: contextlib.ExitStack, prompt: str
 ) -> None:
     """Killed at the prompt: continued, the same question is answered under its recorded id."""
-    crashes = Crashes(tmp_path)
+    crashes = Crashes(tmp_path, ends)
     run = _pty(crashes)
-    try:
-        if prompt == "c: pin?":
-            run.expect_exact("c: go?")
-            run.expect_exact("[y/n/Y/N] >")
-            run.send("y\r")
-        run.expect_exact(prompt)
-        waiting = "call_1_2_1.go.1" if prompt == "c: go?" else "call_1_2_1.pin.1"
-        run.kill(signal.SIGKILL)
-        run.close()
-    finally:
-        if run.isalive():
-            run.terminate(force=True)
+    if prompt == "c: pin?":
+        run.expect_exact("c: go?")
+        run.expect_exact("[y/n/Y/N] >")
+        run.send("y\r")
+    run.expect_exact(prompt)
+    waiting = "call_1_2_1.go.1" if prompt == "c: go?" else "call_1_2_1.pin.1"
+    run.kill(signal.SIGKILL)
+    run.close()
     crashes.note_the_kill()
     incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
     assert incomplete is not None
@@ -333,8 +377,10 @@ def test_killed_while_a_question_waits_for_the_person_it_is_adopted(
     assert "call_1_2_1.pin.2" not in ids
 
 
-def test_killed_while_the_model_is_asked_its_question_is_adopted(tmp_path: Path) -> None:
-    """Killed while the (slow) model works on a question: continued, the model answers it."""
+def test_killed_while_the_model_is_asked_its_question_is_adopted(
+    tmp_path: Path, ends: contextlib.ExitStack
+) -> None:
+    """Killed while the model works on a question: continued, the model answers it."""
     kit = PROVIDER_KITS[0]
     answer = answering(kit)
     first = threading.Event()
@@ -342,7 +388,7 @@ def test_killed_while_the_model_is_asked_its_question_is_adopted(tmp_path: Path)
     def slow(request: Recorded) -> Reply:
         if not first.is_set():
             first.set()
-            time.sleep(1.5)  # the first request: the run is killed meanwhile
+            return answer(request).held()  # the first request: the run is killed meanwhile
         return answer(request)
 
     with FakeAPI(slow) as api:
@@ -354,54 +400,49 @@ def test_killed_while_the_model_is_asked_its_question_is_adopted(tmp_path: Path)
             "--base-url",
             api.base_url + kit.url_suffix,
         ]
-        crashes = Crashes(tmp_path, model="", backend=backend)
+        crashes = Crashes(tmp_path, ends, model="", backend=backend)
         crashes.env[f"{kit.name.upper()}_API_KEY"] = KEY
         process = crashes.start()
         assert api.wait_for_requests(1, timeout=PATIENCE)
         crashes.killed(process)
+        api.release()  # to no one: the run that asked is gone
         incomplete = find_incomplete_turn(load_conversation(crashes.directory).stream)
         assert incomplete is not None
         assert [call.waiting.id for call in incomplete.waiting if call.waiting] == [
             "call_1_3_1.fix.1"
         ]
-        crashes.continue_until_done(random.Random(SEED))  # noqa: S311 - not a secret  # noqa: S311 - not a secret
+        crashes.continue_until_done(random.Random(SEED))  # noqa: S311 - not a secret
     crashes.assert_whole()
     assert len(api.requests) == 2
 
 
 def test_a_second_writer_of_a_continued_run_is_refused_and_nothing_is_lost(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, ends: contextlib.ExitStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """While --continue-turn waits at its prompt, another run and a sanitize are refused."""
-    crashes = Crashes(tmp_path)
+    crashes = Crashes(tmp_path, ends)
     first = _pty(crashes)
-    continued = None
-    try:
-        first.expect_exact("c: go?")
-        first.kill(signal.SIGKILL)
-        first.close()
-        crashes.note_the_kill()
-        continued = _pty(crashes, "--continue-turn")
-        continued.expect_exact("c: go?")
-        continued.expect_exact("[y/n/Y/N] >")
-        before = (crashes.directory / "events.json").read_bytes()
-        capsys.readouterr()
-        assert main(crashes.argv("--continue-turn"), out=io.StringIO()) == 2
-        assert f"another process (pid {continued.pid})" in capsys.readouterr().err
-        assert main(["sanitize", str(crashes.directory)], out=io.StringIO()) == 2
-        assert f"(pid {continued.pid})" in capsys.readouterr().err
-        assert (crashes.directory / "events.json").read_bytes() == before
-        continued.send("y\r")
-        continued.expect_exact("c: pin?")
-        continued.expect_exact("(hidden) >")
-        continued.send(SECRET + "\r")
-        continued.expect(pexpect.EOF)
-        continued.close()
-        assert continued.exitstatus == 0
-    finally:
-        for run in (first, continued):
-            if run is not None and run.isalive():
-                run.terminate(force=True)
+    first.expect_exact("c: go?")
+    first.kill(signal.SIGKILL)
+    first.close()
+    crashes.note_the_kill()
+    continued = _pty(crashes, "--continue-turn")
+    continued.expect_exact("c: go?")
+    continued.expect_exact("[y/n/Y/N] >")
+    before = (crashes.directory / "events.json").read_bytes()
+    capsys.readouterr()
+    assert main(crashes.argv("--continue-turn"), out=io.StringIO()) == 2
+    assert f"another process (pid {continued.pid})" in capsys.readouterr().err
+    assert main(["sanitize", str(crashes.directory)], out=io.StringIO()) == 2
+    assert f"(pid {continued.pid})" in capsys.readouterr().err
+    assert (crashes.directory / "events.json").read_bytes() == before
+    continued.send("y\r")
+    continued.expect_exact("c: pin?")
+    continued.expect_exact("(hidden) >")
+    continued.send(SECRET + "\r")
+    continued.expect(pexpect.EOF)
+    continued.close()
+    assert continued.exitstatus == 0
     crashes.assert_whole()
 
 
@@ -424,25 +465,34 @@ calls = [{{ tool = "work", arguments = {{ tag = "slow", sleep = 60, hold = true 
 
 def _started(directory: Path, tag: str, process: subprocess.Popen[bytes]) -> int:
     """Wait until the tool of ``tag`` has started in ``directory``'s workspace: its pid."""
-    log = directory / "workspace" / "runs.log"
-    deadline = time.monotonic() + PATIENCE
-    while time.monotonic() < deadline:
-        text = log.read_text() if log.exists() else ""
-        for line in text.splitlines():
-            words = line.split()
-            if words[:2] == ["start", tag] and len(words) == 3:
-                return int(words[2])
-        assert process.poll() is None, "the run ended before its tool started"
-        time.sleep(0.01)
-    pytest.fail(f"the tool of {tag} never started")
+
+    def pid() -> int | None:
+        pids = _tool_pids(directory / "workspace" / "runs.log", tag)
+        return pids[0] if pids else None
+
+    return wait_for(pid, f"the tool of {tag} started", process=process)
 
 
-def test_a_killed_runs_tool_is_stopped_before_its_call_runs_again(tmp_path: Path) -> None:
+def _tool_pids(log: Path, tag: str | None = None) -> list[int]:
+    """The pids of the tools ``log`` saw start (of ``tag``'s, when given), in order."""
+    text = log.read_text() if log.exists() else ""
+    return [
+        int(words[2])
+        for words in map(str.split, text.splitlines())
+        if len(words) == 3 and words[0] == "start" and tag in (None, words[1])
+    ]
+
+
+def test_a_killed_runs_tool_is_stopped_before_its_call_runs_again(
+    tmp_path: Path, ends: contextlib.ExitStack
+) -> None:
     """SIGKILL while a tool works: --continue-turn stops the one left running, then runs it."""
     scenario = write(tmp_path / "scenario.toml", SLOW)
     directory = tmp_path / "conversation"
     argv = [sys.executable, "-m", "coordinator", "run", str(scenario), "-c", str(directory)]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = ends.enter_context(
+        reaped(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    )
     leftover = None
     try:
         leftover = _started(directory, "slow", process)
@@ -524,8 +574,19 @@ def test_only_the_noted_tool_of_a_dead_writer_is_stopped(tmp_path: Path) -> None
             sleeper.wait()
 
 
+def _tool_ended(pid: int) -> bool | None:
+    """True once ``pid`` is no longer a run of ``resume_tool.py`` (``None`` while it is)."""
+    try:
+        ours = TOOL.name.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return None if ours and is_running(pid) else True
+
+
 @pytest.fixture(autouse=True)
-def _no_stray_processes() -> Iterator[None]:
-    """The killed runs' tools finish on their own (a sleep at most): wait for them."""
+def _no_stray_processes(tmp_path: Path) -> Iterator[None]:
+    """The tools the killed runs left finish on their own (a short sleep at most): awaited."""
     yield
-    time.sleep(0.2)
+    for log in tmp_path.rglob("runs.log"):
+        for pid in _tool_pids(log):
+            wait_for(functools.partial(_tool_ended, pid), f"the tool {pid} ended")

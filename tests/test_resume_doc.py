@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import pexpect
 from coordinator_harness import assert_invariants
+from process_helpers import PATIENCE
 from run_helpers import PROJECT, TOUR_SECRET, outcomes
 
 from coordinator import find_incomplete_turn, load_conversation
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 PAGE = PROJECT / "docs" / "resume.md"
 SECTION = "## Crash and continue, in four commands"
 DOCUMENTED = "/tmp/inquiry-crash"  # noqa: S108 - the page's example path, replaced here
-PATIENCE = 60
 
 
 def _blocks() -> tuple[list[str], str]:
@@ -82,14 +82,24 @@ def test_the_page_kills_the_tour_and_continues_it(tmp_path: Path) -> None:
     version = (directory / "workspace" / "VERSION").read_text()
 
     checked = subprocess.run(
-        ["bash", "-c", check], cwd=tmp_path, capture_output=True, text=True, check=False
+        ["bash", "-c", check],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=PATIENCE,
     )
     assert checked.returncode == 3, checked.stderr
     for line in shown.replace(DOCUMENTED, str(directory)).splitlines():
         assert f"{line}\n" in checked.stdout
 
     continued = subprocess.run(
-        ["bash", "-c", carry_on], cwd=tmp_path, capture_output=True, text=True, check=False
+        ["bash", "-c", carry_on],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=PATIENCE,
     )
     assert (continued.returncode, continued.stderr) == (0, "")
     conversation = load_conversation(directory)
@@ -99,5 +109,7 @@ def test_the_page_kills_the_tour_and_continues_it(tmp_path: Path) -> None:
     assert answers["call_1_4_1.token.1"] == Redacted(id="call_1_4_1.token.1")  # adopted
     assert "call_1_4_1.token.2" not in answers
     assert (directory / "workspace" / "VERSION").read_text() == version  # not released twice
-    done = subprocess.run(["bash", "-c", check], cwd=tmp_path, capture_output=True, check=False)
+    done = subprocess.run(
+        ["bash", "-c", check], cwd=tmp_path, capture_output=True, check=False, timeout=PATIENCE
+    )
     assert done.returncode == 0

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
+from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
 from run_helpers import (
     TOUR_ANSWERS,
     TOUR_SCENARIO,
@@ -468,12 +469,14 @@ def test_a_conversation_changed_under_the_run_is_not_overwritten(
 
 def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
     """SIGINT mid-run: the running call is answered as interrupted, saved, exit 3."""
+    started = tmp_path / "started"
     slow = write(
         tmp_path / "slow.py",
-        """
-        import sys, time
+        f"""
+        import os, pathlib, sys, time
         sys.stdin.read()
-        print("started", file=sys.stderr, flush=True)
+        pathlib.Path({str(started)!r} + ".tmp").write_text(str(os.getpid()))
+        os.replace({str(started)!r} + ".tmp", {str(started)!r})
         time.sleep(60)
         """,
     )
@@ -492,22 +495,27 @@ def test_ctrl_c_while_a_tool_runs_closes_everything(tmp_path: Path) -> None:
         """,
     )
     directory = tmp_path / "conversation"
-    with subprocess.Popen(
-        [
-            *(sys.executable, "-m", "coordinator", "run", str(scenario)),
-            *("--no-tty", "--conversation", str(directory)),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if "-> slow" in line:
-                break  # the call is being run: interrupt it
+    with stop_signals_at_default():
+        run = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "coordinator", "run", str(scenario)),
+                *("--no-tty", "--conversation", str(directory)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    with reaped(run) as process:
+        # The tool is at work (its start written), not merely about to be started.
+        tool = wait_for(
+            lambda: started.read_text() if started.exists() else None,
+            "the tool started",
+            process=process,
+        )
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    assert process.returncode == 3  # a turn left incomplete
+        out, err = process.communicate(timeout=PATIENCE)
+    assert process.returncode == 3, err  # a turn left incomplete
+    assert not is_running(int(tool))  # the stop ended it
     assert "interrupted: 0 of 2 turns completed" in err
     conversation = assert_paired(directory)
     assert responses(conversation)["call_1_1_1"].content == "Tool call was interrupted."
@@ -889,7 +897,8 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
         f"""
         import pathlib, sys, time
         sys.stdin.read()
-        while not pathlib.Path({str(go)!r}).exists():
+        deadline = time.monotonic() + {PATIENCE}
+        while not pathlib.Path({str(go)!r}).exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         print('{{"type": "success", "content": "done"}}')
         """,
@@ -911,7 +920,7 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
         """,
     )
     directory = tmp_path / "conversation"
-    with subprocess.Popen(
+    run = subprocess.Popen(
         [
             *(sys.executable, "-m", "coordinator", "run", str(scenario)),
             *("--no-tty", "--conversation", str(directory)),
@@ -919,14 +928,15 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    ) as process:
+    )
+    with reaped(run) as process:
         assert process.stdout is not None
         for line in process.stdout:
             if "-> slow" in line:
                 break  # the reader has read enough
         process.stdout.close()
         go.touch()
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=PATIENCE)
     assert process.returncode == 3
     assert err == "inquiry: standard output was closed: stopped after 0 of 2 turns\n"
     conversation = assert_paired(directory)
@@ -960,6 +970,7 @@ def test_a_conversation_name_that_is_not_utf8_is_printed_on_a_utf8_stdout(
         capture_output=True,
         check=False,
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     assert f"-> {tmp_path}/caf\ufffd (" in done.stdout.decode()

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fake_api import KEY, PROVIDER_KITS, FakeAPI
+from process_helpers import PATIENCE
 from run_helpers import answering, assert_paired, every_byte, responses, write
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def test_a_tool_cannot_read_the_api_key_from_its_parent(tmp_path: Path) -> None:
             text=True,
             env=environment,
             check=False,
+            timeout=PATIENCE,
         )
     assert done.returncode == 0, done.stderr
     (request,) = api.requests

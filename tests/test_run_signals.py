@@ -8,14 +8,15 @@ stream complete, the tools' process group gone, the documented exit status.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
 from run_helpers import assert_paired, responses, write
 
 from coordinator.cli._run_result import signal_status
@@ -31,24 +32,10 @@ LONG_TOOL = """
     time.sleep(60)
 """
 
-PATIENCE = 30.0
 
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a process that still runs (a zombie runs nothing)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def _wait_for(path: Path) -> list[int]:
-    deadline = time.monotonic() + PATIENCE
-    while not path.exists():
-        assert time.monotonic() < deadline, "the tool never started"
-        time.sleep(0.05)
-    return [int(word) for word in path.read_text().split()]
+def _pids(path: Path) -> list[int] | None:
+    """The pids the tool wrote (itself, its child, its group), once it has."""
+    return [int(word) for word in path.read_text().split()] if path.exists() else None
 
 
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
@@ -73,41 +60,31 @@ def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) 
         """,
     )
     conversation = tmp_path / "conversation"
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "coordinator",
-            "run",
-            str(scenario),
-            "--no-tty",
-            "-c",
-            conversation,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        tool_pid, child_pid, group = _wait_for(pids)
-        run.send_signal(number)
-        out, err = run.communicate(timeout=PATIENCE)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert run.returncode == signal_status(number) == 128 + number
+    argv: list[str | Path] = [sys.executable, "-m", "coordinator", "run", scenario, "--no-tty"]
+    argv += ["-c", conversation]
+    with stop_signals_at_default():
+        run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with reaped(run):
+        tool_pid, child_pid, group = wait_for(lambda: _pids(pids), "the tool started", process=run)
+        try:
+            run.send_signal(number)
+            out, err = run.communicate(timeout=PATIENCE)
+            assert not is_running(tool_pid)
+            assert not is_running(child_pid)
+            with pytest.raises(ProcessLookupError):
+                # Nothing of the group is left to signal (a zombie child, if any, is
+                # the init process's to reap, and takes no signal).
+                _signal_running(group)
+        finally:
+            # Should the stop have failed, nothing of the tool outlives the test.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+    assert run.returncode == signal_status(number) == 128 + number, err
     assert f"inquiry: stopped by {number.name}: 0 of 2 turns completed" in err
     assert f"  stopped by {number.name}: closing every open tool call and question" in out
     saved = assert_paired(conversation)
     assert [r.content for r in responses(saved).values()] == [INTERRUPTED]
     assert len(saved.stream.turns()) == 1  # the second turn was never started
-    assert not _running(tool_pid)
-    assert not _running(child_pid)
-    with pytest.raises(ProcessLookupError):
-        # Nothing of the group is left to signal (a zombie child, if any, is
-        # the init process's to reap, and takes no signal).
-        _signal_running(group)
 
 
 def _signal_running(group: int) -> None:
@@ -117,7 +94,7 @@ def _signal_running(group: int) -> None:
         for entry in Path("/proc").iterdir()
         if entry.name.isdigit() and _in_group(int(entry.name), group)
     ]
-    if not any(_running(pid) for pid in members):
+    if not any(is_running(pid) for pid in members):
         raise ProcessLookupError(group)
     os.killpg(group, 0)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock
+from process_helpers import PATIENCE
 from run_helpers import TOUR_ANSWERS, TOUR_SCENARIO, cli
 
 from coordinator import ConfigError, StreamFormatError, load_conversation, save_conversation
@@ -156,6 +157,7 @@ def test_the_size_limit_is_a_gibibyte_unless_set() -> None:
         text=True,
         check=True,
         env={k: v for k, v in os.environ.items() if k != MAX_FILE_SIZE_VARIABLE},
+        timeout=PATIENCE,
     )
     assert done.stdout.strip() == str(1 << 30)
 

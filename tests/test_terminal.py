@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
+from process_helpers import PATIENCE
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.keys import Keys
@@ -332,7 +333,7 @@ def test_the_package_and_the_command_import_without_prompt_toolkit() -> None:
         "assert 'coordinator.adapters._terminal_toolkit' not in sys.modules\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=PATIENCE
     )
     assert result.returncode == 0, result.stderr
 

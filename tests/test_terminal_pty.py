@@ -12,12 +12,12 @@ from __future__ import annotations
 import io
 import os
 import sys
-import time
 from typing import TYPE_CHECKING
 
 import orjson
 import pexpect
 import pytest
+from process_helpers import PATIENCE, wait_for
 from run_helpers import (
     LOOPING,
     TOUR_SECRET,
@@ -96,7 +96,7 @@ class Session:
             cwd=str(tmp_path),
             env=env,
             dimensions=(50, 200),
-            timeout=30,
+            timeout=PATIENCE,
         )
         self.child.logfile_read = self.log
 
@@ -121,9 +121,8 @@ class Session:
         return self.log.getvalue().decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        """Stop the run if it is still going."""
-        if self.child.isalive():
-            self.child.terminate(force=True)
+        """Stop the run if it is still going, and close the terminal."""
+        self.child.close(force=True)
 
 
 @pytest.fixture
@@ -417,17 +416,20 @@ print(json.dumps({"type": "success", "content": "hello " + answers["name"]}))
 
 # Asks the model its question only once the other call's question is saved,
 # that is, while that question's prompt is on screen.
-ASKS_THE_MODEL_MEANWHILE = """
+ASKS_THE_MODEL_MEANWHILE = f"""
 import json, pathlib, sys, time
 answers = json.load(sys.stdin)["answers"]
 if "fix" in answers:
-    print(json.dumps({"type": "success", "content": "fixed"}))
+    print(json.dumps({{"type": "success", "content": "fixed"}}))
     sys.exit(0)
 events = pathlib.Path("../events.json")
+deadline = time.monotonic() + {PATIENCE}
 while b"call_1_1_1.name.1" not in (events.read_bytes() if events.exists() else b""):
+    if time.monotonic() > deadline:
+        sys.exit("the other call's question never came")
     time.sleep(0.01)
-question = {"id": "fix", "text": "Fix it?", "answer_type": {"type": "boolean"}}
-print(json.dumps({"type": "needs_input", "question": question}))
+question = {{"id": "fix", "text": "Fix it?", "answer_type": {{"type": "boolean"}}}}
+print(json.dumps({{"type": "needs_input", "question": question}}))
 """
 
 
@@ -447,10 +449,10 @@ def test_an_answer_is_printed_under_its_prompt_not_under_another_calls_lines(
     run.expect(">")
     # The model's answer to the other call is saved before that call runs again.
     events = run.directory / "events.json"
-    deadline = time.monotonic() + 30
-    while events.read_bytes().count(b"call_1_1_2.fix.1") < 2:
-        assert time.monotonic() < deadline, "the other call never asked the model"
-        time.sleep(0.02)
+    wait_for(
+        lambda: events.read_bytes().count(b"call_1_1_2.fix.1") >= 2 or None,
+        "the other call asked the model and was answered",
+    )
     run.type("Ada\r")
     assert run.finish() == 0
     screen = run.screen
@@ -494,7 +496,10 @@ answers = json.load(sys.stdin)["answers"]
 if "go" in answers:
     print(json.dumps({{"type": "success", "content": "go=" + json.dumps(answers["go"])}}))
     sys.exit(0)
+deadline = time.monotonic() + {PATIENCE}
 while not pathlib.Path({str(gate)!r}).exists():
+    if time.monotonic() > deadline:
+        sys.exit("never let through")
     time.sleep(0.01)
 question = {{"id": "go", "text": "Go on?", "answer_type": {{"type": "boolean"}}, "default": True}}
 print(json.dumps({{"type": "needs_input", "question": question}}))

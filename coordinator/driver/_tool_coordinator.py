@@ -75,7 +75,6 @@ from coordinator.driver._backend import (
     InquiryTask,
     inquiry_view,
 )
-from coordinator.driver._batch_waits import EventQueue, ToolPlaces
 from coordinator.driver._config import ToolsConfig
 from coordinator.driver._executors import Completed, ExecutorResult, NeedsInput
 from coordinator.driver._masking import (
@@ -237,7 +236,7 @@ class _Batch:
     def __init__(self, size: int, parallel_tools: int) -> None:
         self.calls: list[ToolCall] = []
         self.responses: list[ToolCallResponse | None] = [None] * size
-        self.events: EventQueue[_Event] = EventQueue()
+        self.events: asyncio.Queue[_Event] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.waiting: deque[tuple[int, QueuePermissionPrompt | QueueQuestion]] = deque()
         self.terminal_holder: int | None = None
@@ -248,8 +247,9 @@ class _Batch:
         self.save_due = False
         #: A tool call got its response since the last save.
         self.results_due = False
-        #: Places for running tools (made here: they belong to one event loop).
-        self.tool_slots = ToolPlaces(parallel_tools)
+        #: Places for running tools (made here: they belong to one event loop). A
+        #: place given back goes to the run that has waited longest (rule 6).
+        self.tool_slots = asyncio.Semaphore(parallel_tools)
         self._closed_prefix = 0
 
     def finished(self, task: asyncio.Task[None]) -> None:
@@ -651,19 +651,15 @@ class ToolCoordinator:
                 id=effect.tool_call_id, name=effect.tool_name, arguments=effect.arguments
             )
         result: ExecutorResult | BaseException
-        slots = batch.tool_slots
-        if not slots.take_now():  # a free place is taken without a coroutine
-            await slots.take()
-        try:
-            result = await self.tools[effect.tool_name].execute(request, effect.answers)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            result = error  # the tool's own (it awaited something cancelled): it failed
-        except Exception as error:  # noqa: BLE001 - a failing executor fails its tool call
-            result = error
-        finally:
-            slots.give()
+        async with batch.tool_slots:
+            try:
+                result = await self.tools[effect.tool_name].execute(request, effect.answers)
+            except asyncio.CancelledError as error:
+                if _stopping():
+                    raise
+                result = error  # the tool's own (it awaited something cancelled): it failed
+            except Exception as error:  # noqa: BLE001 - a failing executor fails its tool call
+                result = error
         batch.events.put_nowait(_ToolDone(index, result))
 
     async def _ask_permission(
