@@ -23,7 +23,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator.stream import UnknownEntry, _event_ids, new_event_id
+from coordinator.stream import UnknownEntry, new_event_id
 from coordinator.wire import IdRepairs, decode_stream
 from machines import ChatRequest, TurnStart
 
@@ -92,7 +92,7 @@ def test_a_draw_with_too_few_usable_bytes_is_made_again(monkeypatch: pytest.Monk
 
 
 def test_nothing_drawn_waits_in_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every id asks the OS afresh: no id drawn before is handed out later, in this process or a fork."""
+    """Every id asks the OS afresh: no id drawn earlier waits in the process to be handed out."""
     calls: list[int] = []
     real = os.urandom
 

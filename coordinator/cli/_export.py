@@ -656,8 +656,8 @@ def _event(entry: EventEntry, *, masked: str | None) -> list[str]:
 def _global(entry: StreamEntry) -> list[str]:
     if isinstance(entry, Compaction):
         blocks = [f"### Compaction of turns {entry.from_turn} to {entry.to_turn}"]
-        if entry.summary:
-            blocks.append(_quote(entry.summary))
+        if entry.summary_text:
+            blocks.append(_quote(entry.summary_text))
         return blocks
     if isinstance(entry, ConfigDelta):
         return ["_Configuration changed._"]
