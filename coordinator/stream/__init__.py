@@ -49,7 +49,14 @@ from coordinator.stream._incomplete import (
     complete_turns,
     find_incomplete_turn,
 )
-from coordinator.stream._links import Exclusion, LinkProblem, RequestLinks, UnresolvedLink
+from coordinator.stream._links import (
+    Exclusion,
+    LinkProblem,
+    RequestLinks,
+    UnresolvedLink,
+    provider_exclusions,
+    request_links,
+)
 from coordinator.stream._pairing import (
     Located,
     Pair,
@@ -116,5 +123,7 @@ __all__ = [
     "new_event_id",
     "pair_events",
     "plan_sanitize",
+    "provider_exclusions",
+    "request_links",
     "sanitize",
 ]
