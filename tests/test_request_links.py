@@ -13,19 +13,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock, examples
+from coordinator_harness import AskingTool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reader_streams import answer, ask, call, chat, reply, result, turn
 
 from coordinator import (
-    Ask,
     BuiltinExecutor,
-    BuiltinTool,
     Conversation,
     ConversationStream,
     EventEntry,
     StreamFormatError,
-    Success,
     ToolCoordinator,
     export_markdown,
     load_conversation,
@@ -45,11 +43,10 @@ from machines import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
-    from coordinator.driver import BuiltinOutcome
     from coordinator.stream import StreamEntry
-    from machines import Event, JsonValue
+    from machines import Event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "jp"
 STAMP = "2026-06-07 10:00:00.0"
@@ -188,21 +185,10 @@ CONFIG = parse_tools_config(
 )
 
 
-class AskOnce(BuiltinTool):
-    """Asks ``apply``, then succeeds."""
-
-    async def run(
-        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
-    ) -> BuiltinOutcome:
-        """The question, or success."""
-        del arguments
-        return Success("applied") if "apply" in answers else Ask(APPLY)
-
-
 async def _play(conversation: Conversation, turns: Sequence[Sequence[tuple[bool, int]]]) -> None:
     """Play ``turns``: each a list of batches, each (a chat_request before it?, its calls)."""
     coordinator = ToolCoordinator(
-        conversation, tools={TOOL: BuiltinExecutor(AskOnce())}, config=CONFIG
+        conversation, tools={TOOL: BuiltinExecutor(AskingTool([APPLY]))}, config=CONFIG
     )
     stream = conversation.stream
     serial = 0
@@ -259,7 +245,9 @@ def test_a_turn_continued_after_a_load_links_to_the_request_it_answers(tmp_path:
     assert loaded.stream.active_request_id == request.event_id
     call_request = ToolCallRequest(id="call_1", name=TOOL, arguments={})
     loaded.stream.append(call_request)
-    coordinator = ToolCoordinator(loaded, tools={TOOL: BuiltinExecutor(AskOnce())}, config=CONFIG)
+    coordinator = ToolCoordinator(
+        loaded, tools={TOOL: BuiltinExecutor(AskingTool([APPLY]))}, config=CONFIG
+    )
     asyncio.run(coordinator.run([call_request]))
     loaded.close()
     written = links_of(loaded.stream)[3:]

@@ -30,17 +30,14 @@ import gc
 import statistics
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
 from bench_support import Metric, Sizes, generated_turns, write_conversation
+from bench_tools import AskInTurn
 
 from coordinator import (
-    Ask,
     BuiltinExecutor,
-    BuiltinTool,
     Conversation,
-    Success,
     ToolCoordinator,
     load_conversation,
     parse_tools_config,
@@ -48,12 +45,6 @@ from coordinator import (
 )
 from coordinator.wire import decode_stream
 from machines import ChatRequest, ChatResponse, Question, ToolCallRequest, TurnStart
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from coordinator.driver import BuiltinOutcome
-    from machines import JsonValue
 
 __all__ = ["run"]
 
@@ -66,17 +57,6 @@ CONFIG = parse_tools_config(
         "tools": {TOOL: {"questions": {"apply_changes": {"answer": True}}}},
     }
 )
-
-
-class _AskOnce(BuiltinTool):
-    """Asks ``apply_changes``, then succeeds."""
-
-    async def run(
-        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
-    ) -> BuiltinOutcome:
-        """The question, or success."""
-        del arguments
-        return Success("applied") if APPLY.id in answers else Ask(APPLY)
 
 
 @attrs.define
@@ -101,7 +81,7 @@ def _session(history: int, directory: Path | None) -> _Session:
     else:
         conversation = load_conversation(write_conversation(directory, entries))
     coordinator = ToolCoordinator(
-        conversation, tools={TOOL: BuiltinExecutor(_AskOnce())}, config=CONFIG
+        conversation, tools={TOOL: BuiltinExecutor(AskInTurn([APPLY]))}, config=CONFIG
     )
     return _Session(conversation, coordinator, history + 1, durable=directory is not None)
 
