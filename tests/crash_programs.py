@@ -95,10 +95,14 @@ def version_message(version: int) -> str:
 
 
 def version_entries(version: int) -> list[dict[str, Any]]:
-    """The events of version ``version``: the base plus one message per version."""
+    """The events of version ``version``: the base plus one message per version.
+
+    Each message answers the base's request (``r0``): a save links it (RFD 098).
+    """
     added = [
         {
             "event_id": f"v{number:05d}",
+            "request_id": "r0",
             "timestamp": STAMP,
             "type": "chat_response",
             "message": version_message(number),

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any, cast
 from hypothesis import strategies as st
 
 from coordinator import ConversationStream, EventEntry
-from coordinator.stream import Compaction, ConfigDelta, StreamEntry, Timestamp, UnknownEntry
+from coordinator.stream import (
+    Compaction,
+    ConfigDelta,
+    EventOverlay,
+    OverlayPatch,
+    StreamEntry,
+    Timestamp,
+    UnknownEntry,
+    is_linked,
+)
 from machines import (
     Answered,
     AnswerKind,
@@ -56,6 +65,7 @@ __all__ = [
     "conversation_streams",
     "event_entries",
     "event_ids",
+    "event_overlays",
     "events",
     "inquiry_questions",
     "inquiry_requests",
@@ -87,11 +97,15 @@ KNOWN_ENTRY_KINDS = frozenset(
         "inquiry_response",
         "config_delta",
         "compaction",
+        "event_overlay",
     }
 )
 
-#: Keys of an entry's envelope; a flattened ``config_delta`` cannot use them.
-ENVELOPE_KEYS = frozenset({"event_id", "timestamp", "type", "metadata", "delta"})
+#: Keys of an entry's envelope, and what JP writes beside a delta; a flattened
+#: ``config_delta`` cannot use them.
+ENVELOPE_KEYS = frozenset(
+    {"event_id", "request_id", "timestamp", "type", "metadata", "delta", "op", "unsets"}
+)
 
 _INT64 = 2**63
 
@@ -341,38 +355,67 @@ def events() -> st.SearchStrategy[Event]:
 
 @st.composite
 def event_entries(draw: st.DrawFn, event_id: str | None = None) -> EventEntry:
-    """A conversation event in its envelope, with metadata sometimes."""
+    """A conversation event in its envelope, with metadata and a request link sometimes.
+
+    The link, on an event that answers a request, names any id: whether it
+    binds is a reader's question, not the entry's.
+    """
+    payload = draw(_cached.events)
     return EventEntry(
         event_id=event_id if event_id is not None else draw(_cached.event_ids),
         timestamp=draw(_cached.timestamps),
-        payload=draw(_cached.events),
+        payload=payload,
         metadata=draw(_cached.json_objects),
+        request_id=draw(_cached.optional_ids) if is_linked(payload) else None,
     )
 
 
 @st.composite
 def config_deltas(draw: st.DrawFn, event_id: str | None = None) -> ConfigDelta:
-    """A configuration change, sometimes in the oldest (flattened) form."""
-    flattened = draw(st.booleans())
+    """A configuration change: an apply (with unsets sometimes), a reset, or the oldest form."""
+    shape = draw(st.sampled_from(["apply", "flattened", "reset"]))
+    common: dict[str, Any] = {
+        "event_id": event_id if event_id is not None else draw(_cached.event_ids),
+        "timestamp": draw(_cached.timestamps),
+    }
+    if shape == "reset":
+        return ConfigDelta(**common, reset=True)
+    flattened = shape == "flattened"
     return ConfigDelta(
-        event_id=event_id if event_id is not None else draw(_cached.event_ids),
-        timestamp=draw(_cached.timestamps),
+        **common,
         delta=draw(_cached.flat_objects if flattened else _cached.json_objects),
         flattened=flattened,
+        unsets=tuple(draw(st.lists(_cached.texts, max_size=3))),
     )
 
 
 @st.composite
 def compactions(draw: st.DrawFn, event_id: str | None = None) -> Compaction:
-    """A compaction summary with its optional parts."""
+    """A compaction with its optional policies; a summary as JP writes it, or a bare text."""
     return Compaction(
         event_id=event_id if event_id is not None else draw(_cached.event_ids),
         timestamp=draw(_cached.timestamps),
         from_turn=draw(_cached.turn_numbers),
         to_turn=draw(_cached.turn_numbers),
-        summary=draw(_cached.optional_texts),
+        summary=draw(_cached.summaries),
         reasoning=draw(_cached.json_values),
         tool_calls=draw(_cached.json_values),
+    )
+
+
+@st.composite
+def event_overlays(draw: st.DrawFn, event_id: str | None = None) -> EventOverlay:
+    """An overlay of JP's metadata patches (none, sometimes)."""
+    patches = draw(
+        st.lists(
+            st.builds(OverlayPatch, key=_cached.texts, value=_cached.texts, remove=_cached.texts),
+            max_size=3,
+        )
+    )
+    return EventOverlay(
+        event_id=event_id if event_id is not None else draw(_cached.event_ids),
+        timestamp=draw(_cached.timestamps),
+        patches=tuple(patches),
     )
 
 
@@ -401,6 +444,7 @@ _ENTRY_MAKERS: tuple[Callable[..., st.SearchStrategy[StreamEntry]], ...] = (
     event_entries,
     config_deltas,
     compactions,
+    event_overlays,
     unknown_entries,
 )
 
@@ -431,6 +475,12 @@ class _Cached:
         self.texts = texts()
         self.names = texts(min_size=1)
         self.optional_texts = st.none() | texts()
+        self.summaries = st.one_of(
+            st.none(),
+            texts(),
+            st.builds(lambda text: {"summary": text}, texts()),
+            st.builds(lambda text: {"summary": text, "source": "authored"}, texts()),
+        )
         self.optional_booleans = st.none() | st.booleans()
         self.json_values = json_values()
         self.json_objects = json_objects()
@@ -438,6 +488,7 @@ class _Cached:
             keys=texts(max_size=6).filter(lambda key: key not in ENVELOPE_KEYS)
         )
         self.event_ids = event_ids()
+        self.optional_ids = st.none() | event_ids()
         self.timestamps = timestamps()
         self.events = events()
         self.answerable_types = answer_types(min_options=1)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 RUNNER = PROJECT / "tests" / "benchmarks" / "run.py"
-GROUPS = ("store", "inquiry", "turn", "readers", "startup", "resume")
+GROUPS = ("store", "inquiry", "turn", "history", "readers", "startup", "resume")
 
 
 def test_a_quick_run_prints_one_json_object_per_metric() -> None:
@@ -64,6 +64,14 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
     }
     readers = {m["metric"].split(".")[1] for m in metrics if m["metric"].startswith("readers.")}
     assert readers == {"pair_events", "sanitize", "read_payload_ids"}
+    # A turn at two later turns against turn 1, in memory and saved as it goes.
+    history = {m["metric"] for m in metrics if m["metric"].startswith("history.")}
+    assert history == {
+        "history.turn_in_memory.100_vs_1",
+        "history.turn_in_memory.1000_vs_1",
+        "history.turn_durable.100_vs_1",
+        "history.turn_durable.1000_vs_1",
+    }
 
 
 def test_the_peers_group_is_skipped_saying_why_when_their_environment_cannot_be_built(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
 import re
@@ -24,7 +23,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator.stream import UnknownEntry, _event_ids, new_event_id
+from coordinator.stream import UnknownEntry, new_event_id
 from coordinator.wire import IdRepairs, decode_stream
 from machines import ChatRequest, TurnStart
 
@@ -63,38 +62,37 @@ def test_new_ids_are_seven_lowercase_base36_characters() -> None:
 @pytest.mark.parametrize(
     ("drawn", "expected"),
     [
-        (bytes(range(16)), "0123456"),
-        (bytes([35, 36, 71, 72, 251]) + bytes(11), "z0z0z00"),
+        (bytes(range(32)), "0123456"),
+        (bytes([35, 36, 71, 72, 251]) + bytes(27), "z0z0z00"),
         # Bytes 252-255 would make 0-3 likelier than the rest: they are dropped.
-        (bytes([252, 253, 254, 255, 10, 11, 12, 13, 14, 15, 16]) + bytes(5), "abcdefg"),
+        (bytes([252, 253, 254, 255, 10, 11, 12, 13, 14, 15, 16]) + bytes(21), "abcdefg"),
     ],
 )
 def test_new_ids_are_drawn_from_the_os_rng(
     monkeypatch: pytest.MonkeyPatch, drawn: bytes, expected: str
 ) -> None:
-    """Ids come from os.urandom, a byte per character, each byte value mapped evenly."""
+    """Each id is one os.urandom draw, a byte per character, each byte value mapped evenly."""
     sizes: list[int] = []
 
     def urandom(size: int) -> bytes:
         sizes.append(size)
         return drawn[:size]
 
-    monkeypatch.setattr(_event_ids, "_drawn", collections.deque())
     monkeypatch.setattr(os, "urandom", urandom)
     assert new_event_id() == expected
-    assert sizes == [_event_ids._DRAW]
+    assert new_event_id() == expected  # nothing of the first draw was kept for the second
+    assert sizes == [32, 32]
 
 
 def test_a_draw_with_too_few_usable_bytes_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A draw almost always leaves many ids; when not even one, another draw is made."""
-    draws = iter([bytes([255] * 10 + [1] * 6), bytes(7)])
-    monkeypatch.setattr(_event_ids, "_drawn", collections.deque())
+    """A draw that leaves fewer than seven usable bytes is thrown away, and another made."""
+    draws = iter([bytes([255] * 26 + [1] * 6), bytes(32)])
     monkeypatch.setattr(os, "urandom", lambda size: next(draws)[:size])
     assert new_event_id() == "0000000"
 
 
-def test_a_system_call_draws_many_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A load gives thousands of entries an id: the OS is asked once for a hundred or more."""
+def test_nothing_drawn_waits_in_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every id asks the OS afresh: no id drawn earlier waits in the process to be handed out."""
     calls: list[int] = []
     real = os.urandom
 
@@ -102,30 +100,28 @@ def test_a_system_call_draws_many_ids(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(size)
         return real(size)
 
-    monkeypatch.setattr(_event_ids, "_drawn", collections.deque())
     monkeypatch.setattr(os, "urandom", urandom)
-    ids = [new_event_id() for _ in range(1000)]
+    ids = [new_event_id() for _ in range(100)]
     assert len(set(ids)) == len(ids)
-    assert len(calls) <= 1000 // 100
+    assert len(calls) == len(ids)
 
 
-def test_a_forked_child_never_gives_its_parents_ids() -> None:
-    """Ids drawn before a fork are the parent's alone: the child draws its own."""
-    new_event_id()  # the parent holds ids drawn and not yet given
-    waiting = list(_event_ids._drawn)
-    assert waiting
+def test_a_forked_child_draws_its_own_ids() -> None:
+    """After a fork, parent and child each draw from the OS: they do not give the same ids."""
     read, write = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - runs in the child
         os.close(read)
-        os.write(write, new_event_id().encode())
+        os.write(write, " ".join(new_event_id() for _ in range(20)).encode())
         os._exit(0)
     os.close(write)
-    given = os.read(read, 64).decode()
+    mine = {new_event_id() for _ in range(20)}
+    given = os.read(read, 1024).decode().split()
     os.close(read)
     os.waitpid(child, 0)
-    assert GENERATED.fullmatch(given)
-    assert given not in waiting
+    assert len(given) == 20
+    assert all(GENERATED.fullmatch(event_id) for event_id in given)
+    assert mine.isdisjoint(given)
 
 
 def test_every_character_is_equally_likely_in_every_position() -> None:

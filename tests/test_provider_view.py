@@ -114,15 +114,23 @@ def test_the_provider_view_keeps_the_entries_themselves() -> None:
 def test_no_invisible_or_global_entry_ever_reaches_the_provider_view(
     stream: ConversationStream,
 ) -> None:
-    """For any stream, the view is exactly its visible events, in order."""
+    """For any stream, the view is its visible events, in order, less what a link excludes."""
     view = stream.provider_view(["system"])
+    left_out = {exclusion.index for exclusion in view.excluded}
     expected = [
-        entry
-        for entry in stream
-        if isinstance(entry, EventEntry) and is_provider_visible(entry.payload)
+        entry.event_id
+        for index, entry in enumerate(stream)
+        if isinstance(entry, EventEntry)
+        and is_provider_visible(entry.payload)
+        and index not in left_out
     ]
-    assert list(view.events) == expected
+    assert [entry.event_id for entry in view.events] == expected
     assert all(is_provider_visible(entry.payload) for entry in view.events)
+    # Only an unresolved link, or the other half of a tool call it excluded, leaves an event out.
+    unresolved = {link.index for link in stream.request_links().unresolved}
+    assert all(
+        exclusion.index in unresolved or exclusion.closed_over for exclusion in view.excluded
+    )
 
 
 @pytest.mark.parametrize("source", jp_params())

@@ -8,7 +8,14 @@ import pytest
 from test_json_values import cyclic_dict, cyclic_list, wide_cycle
 
 from coordinator import EventEntry
-from coordinator.stream import Compaction, ConfigDelta, Timestamp, UnknownEntry
+from coordinator.stream import (
+    Compaction,
+    ConfigDelta,
+    EventOverlay,
+    OverlayPatch,
+    Timestamp,
+    UnknownEntry,
+)
 from machines import (
     Answered,
     AnswerKind,
@@ -414,7 +421,19 @@ INVALID: list[tuple[str, type, dict[str, Any]]] = [
     ("ConfigDelta.delta", ConfigDelta, {**EVENT, "delta": BAD}),
     ("ConfigDelta.flattened", ConfigDelta, {**EVENT, "delta": {}, "flattened": SENTINEL}),
     ("Compaction.from_turn", Compaction, {**EVENT, "from_turn": SENTINEL, "to_turn": 1}),
-    ("Compaction.summary", Compaction, {**EVENT, "from_turn": 0, "to_turn": 1, "summary": BAD}),
+    (
+        "Compaction.summary",
+        Compaction,
+        {**EVENT, "from_turn": 0, "to_turn": 1, "summary": {SENTINEL}},
+    ),
+    (
+        "EventEntry.request_id",
+        EventEntry,
+        {**EVENT, "payload": ChatResponse.message("x"), "request_id": BAD},
+    ),
+    ("ConfigDelta.unsets", ConfigDelta, {**EVENT, "unsets": BAD}),
+    ("EventOverlay.patches", EventOverlay, {**EVENT, "patches": BAD}),
+    ("OverlayPatch.value", OverlayPatch, {"key": "k", "value": BAD, "remove": "k"}),
 ]
 
 

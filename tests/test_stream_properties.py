@@ -20,7 +20,7 @@ from coordinator import (
     save_conversation,
 )
 from coordinator.store import Layout
-from coordinator.stream import Compaction, ConfigDelta, StreamEntry, UnknownEntry
+from coordinator.stream import Compaction, ConfigDelta, EventOverlay, StreamEntry, UnknownEntry
 from coordinator.wire import decode_stream, encode_stream
 
 if TYPE_CHECKING:
@@ -34,9 +34,13 @@ def envelope(entry: StreamEntry) -> tuple[object, ...]:
     if isinstance(entry, UnknownEntry):
         return ("unknown", dict(entry.raw))
     if isinstance(entry, EventEntry):
-        return (entry.kind, entry.event_id, entry.timestamp, entry.payload, dict(entry.metadata))
+        return (entry.kind, entry.event_id, entry.request_id, entry.timestamp, entry.payload,
+                dict(entry.metadata))  # fmt: skip
     if isinstance(entry, ConfigDelta):
-        return (entry.kind, entry.event_id, entry.timestamp, dict(entry.delta), entry.flattened)
+        return (entry.kind, entry.event_id, entry.timestamp, dict(entry.delta), entry.flattened,
+                entry.reset, entry.unsets)  # fmt: skip
+    if isinstance(entry, EventOverlay):
+        return (entry.kind, entry.event_id, entry.timestamp, entry.patches)
     assert isinstance(entry, Compaction)
     return (entry.kind, entry.event_id, entry.timestamp, entry.from_turn, entry.to_turn,
             entry.summary, entry.reasoning, entry.tool_calls)  # fmt: skip

@@ -19,6 +19,13 @@ continued or discarded (``inquiry sanitize``, then ``--new-turn``), and the
 other until it is continued or ``--new-turn`` begins a turn after it, unless
 its own scenario played the turn to its end (a turn without a reply).
 
+It reads the request links too (RFD 098, :mod:`coordinator.stream._links`):
+which user message each answering event answers, how many events carry no
+link (written before links: read by position, as before), each link that
+binds nothing and why (a provider is not sent that event, nor the other half
+of its tool call), and each event whose link names another message than the
+one it follows. Links are reported as written: none is repaired.
+
 Turns are numbered from 1, in the text and in the JSON alike (the first
 turn is turn 1, as ``inquiry run`` shows it).
 
@@ -28,6 +35,7 @@ name's bytes that are not UTF-8 appear as U+FFFD, as JP shows them.
 
 from __future__ import annotations
 
+import bisect
 import io
 import os
 import shlex
@@ -38,6 +46,7 @@ from coordinator._text import shown_line, shown_path, shown_reason
 from coordinator.cli._command_lines import sanitize_line
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._incomplete import find_incomplete_turn
+from coordinator.stream._links import provider_exclusions
 from coordinator.stream._pairing import pair_events
 from machines import Answered, Cancelled, InquiryRequest, Redacted, ToolCallResponse
 
@@ -45,6 +54,7 @@ if TYPE_CHECKING:
     from coordinator.store._store import Conversation
     from coordinator.stream._incomplete import IncompleteTurn, OpenCall
     from coordinator.stream._pairing import Located, Pairing
+    from coordinator.stream._stream import ConversationStream
 
 __all__ = [
     "EXIT_AWAITING_MODEL",
@@ -54,6 +64,8 @@ __all__ = [
     "incomplete_summary",
     "pairing_summary",
     "quoted_text",
+    "request_link_lines",
+    "request_link_summary",
     "summarize",
     "to_null_device",
 ]
@@ -231,6 +243,96 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
     return lines
 
 
+def request_link_summary(stream: ConversationStream) -> dict[str, Any]:
+    """The request links of ``stream`` as JSON: counts, each request's answers, what binds nothing.
+
+    Positions are entry indices (from 0, as ``inquiry sanitize`` names
+    entries); turns count from 1. ``requests`` lists each user message that
+    answering events link to, with those events' positions (the request each
+    event answers); ``elsewhere``, the linked events whose message is not the
+    one they follow in their turn; ``unresolved``, each link that binds
+    nothing; ``not_sent``, every event a provider is not sent for them (with
+    the other halves of their tool calls).
+    """
+    links = stream.request_links()
+    starts = [turn.start for turn in stream.turns()]
+    answered_by: dict[int, list[int]] = {}
+    for index, request in links.answers.items():
+        answered_by.setdefault(request, []).append(index)
+    return {
+        "linked": len(links.answers),
+        "unlinked": links.unlinked,
+        "unresolved": len(links.unresolved),
+        "requests": [
+            {
+                "entry": request,
+                "turn": bisect.bisect_right(starts, request),
+                "event_id": stream[request].event_id,
+                "answered_by": answered_by[request],
+            }
+            for request in sorted(answered_by)
+        ],
+        "elsewhere": [
+            {
+                "entry": index,
+                "kind": stream[index].kind,
+                "answers": links.answers[index],
+                "follows": links.positional[index],
+            }
+            for index in links.elsewhere
+        ],
+        "unresolved_links": [
+            {
+                "entry": link.index,
+                "kind": link.entry.kind,
+                "request_id": link.request_id,
+                "problem": link.problem.value,
+            }
+            for link in links.unresolved
+        ],
+        "not_sent": [exclusion.index for exclusion in provider_exclusions(stream, links)],
+    }
+
+
+#: What a line says of a link that binds nothing, by its problem's JSON name.
+_UNRESOLVED = {
+    "missing": "no entry has that id",
+    "not_a_chat_request": "the entry with that id is not a chat_request",
+    "duplicated": "more than one entry had that id when the file was read",
+}
+
+
+def request_link_lines(summary: dict[str, Any]) -> list[str]:
+    """The request links as lines of text (unescaped: the caller shows them)."""
+    requests = len(summary["requests"])
+    head = (
+        f"  request links (RFD 098): {summary['linked']} linked to {requests} "
+        f"request{'' if requests == 1 else 's'}, {summary['unlinked']} unlinked (read by "
+        f"position), {summary['unresolved']} unresolved"
+    )
+    lines = [head]
+    lines.extend(
+        f"    entry {link['entry']} ({link['kind']}): its request '{link['request_id']}' "
+        f"binds nothing: {_UNRESOLVED[link['problem']]}"
+        for link in summary["unresolved_links"]
+    )
+    if summary["not_sent"]:
+        entries = ", ".join(str(index) for index in summary["not_sent"])
+        lines.append(f"    not sent to a model: entries {entries} (a tool call's halves together)")
+    for moved in summary["elsewhere"]:
+        follows = moved["follows"]
+        place = (
+            "no request comes before it in its turn"
+            if follows is None
+            else f"not the one it follows, at entry {follows}"
+        )
+        lines.append(
+            f"    entry {moved['entry']} ({moved['kind']}) answers the request at entry "
+            f"{moved['answers']} ({place})"
+        )
+    return lines
+
+
 def quoted_text(text: str) -> str:
     """A question's text quoted on one line, escaped, at most :data:`TEXT_SHOWN` characters."""
     line = shown_line(text, TEXT_SHOWN)
@@ -262,7 +364,7 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         "path": shown_path(conversation.path) if conversation.path else None,
         "layout": conversation.layout.value,
         "entries": len(stream),
-        "turns": len(stream.turns()),
+        "turns": stream.turn_count,
         "kinds": dict(sorted(kinds.items())),
         "unknown_kinds": sorted({entry.kind for entry in stream.unknown_entries()}),
         "inquiry_requests": requests,
@@ -276,6 +378,7 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
             "assigned": conversation.id_repairs.assigned,
             "regenerated": conversation.id_repairs.regenerated,
         },
+        "request_links": request_link_summary(stream),
         "incomplete_turn": incomplete_summary(find_incomplete_turn(stream)),
     }
 

@@ -3,8 +3,17 @@ r"""A conversation as Markdown, for people to read.
 Theory of operation: the stream is rendered in order, one ``## Turn N``
 section per turn (``N`` counts from 1), each event a ``###`` block. Global
 entries render where they sit: a compaction with its summary, a
-configuration change as a one-line note (its contents are configuration, not
-conversation), an unknown entry as a note naming its kind.
+configuration change or reset as a one-line note (its contents are
+configuration, not conversation), an event overlay as a note (it changes
+what a provider is sent, not what was recorded, which is what is shown), an
+unknown entry as a note naming its kind.
+
+Each event shows under the user's message it answers. Its request link (RFD
+098) says which: an event whose link names another message than the one it
+follows (an edited file, a message moved) gets a note naming the message it
+answers (its turn and time); one whose link binds nothing gets a note saying
+why, and that it is not sent to a model. An event without a link (written
+before links) shows where it sits, as it always did.
 
 Inquiry responses render as RFD 082 "Reader behavior" says:
 
@@ -81,14 +90,22 @@ or drive the terminal:
 
 from __future__ import annotations
 
+import bisect
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import orjson
 
 from coordinator._text import shown_reason, shown_text
-from coordinator.stream._entries import Compaction, ConfigDelta, EventEntry, UnknownEntry
+from coordinator.stream._entries import (
+    Compaction,
+    ConfigDelta,
+    EventEntry,
+    EventOverlay,
+    UnknownEntry,
+)
+from coordinator.stream._links import LinkProblem
 from coordinator.stream._pairing import pair_events
 from coordinator.stream._stream import ConversationStream
 from machines import (
@@ -118,6 +135,7 @@ from machines.wording import (
 
 if TYPE_CHECKING:
     from coordinator.stream._entries import StreamEntry
+    from coordinator.stream._stream import Turn
     from machines import InquiryResponse
 
 __all__ = ["describe_inquiry_response", "export_markdown"]
@@ -656,11 +674,21 @@ def _event(entry: EventEntry, *, masked: str | None) -> list[str]:
 def _global(entry: StreamEntry) -> list[str]:
     if isinstance(entry, Compaction):
         blocks = [f"### Compaction of turns {entry.from_turn} to {entry.to_turn}"]
-        if entry.summary:
-            blocks.append(_quote(entry.summary))
+        if entry.summary_text:
+            blocks.append(_quote(entry.summary_text))
         return blocks
     if isinstance(entry, ConfigDelta):
+        if entry.reset:
+            return ["_Configuration reset: no change before it applies any more, nor the base._"]
         return ["_Configuration changed._"]
+    if isinstance(entry, EventOverlay):
+        count = len(entry.patches)
+        patches = f"{count} patch{'' if count == 1 else 'es'}"
+        note = (
+            f"_Event overlay ({patches}): what a model is sent of the events it matches is "
+            "patched; they are shown here as recorded._"
+        )
+        return [note]
     if isinstance(entry, UnknownEntry):
         return [f"_An entry of unknown kind {_code(entry.kind)}, kept in the file, not shown._"]
     return []
@@ -706,6 +734,38 @@ def _masked_answers(stream: ConversationStream) -> dict[int, str]:
     return masked
 
 
+#: What a note says of a link that binds nothing, by why.
+_UNRESOLVED = {
+    LinkProblem.MISSING: "no entry has that id",
+    LinkProblem.NOT_A_CHAT_REQUEST: "the entry with that id is not a user's message",
+    LinkProblem.DUPLICATED: "more than one entry had that id when the file was read",
+}
+
+
+def _link_notes(stream: ConversationStream, turns: list[Turn]) -> dict[int, str]:
+    """The notes on events whose request link says other than their place (see the docstring)."""
+    links = stream.request_links()
+    if not links.unresolved and not links.elsewhere:
+        return {}  # every link names the message its event follows (most files)
+    starts = [turn.start for turn in turns]
+    notes: dict[int, str] = {}
+    for index in links.elsewhere:
+        target = links.answers[index]
+        request = cast("EventEntry", stream[target])  # a resolved link names a chat request
+        turn = bisect.bisect_right(starts, target)
+        notes[index] = (
+            f"_In answer to the user's message of turn {turn} (at {request.timestamp}), "
+            "not the one it follows here._"
+        )
+    for link in links.unresolved:
+        notes[link.index] = (
+            f"_Its request link {_code(link.request_id)} binds nothing "
+            f"({_UNRESOLVED[link.problem]}): it answers no message on record, "
+            "and is not sent to a model._"
+        )
+    return notes
+
+
 def export_markdown(stream: ConversationStream, *, title: str | None = None) -> str:
     """Render ``stream`` as Markdown under the heading ``title``.
 
@@ -720,6 +780,7 @@ def export_markdown(stream: ConversationStream, *, title: str | None = None) -> 
     masked = _masked_answers(stream)
     blocks = [f"# {_line(title or 'Conversation')}"]
     turns = stream.turns()
+    notes = _link_notes(stream, turns)
     first_turn = turns[0].start if turns else len(stream)
     for entry in stream[:first_turn]:
         blocks += _global(entry)
@@ -731,7 +792,11 @@ def export_markdown(stream: ConversationStream, *, title: str | None = None) -> 
                 blocks.append(f"_Started {start.timestamp}._")
         for offset, entry in enumerate(turn.entries):
             if isinstance(entry, EventEntry):
-                blocks += _event(entry, masked=masked.get(turn.start + offset))
+                index = turn.start + offset
+                shown = _event(entry, masked=masked.get(index))
+                if index in notes:
+                    shown.insert(1, notes[index])  # under its heading
+                blocks += shown
             else:
                 blocks += _global(entry)
     return "\n\n".join(blocks) + "\n"

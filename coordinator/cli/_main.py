@@ -72,6 +72,7 @@ from coordinator.cli._check import (
     EXIT_INCOMPLETE_TURN,
     exit_status,
     incomplete_lines,
+    request_link_lines,
     summarize,
     to_null_device,
 )
@@ -144,6 +145,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     out.write(
         f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
     )
+    out.writelines(f"{_shown(line)}\n" for line in request_link_lines(summary["request_links"]))
     lines = incomplete_lines(summary["incomplete_turn"], str(summary["path"]))
     out.writelines(f"{_shown(line)}\n" for line in lines)
     return status

@@ -18,7 +18,14 @@ Rules:
    (:mod:`coordinator.wire`) builds streams and writes them.
 2. Entries are values: a change is a new entry put in place of the old.
 3. Event ids are unique in a stream; fresh ones come from the stream's
-   ``new_id`` (RFD D24).
+   ``new_id`` (RFD 097, our D24), and an id an entry took away is not given
+   again.
+4. An event that answers a chat request links to it (``request_id``, RFD
+   098): the stream stamps the link as it appends, and every reader reads
+   it as written, never by position (:mod:`coordinator.stream._links`).
+5. What a batch needs of history (the current turn, the request a new event
+   answers) is kept as entries are appended: its cost does not grow with
+   the conversation.
 """
 
 from coordinator.stream._entries import (
@@ -26,9 +33,12 @@ from coordinator.stream._entries import (
     Compaction,
     ConfigDelta,
     EventEntry,
+    EventOverlay,
     GlobalEntry,
+    OverlayPatch,
     StreamEntry,
     UnknownEntry,
+    is_linked,
 )
 from coordinator.stream._event_ids import new_event_id
 from coordinator.stream._incomplete import (
@@ -38,6 +48,14 @@ from coordinator.stream._incomplete import (
     ResumePhase,
     complete_turns,
     find_incomplete_turn,
+)
+from coordinator.stream._links import (
+    Exclusion,
+    LinkProblem,
+    RequestLinks,
+    UnresolvedLink,
+    provider_exclusions,
+    request_links,
 )
 from coordinator.stream._pairing import (
     Located,
@@ -71,12 +89,16 @@ __all__ = [
     "ConfigDelta",
     "ConversationStream",
     "EventEntry",
+    "EventOverlay",
+    "Exclusion",
     "GlobalEntry",
     "IncompleteTurn",
     "Insertion",
     "InsertionReason",
+    "LinkProblem",
     "Located",
     "OpenCall",
+    "OverlayPatch",
     "Pair",
     "PairCounts",
     "PairKind",
@@ -84,6 +106,7 @@ __all__ = [
     "ProviderView",
     "Removal",
     "RemovalReason",
+    "RequestLinks",
     "ResumePhase",
     "SanitizePlan",
     "SanitizeReport",
@@ -93,10 +116,14 @@ __all__ = [
     "Turn",
     "TurnPairing",
     "UnknownEntry",
+    "UnresolvedLink",
     "complete_turns",
     "find_incomplete_turn",
+    "is_linked",
     "new_event_id",
     "pair_events",
     "plan_sanitize",
+    "provider_exclusions",
+    "request_links",
     "sanitize",
 ]

@@ -7,6 +7,18 @@ what makes a load and save of a real conversation change nothing but the added
 that this build does not model. An entry built in this process, or changed
 (entries are immutable, so a change is a new entry), is written from its
 record instead, in the current form.
+
+Besides its id, an entry that answers a chat request (a ``chat_response``, a
+tool call's request or response, an inquiry's request or response: RFD
+098's five families, :func:`is_linked`) may carry a *request link*,
+``request_id``: the ``event_id`` of the ``chat_request`` it answers. The
+stream stamps it as it appends (:meth:`ConversationStream.append`); no other
+kind carries one.
+
+The global entries are those of JP today: ``config_delta`` (an apply, with
+its ``delta`` and ``unsets``, or a ``reset``), ``compaction`` (its policies
+kept as JSON, as JP writes them) and ``event_overlay`` (patches to the
+metadata a provider is sent, :class:`EventOverlay`).
 """
 
 from __future__ import annotations
@@ -37,7 +49,6 @@ from machines.validators import (
     json_value,
     non_empty_string,
     of_type,
-    optional_of_type,
 )
 
 __all__ = [
@@ -45,16 +56,22 @@ __all__ = [
     "Compaction",
     "ConfigDelta",
     "EventEntry",
+    "EventOverlay",
     "GlobalEntry",
+    "OverlayPatch",
     "StreamEntry",
     "UnknownEntry",
+    "is_linked",
     "with_loaded_form",
 ]
 
 
 #: Keys a flattened ``config_delta`` cannot hold: reading it back would take them
-#: for the envelope (or for an unflattened ``delta``).
-_FLAT_RESERVED = frozenset({"event_id", "timestamp", "type", "metadata", "delta"})
+#: for the envelope, for an unflattened ``delta``, or for what JP writes beside
+#: a delta (``op``, ``unsets``).
+_FLAT_RESERVED = frozenset(
+    {"event_id", "request_id", "timestamp", "type", "metadata", "delta", "op", "unsets"}
+)
 
 
 #: The wire ``type`` tag of each conversation event kind.
@@ -74,15 +91,57 @@ EVENT_KINDS: Final[Mapping[type[Any], str]] = {
 #: Every conversation event record type (the payload of an :class:`EventEntry`).
 _PAYLOAD_TYPES = tuple(EVENT_KINDS)
 
+#: The records that answer a chat request, and so carry a request link (RFD 098):
+#: a chat response, a tool call's request and response, an inquiry's request
+#: and response. A turn start and a chat request open a scope; they answer none.
+_LINKED = (
+    ChatResponse,
+    ToolCallRequest,
+    ToolCallResponse,
+    InquiryRequest,
+    Answered,
+    Cancelled,
+    Redacted,
+)
+
+
+def is_linked(payload: object) -> bool:
+    """Whether an entry of ``payload``'s kind carries a request link (RFD 098's five families)."""
+    return isinstance(payload, _LINKED)
+
+
+def _request_link(instance: EventEntry, _attribute: attrs.Attribute[Any], value: object) -> None:
+    # Run after every field is set (attrs validates once __init__ has set them all).
+    if value is None:
+        return
+    if type(value) is not str or not value:
+        raise RecordError(
+            f"EventEntry.request_id must be a non-empty string or None, not {json_type(value)}"
+            if type(value) is not str
+            else "EventEntry.request_id must not be empty (None: no link)"
+        )
+    if not is_linked(instance.payload):
+        raise RecordError(
+            f"a {instance.kind} entry carries no request_id: only the events that answer a "
+            "chat request do (RFD 098)"
+        )
+
 
 @attrs.frozen(kw_only=True)
 class EventEntry:
-    """A conversation event in the stream: what happened, when, under which id."""
+    """A conversation event in the stream: what happened, when, under which id.
+
+    ``request_id``, on an event that answers a chat request, is the
+    ``event_id`` of the ``chat_request`` it answers (RFD 098); ``None``: it
+    carries no link (a legacy entry, one appended before the turn's first
+    request, or a kind that never links).
+    """
 
     event_id: str = attrs.field(validator=non_empty_string)
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     payload: Event = attrs.field(validator=of_type(*_PAYLOAD_TYPES))
     metadata: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=json_object)
+    request_id: str | None = attrs.field(default=None, validator=_request_link)
     # The loaded form, given only by the codec (see with_loaded_form).
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
@@ -100,46 +159,132 @@ class EventEntry:
         )
 
 
+def _unsets(instance: ConfigDelta, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not tuple or any(type(path) is not str for path in value):
+        raise RecordError(
+            f"ConfigDelta.unsets must be a tuple of strings (dotted paths), not {json_type(value)}"
+        )
+    if value and instance.reset:
+        raise RecordError("a reset ConfigDelta clears everything: it has no unsets")
+
+
 @attrs.frozen(kw_only=True)
 class ConfigDelta:
     """A change to the conversation's configuration (global: belongs to no turn).
 
-    In the oldest files the first ``config_delta`` has its keys flattened into
-    the entry, with no ``delta`` key; ``flattened`` records that it was read so.
+    As JP records it: an *apply* merges ``delta`` on what the deltas before
+    it made, after clearing the fields ``unsets`` names (dotted paths); a
+    *reset* (``reset``, written ``"op": "reset"``) discards everything before
+    it, the base configuration included, and carries no delta. In the oldest
+    files the first ``config_delta`` has its keys flattened into the entry,
+    with no ``delta`` key; ``flattened`` records that it was read so.
     """
 
     event_id: str = attrs.field(validator=non_empty_string)
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
-    delta: Mapping[str, JsonValue] = attrs.field(validator=json_object)
+    delta: Mapping[str, JsonValue] = attrs.field(factory=dict, validator=json_object)
     flattened: bool = attrs.field(default=False, validator=of_type(bool))
+    reset: bool = attrs.field(default=False, validator=of_type(bool))
+    unsets: tuple[str, ...] = attrs.field(default=(), validator=_unsets)
     # The loaded form, given only by the codec (see with_loaded_form).
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     kind = "config_delta"
 
     def __attrs_post_init__(self) -> None:
-        """A flattened delta shares the entry's object: its keys must not be the envelope's."""
+        """A flattened delta shares the entry's object; a reset has nothing to merge."""
         if self.flattened and (clash := sorted(_FLAT_RESERVED.intersection(self.delta))):
             raise RecordError(
                 f"a flattened ConfigDelta.delta cannot hold the envelope keys {clash}"
             )
+        if self.reset and (self.delta or self.flattened):
+            raise RecordError("a reset ConfigDelta carries no delta")
 
 
 @attrs.frozen(kw_only=True)
 class Compaction:
-    """A summary standing in for turns ``from_turn`` to ``to_turn`` (global)."""
+    """An overlay that compacts what turns ``from_turn`` to ``to_turn`` show a provider (global).
+
+    ``summary``, ``reasoning`` and ``tool_calls`` are JP's policies, kept as
+    the JSON JP writes (RFD 064): ``summary`` is ``{"summary": text,
+    "source"?: ...}`` (a bare string, as early writers and our tests wrote
+    it, reads too), ``reasoning`` and ``tool_calls`` a policy each. Nothing
+    here applies them (the provider view shows the raw events), so nothing
+    here interprets them beyond :attr:`summary_text`.
+    """
 
     event_id: str = attrs.field(validator=non_empty_string)
     timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
     from_turn: int = attrs.field(validator=of_type(int))
     to_turn: int = attrs.field(validator=of_type(int))
-    summary: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    summary: JsonValue = attrs.field(default=None, validator=json_value)
     reasoning: JsonValue = attrs.field(default=None, validator=json_value)
     tool_calls: JsonValue = attrs.field(default=None, validator=json_value)
     # The loaded form, given only by the codec (see with_loaded_form).
     _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     kind = "compaction"
+
+    @property
+    def summary_text(self) -> str | None:
+        """The summary's text: JP's ``summary.summary``, or a bare string; ``None``: none."""
+        summary = self.summary
+        if isinstance(summary, Mapping):
+            summary = summary.get("summary")
+        return summary if isinstance(summary, str) else None
+
+
+def _patches(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not tuple or any(type(patch) is not OverlayPatch for patch in value):
+        raise RecordError(
+            f"EventOverlay.patches must be a tuple of OverlayPatch, not {json_type(value)}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class OverlayPatch:
+    """JP's one patch: drop metadata ``remove`` from events whose ``metadata[key]`` is ``value``.
+
+    Its wire form is JP's ``{"matcher": {"matcher": "metadata_value", "key",
+    "value"}, "action": {"action": "remove_metadata", "key"}}``. The match is
+    on the metadata as read (base64 storage decoded), a string equal to
+    ``value``; a patch that matches an event without ``remove`` changes
+    nothing (JP's ``OverlayPatch::apply``).
+    """
+
+    key: str = attrs.field(validator=of_type(str))
+    value: str = attrs.field(validator=of_type(str))
+    remove: str = attrs.field(validator=of_type(str))
+
+    def apply(self, metadata: dict[str, JsonValue]) -> bool:
+        """Apply the patch to ``metadata`` in place; whether it changed anything."""
+        current = metadata.get(self.key)
+        if type(current) is not str or current != self.value:
+            return False
+        return metadata.pop(self.remove, _MISSING) is not _MISSING
+
+
+_MISSING: Any = object()
+
+
+@attrs.frozen(kw_only=True)
+class EventOverlay:
+    """Patches to what a provider is shown of events, kept beside them, not in them (global).
+
+    JP records a repair a provider asks for (a stale reasoning signature, say)
+    this way: the events stay as they were recorded, for inspection and
+    export, and the patches apply, in stream order and wherever the overlay
+    sits, when the stream is projected for a request
+    (:meth:`ConversationStream.provider_view`).
+    """
+
+    event_id: str = attrs.field(validator=non_empty_string)
+    timestamp: Timestamp = attrs.field(validator=of_type(Timestamp))
+    patches: tuple[OverlayPatch, ...] = attrs.field(default=(), validator=_patches)
+    # The loaded form, given only by the codec (see with_loaded_form).
+    _stored: dict[str, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    kind = "event_overlay"
 
 
 def _unknown_raw(_instance: Any, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -154,7 +299,7 @@ def _unknown_raw(_instance: Any, _attribute: attrs.Attribute[Any], value: object
     json_value(_instance, _attribute, value)
 
 
-_KNOWN_KINDS = frozenset(EVENT_KINDS.values()) | {"config_delta", "compaction"}
+_KNOWN_KINDS = frozenset(EVENT_KINDS.values()) | {"config_delta", "compaction", "event_overlay"}
 
 
 @attrs.frozen
@@ -184,7 +329,7 @@ class UnknownEntry:
 
 
 #: An entry of a kind the codec reads (an unknown one is kept whole instead).
-_Loaded = TypeVar("_Loaded", bound=EventEntry | ConfigDelta | Compaction)
+_Loaded = TypeVar("_Loaded", bound=EventEntry | ConfigDelta | Compaction | EventOverlay)
 
 
 def with_loaded_form(entry: _Loaded, stored: dict[str, Any]) -> _Loaded:
@@ -215,7 +360,7 @@ def with_loaded_form(entry: _Loaded, stored: dict[str, Any]) -> _Loaded:
 
 
 #: An entry that belongs to no turn.
-GlobalEntry: TypeAlias = ConfigDelta | Compaction | UnknownEntry
+GlobalEntry: TypeAlias = ConfigDelta | Compaction | EventOverlay | UnknownEntry
 
 #: Anything the stream holds.
 StreamEntry: TypeAlias = EventEntry | GlobalEntry

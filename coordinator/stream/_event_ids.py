@@ -1,19 +1,21 @@
-"""Stream-entry identifiers (RFD D24).
+"""Stream-entry identifiers (RFD 097, our D24).
 
 An event id is opaque: any non-empty string is accepted on read. New ids are 7
-lowercase base-36 characters drawn from the OS random number generator. Nothing
-may rely on their length, alphabet, or order.
+lowercase base-36 characters drawn from the OS random number generator, as JP
+draws them (``EventId::random``): random bytes, each below 252 (7 x 36) taken
+as the character at its value modulo 36 so that every character is equally
+likely, the four bytes above dropped. Nothing may rely on an id's length,
+alphabet, or order.
 
-The OS is asked for random bytes for many ids at a time: a load gives every
-entry of a file written without ids (JP's own) a fresh one, and a system call
-per id was a twentieth of such a load. The ids drawn and not yet given wait in
-a queue that threads take from one at a time (``deque.popleft`` is atomic),
-and that a forked child empties, so that it never gives its parent's ids.
+Each id is one draw of its own, and nothing is kept between draws: no id
+waits anywhere to be handed out, so two processes (a parent and a forked
+child, two threads) never give the same one but by chance, and a test that
+replaces ``os.urandom`` sees every draw. Uniqueness within a stream is the
+stream's business (:meth:`ConversationStream.fresh_id`), not the generator's.
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import string
 
@@ -21,30 +23,21 @@ __all__ = ["FRESH_ID_ATTEMPTS", "new_event_id", "repeated_ids"]
 
 _ALPHABET = (string.digits + string.ascii_lowercase).encode("ascii")
 _LENGTH = 7
-# Each random byte below 252 (7 x 36) becomes the character at its value
-# modulo 36, so every character is equally likely; the four bytes above are
-# dropped. Sixteen bytes leave seven characters but for about one draw in 10^11.
+# The first byte value that maps unevenly onto the alphabet (252 = 7 x 36).
 _KEPT = 252
-#: Bytes drawn at a time: about 140 ids.
-_DRAW = 1024
+#: Bytes drawn for one id, as JP draws: fewer than seven of 32 survive about
+#: once in 10^13 draws, and then the draw is made again.
+_DRAW = 32
 _TO_CHAR = bytes(_ALPHABET[byte % len(_ALPHABET)] if byte < _KEPT else 0 for byte in range(256))
 _DROPPED = bytes(range(_KEPT, 256))
 
-#: Ids drawn and not yet given.
-_drawn: collections.deque[str] = collections.deque()
-os.register_at_fork(after_in_child=_drawn.clear)
-
 
 def new_event_id() -> str:
-    """A fresh id from the OS RNG (drawn with many others; see the module's docstring)."""
+    """A fresh id from the OS RNG: one draw, no state kept (see the module's docstring)."""
     while True:
-        try:
-            return _drawn.popleft()
-        except IndexError:
-            chars = os.urandom(_DRAW).translate(_TO_CHAR, _DROPPED).decode("ascii")
-            _drawn.extend(
-                chars[at : at + _LENGTH] for at in range(0, len(chars) - _LENGTH + 1, _LENGTH)
-            )
+        chars = os.urandom(_DRAW).translate(_TO_CHAR, _DROPPED)
+        if len(chars) >= _LENGTH:
+            return chars[:_LENGTH].decode("ascii")
 
 
 #: How many ids in a row an id source may give that are taken already before

@@ -12,12 +12,12 @@ earlier turn left open was followed by another, and repairing it is
 A turn is complete (RFD 023) when, from its ``turn_start`` to the end, it
 has a ``chat_request`` and a ``chat_response`` after it, every tool-call
 request has its response, and a ``chat_response`` follows the last tool-call
-response. Global entries (``config_delta``, ``compaction``, unknown kinds) do
-not count, and a turn holding nothing but its ``turn_start`` is empty, not
-incomplete. What is missing says where the turn stands (:class:`ResumePhase`):
-waiting for the model's response, executing tool calls (some call or some
-question still open: the turn is *blocked*), or waiting for the model's
-follow-up to the tool results.
+response. Global entries (``config_delta``, ``compaction``,
+``event_overlay``, unknown kinds) do not count, and a turn holding nothing
+but its ``turn_start`` is empty, not incomplete. What is missing says where
+the turn stands (:class:`ResumePhase`): waiting for the model's response,
+executing tool calls (some call or some question still open: the turn is
+*blocked*), or waiting for the model's follow-up to the tool results.
 
 For each tool call left open (:class:`OpenCall`) the view gathers what the
 stream recorded of it, as the machines take it up (:class:`~machines.RecordedCall`):

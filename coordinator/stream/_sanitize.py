@@ -10,7 +10,8 @@ closing what was left open, in seven steps, in this order:
 2. Remove tool-call responses that pair with no request.
 3. Insert an error response ``Tool call was interrupted.`` directly after each
    tool-call request that pairs with no response, stamped with the request's
-   timestamp (and given a fresh event id).
+   timestamp (and given a fresh event id, and the request link of the call
+   it closes, if the call has one).
 4. Remove inquiry responses that pair with no request.
 5. Remove inquiry requests that pair with no response.
 6. Remove every ``turn_start`` that no other conversation event follows (only
@@ -30,9 +31,12 @@ later request keeps its response.
 
 Rules:
 
-- Global entries (``config_delta``, ``compaction``, unknown kinds) are never
-  touched, removed or moved. Nothing kept is reordered: the result is the
-  input with some entries left out and some inserted.
+- Global entries (``config_delta``, ``compaction``, ``event_overlay``,
+  unknown kinds) are never touched, removed or moved. Nothing kept is
+  reordered: the result is the input with some entries left out and some
+  inserted.
+- Request links (RFD 098) are neither read nor changed: nothing is kept,
+  dropped or repaired for its ``request_id``, which pairing never looks at.
 - The result is a fixed point: ``sanitize`` on a sanitized stream changes
   nothing, on every stream. Why it holds, step by step: no step adds or
   removes a ``chat_request``, so whether one exists is the same on every run.
@@ -369,7 +373,10 @@ def _build(
             response = ToolCallResponse(
                 id=tool_call_id, content=INTERRUPTED_TOOL_CALL, is_error=True
             )
-            closing = stream.make_entry(response, timestamp=entry.timestamp)
+            # It answers what the call answered: the call's own link, or none.
+            closing = stream.make_entry(
+                response, timestamp=entry.timestamp, request_id=entry.request_id
+            )
             inserted.append(
                 Insertion(InsertionReason.INTERRUPTED_TOOL_CALL, len(result), index, closing)
             )

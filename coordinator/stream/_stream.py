@@ -2,12 +2,21 @@
 
 A turn begins at a ``turn_start``. Older files have none, so conversation
 events before the first ``turn_start`` form an implicit leading turn. Global
-entries (``config_delta``, ``compaction``, unknown kinds) sit between events
-but belong to no turn; readers that work per turn skip them.
+entries (``config_delta``, ``compaction``, ``event_overlay``, unknown kinds)
+sit between events but belong to no turn; readers that work per turn skip
+them.
 
 The stream hands events to a model provider only through
 :meth:`ConversationStream.provider_view`, which applies the
-:func:`machines.is_provider_visible` allowlist.
+:func:`machines.is_provider_visible` allowlist, leaves out the events whose
+request link binds nothing (RFD 098) and applies JP's event overlays.
+
+What a batch of tool calls needs from history is found without reading it:
+the stream keeps, as it appends, where the last turn starts and the event id
+of that turn's latest ``chat_request`` (what an answering event appended now
+links to), and a load (the constructor, :meth:`ConversationStream.replace`)
+sets both in its one pass over the entries. So :meth:`current_turn` and
+:meth:`append` cost the same at turn 10,000 as at turn 1.
 """
 
 from __future__ import annotations
@@ -21,12 +30,20 @@ import attrs
 from coordinator.stream._entries import (
     ConfigDelta,
     EventEntry,
+    EventOverlay,
     StreamEntry,
     UnknownEntry,
+    is_linked,
 )
 from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
+from coordinator.stream._links import (
+    Exclusion,
+    RequestLinks,
+    provider_exclusions,
+    request_links,
+)
 from coordinator.stream._timestamps import Timestamp
-from machines import Event, TurnStart, is_provider_visible
+from machines import ChatRequest, Event, TurnStart, is_provider_visible
 
 if TYPE_CHECKING:
     from machines import JsonValue
@@ -64,10 +81,16 @@ class Turn:
 
 @attrs.frozen
 class ProviderView:
-    """Everything a model provider may be given: system parts and visible events."""
+    """Everything a model provider may be given: system parts and visible events.
+
+    ``excluded`` says which events were left out because a request link
+    binds nothing (RFD 098), and why: data for the caller to show before it
+    sends the view, never text shown here.
+    """
 
     system_parts: tuple[str, ...]
     events: tuple[EventEntry, ...]
+    excluded: tuple[Exclusion, ...] = ()
 
 
 class ConversationStream(Sequence[StreamEntry]):
@@ -93,16 +116,27 @@ class ConversationStream(Sequence[StreamEntry]):
         *,
         clock: Callable[[], datetime] | None = None,
         new_id: Callable[[], str] | None = None,
+        duplicated_ids: Iterable[str] = (),
     ) -> None:
-        """Hold ``entries`` (their event ids must be unique)."""
+        """Hold ``entries`` (their event ids must be unique).
+
+        ``duplicated_ids`` are the ids more than one entry carried in the file
+        the entries were read from (the codec gives them): a request link
+        naming one is ambiguous, and so unresolved (RFD 097, RFD 098).
+        """
         self._clock = clock or _utc_now
         self._new_id = new_id or new_event_id
         self._entries: list[StreamEntry] = []
+        # Every id the stream holds or has held: one an entry took away with
+        # it is never given again, so a link to that entry stays unresolved
+        # rather than binding to a later one (as JP's EventIds).
         self._ids: set[str] = set()
-        # Where turns start, kept up to date so the current turn is found
-        # without scanning the whole stream on every append.
+        self._duplicated = frozenset(duplicated_ids)
+        # Where turns start, and the event id of the last turn's latest
+        # chat_request: kept as entries are appended, set by a load.
         self._markers: list[int] = []
         self._leading_events = False
+        self._request: str | None = None
         self.revision = 0
         self.replaced_at = 0
         self._set(list(entries))
@@ -156,13 +190,19 @@ class ConversationStream(Sequence[StreamEntry]):
         *,
         timestamp: Timestamp | None = None,
         metadata: Mapping[str, JsonValue] | None = None,
+        request_id: str | None = None,
     ) -> EventEntry:
-        """Build an entry with a fresh id, without adding it (see :meth:`replace`)."""
+        """Build an entry with a fresh id, without adding it (see :meth:`replace`).
+
+        ``request_id`` is the request link it carries (RFD 098), for an entry
+        put in place of others: :meth:`append` stamps its own.
+        """
         return EventEntry(
             event_id=self.fresh_id(),
             timestamp=timestamp or self.now(),
             payload=payload,
             metadata=dict(metadata) if metadata else {},
+            request_id=request_id,
         )
 
     def append(
@@ -172,13 +212,18 @@ class ConversationStream(Sequence[StreamEntry]):
         timestamp: Timestamp | None = None,
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> EventEntry:
-        """Append a conversation event stamped now, with a fresh id."""
-        entry = self.make_entry(payload, timestamp=timestamp, metadata=metadata)
-        if isinstance(payload, TurnStart):
-            self._markers.append(len(self._entries))
-        elif not self._markers:
-            self._leading_events = True
+        """Append a conversation event stamped now, with a fresh id.
+
+        An event that answers a chat request is linked to the current turn's
+        latest ``chat_request`` (:attr:`active_request_id`; none before the
+        turn's first: RFD 098).
+        """
+        request_id = self._request if is_linked(payload) else None
+        entry = self.make_entry(
+            payload, timestamp=timestamp, metadata=metadata, request_id=request_id
+        )
         self._entries.append(entry)
+        self._note(len(self._entries) - 1, entry)
         self.revision += 1
         return entry
 
@@ -190,8 +235,14 @@ class ConversationStream(Sequence[StreamEntry]):
         return entry
 
     def replace(self, entries: Iterable[StreamEntry]) -> None:
-        """Replace every entry at once (event ids must stay unique)."""
+        """Replace every entry at once (event ids must stay unique).
+
+        The ids of the entries that go are never given again (see
+        :meth:`fresh_id`).
+        """
+        held = self._ids
         self._set(list(entries))
+        self._ids |= held
         self.revision += 1
         self.replaced_at = self.revision
 
@@ -225,12 +276,23 @@ class ConversationStream(Sequence[StreamEntry]):
     def _index_turns(self) -> None:
         self._markers = []
         self._leading_events = False
+        self._request = None
         for index, entry in enumerate(self._entries):
-            if isinstance(entry, EventEntry):
-                if isinstance(entry.payload, TurnStart):
-                    self._markers.append(index)
-                elif not self._markers:
-                    self._leading_events = True
+            self._note(index, entry)
+
+    def _note(self, index: int, entry: StreamEntry) -> None:
+        """Keep the turn markers and the active request as they are with entry ``index`` added."""
+        if not isinstance(entry, EventEntry):
+            return
+        payload = entry.payload
+        if isinstance(payload, TurnStart):
+            self._markers.append(index)
+            self._request = None
+            return
+        if not self._markers:
+            self._leading_events = True
+        if isinstance(payload, ChatRequest):
+            self._request = entry.event_id
 
     def _bounds(self) -> list[tuple[int, bool]]:
         bounds = [(start, True) for start in self._markers]
@@ -245,27 +307,79 @@ class ConversationStream(Sequence[StreamEntry]):
         bounds = self._bounds()
         return [self._turn(number, bounds) for number in range(len(bounds))]
 
+    @property
+    def turn_count(self) -> int:
+        """How many turns :meth:`turns` gives, found without listing them."""
+        return len(self._markers) + self._leading_events
+
     def current_turn(self) -> Turn | None:
-        """The last turn, where new events go; ``None`` before the first."""
-        bounds = self._bounds()
-        return self._turn(len(bounds) - 1, bounds) if bounds else None
+        """The last turn, where new events go; ``None`` before the first.
+
+        It costs the turn's length, not the stream's: its start is kept.
+        """
+        if self._markers:
+            start, marked = self._markers[-1], True
+        elif self._leading_events:
+            start, marked = 0, False
+        else:
+            return None
+        stop = len(self._entries)
+        return Turn(self.turn_count - 1, start, stop, marked, tuple(self._entries[start:stop]))
 
     def _turn(self, number: int, bounds: list[tuple[int, bool]]) -> Turn:
         start, marked = bounds[number]
         stop = bounds[number + 1][0] if number + 1 < len(bounds) else len(self._entries)
         return Turn(number, start, stop, marked, tuple(self._entries[start:stop]))
 
+    @property
+    def active_request_id(self) -> str | None:
+        """The event id an answering event appended now links to (RFD 098).
+
+        The current turn's latest ``chat_request``; ``None`` before the
+        turn's first (a ``turn_start`` clears it) and before any turn.
+        """
+        return self._request
+
+    @property
+    def duplicated_ids(self) -> frozenset[str]:
+        """The ids more than one entry carried in the file this stream was read from."""
+        return self._duplicated
+
+    def request_links(self) -> RequestLinks:
+        """Which chat request each answering event answers, read as written (RFD 098)."""
+        return request_links(self._entries, self._duplicated)
+
     def provider_view(self, system_parts: Iterable[str] = ()) -> ProviderView:
         """What a provider may see: ``system_parts`` and the visible events.
 
         This is the only way events leave the engine for a model provider.
+        As JP projects a stream: an event whose request link binds nothing
+        is left out, with the other half of its tool call (``excluded`` says
+        which and why: RFD 098), and every event overlay's patches apply, in
+        stream order, to the metadata of the events shown (the entries
+        themselves stay as recorded).
         """
-        events = tuple(
-            entry
+        excluded = provider_exclusions(self._entries, self.request_links())
+        left_out = {exclusion.index for exclusion in excluded}
+        patches = [
+            patch
             for entry in self._entries
-            if isinstance(entry, EventEntry) and is_provider_visible(entry.payload)
-        )
-        return ProviderView(tuple(system_parts), events)
+            if isinstance(entry, EventOverlay)
+            for patch in entry.patches
+        ]
+        events = []
+        for index, entry in enumerate(self._entries):
+            if not (isinstance(entry, EventEntry) and is_provider_visible(entry.payload)):
+                continue
+            if index in left_out:
+                continue
+            if patches and entry.metadata:
+                metadata = dict(entry.metadata)
+                changed = [patch.apply(metadata) for patch in patches]
+                if any(changed):
+                    entry = attrs.evolve(entry, metadata=metadata)  # noqa: PLW2901 - the shown one
+            events.append(entry)
+        return ProviderView(tuple(system_parts), tuple(events), excluded)
 
     def unknown_entries(self) -> list[UnknownEntry]:
         """Entries of kinds this build does not know (kept verbatim)."""

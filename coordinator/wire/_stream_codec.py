@@ -6,9 +6,16 @@ its timestamp and its payload are built by their own constructors, whose
 validators say what is wrong; the entry is then given the object it was read
 from, to be written back as read
 (:func:`coordinator.stream._entries.with_loaded_form`). Event ids are
-made usable and unique as RFD D24 says: a missing, empty or non-string id gets
-a fresh one, and where ids repeat the earliest keeps its id and later ones get
-fresh ids (each logged as a warning). ``event_id`` is always the first key.
+made usable and unique as RFD 097 (our D24) says: a missing, empty or
+non-string id gets a fresh one, and where ids repeat the earliest keeps its id
+and later ones get fresh ids (each logged as a warning); the ids that repeated
+are handed to the stream, which holds a request link naming one unresolved.
+``event_id`` is always the first key, and an answering event's ``request_id``
+(RFD 098) the second.
+
+The entry kinds are JP's today: the seven conversation events, and the global
+``config_delta`` (an apply, ``op`` absent or ``"apply"``, or a ``reset``),
+``compaction`` and ``event_overlay``; any other ``type`` is kept verbatim.
 """
 
 from __future__ import annotations
@@ -25,9 +32,12 @@ from coordinator.stream._entries import (
     Compaction,
     ConfigDelta,
     EventEntry,
+    EventOverlay,
     GlobalEntry,
+    OverlayPatch,
     StreamEntry,
     UnknownEntry,
+    is_linked,
     with_loaded_form,
 )
 from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
@@ -54,8 +64,9 @@ __all__ = [
 
 _LOG = logging.getLogger("coordinator.stream")
 
-#: Keys of the envelope every entry has, besides its payload.
-_ENVELOPE = frozenset({"event_id", "timestamp", "type", "metadata"})
+#: Keys a flattened ``config_delta`` does not take into its delta: the envelope's,
+#: and what JP writes beside a delta (``op``, ``unsets``).
+_ENVELOPE = frozenset({"event_id", "request_id", "timestamp", "type", "metadata", "op", "unsets"})
 
 
 @attrs.frozen
@@ -102,13 +113,44 @@ def _event_reader(read_payload: Callable[[Any, Any], Event], record: Any) -> _En
             timestamp=_timestamp(raw),
             payload=payload,
             metadata=decode_leaves(metadata),  # its string leaves are stored base64
+            request_id=_request_id(raw, payload),
         )
         return with_loaded_form(entry, _stored(raw, event_id))
 
     return read
 
 
+def _request_id(raw: dict[str, Any], payload: Event) -> str | None:
+    """The request link of an answering event as written (RFD 098); ``None``: none.
+
+    A link is read as written, whatever it names: whether it binds is the
+    stream's question (:mod:`coordinator.stream._links`), never repaired
+    here. ``null`` spells no link, as ``Option`` does in JP's serde. On a kind
+    that never links the key is not read (it is kept, as any key is).
+    """
+    link = raw.get("request_id")
+    if link is None or not is_linked(payload):
+        return None
+    if type(link) is not str or not link:
+        raise _EntryError(
+            "'request_id' must be a non-empty string (the event_id of a chat_request), "
+            f"not {'an empty string' if link == '' else json_type(link)}"
+        )
+    return link
+
+
 def _config_delta(raw: dict[str, Any], event_id: str) -> ConfigDelta:
+    op = raw.get("op", "apply")
+    if op == "reset":
+        # JP writes a reset with no delta, and reads none from it: a delta
+        # left in one by hand is kept in the file, and means nothing.
+        return ConfigDelta(event_id=event_id, timestamp=_timestamp(raw), reset=True)
+    if op != "apply":
+        shown = repr(op) if type(op) is str else json_type(op)
+        raise _EntryError(f"unknown config_delta op {shown} (JP writes 'reset', or none)")
+    unsets = raw.get("unsets", [])
+    if type(unsets) is not list or any(type(path) is not str for path in unsets):
+        raise _EntryError("'unsets' must be an array of strings (dotted paths)")
     if "delta" in raw:
         delta = raw["delta"]
         if type(delta) is not dict:
@@ -119,8 +161,67 @@ def _config_delta(raw: dict[str, Any], event_id: str) -> ConfigDelta:
         delta = {key: value for key, value in raw.items() if key not in _ENVELOPE}
         flattened = True
     return ConfigDelta(
-        event_id=event_id, timestamp=_timestamp(raw), delta=delta, flattened=flattened
+        event_id=event_id,
+        timestamp=_timestamp(raw),
+        delta=delta,
+        flattened=flattened,
+        unsets=tuple(unsets),
     )
+
+
+def _event_overlay(raw: dict[str, Any], event_id: str) -> EventOverlay:
+    patches = raw.get("patches", _ABSENT)
+    if patches is _ABSENT:
+        raise _EntryError("event_overlay has no 'patches'")
+    if type(patches) is not list:
+        raise _EntryError(f"'patches' must be an array, not {json_type(patches)}")
+    return EventOverlay(
+        event_id=event_id,
+        timestamp=_timestamp(raw),
+        patches=tuple(_overlay_patch(patch, at) for at, patch in enumerate(patches)),
+    )
+
+
+def _overlay_patch(value: object, at: int) -> OverlayPatch:
+    """Patch ``at`` of an overlay: JP's one matcher and one action, or a refusal naming it.
+
+    JP reads these tags exactly and refuses a load with one it does not know
+    (a newer kind of patch comes under a new entry ``type``, kept verbatim):
+    so do we, rather than show a provider what JP would not.
+    """
+    where = f"patches[{at}]"
+    patch = _object(value, where)
+    matcher = _object(patch.get("matcher"), f"{where}.matcher")
+    action = _object(patch.get("action"), f"{where}.action")
+    if matcher.get("matcher") != "metadata_value":
+        raise _EntryError(f"{where}.matcher: unknown matcher {_tag(matcher.get('matcher'))}")
+    if action.get("action") != "remove_metadata":
+        raise _EntryError(f"{where}.action: unknown action {_tag(action.get('action'))}")
+    try:
+        return OverlayPatch(
+            key=_field(matcher, "key", f"{where}.matcher"),
+            value=_field(matcher, "value", f"{where}.matcher"),
+            remove=_field(action, "key", f"{where}.action"),
+        )
+    except RecordError as error:
+        raise _EntryError(f"{where}: {error}") from None
+
+
+def _field(data: dict[str, Any], key: str, where: str) -> Any:
+    value = data.get(key, _ABSENT)
+    if value is _ABSENT:
+        raise _EntryError(f"'{where}.{key}' is missing")
+    return value
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _EntryError(f"{where} must be an object, not {json_type(value)}")
+    return value
+
+
+def _tag(value: object) -> str:
+    return repr(value) if type(value) is str else json_type(value)
 
 
 def _compaction(raw: dict[str, Any], event_id: str) -> Compaction:
@@ -139,7 +240,7 @@ def _compaction(raw: dict[str, Any], event_id: str) -> Compaction:
 
 
 def _global_reader(
-    read: Callable[[dict[str, Any], str], ConfigDelta | Compaction],
+    read: Callable[[dict[str, Any], str], ConfigDelta | Compaction | EventOverlay],
 ) -> _EntryReader:
     """The reader of a global entry kind, remembering the loaded form as events do."""
 
@@ -168,6 +269,7 @@ _READERS: Final[Mapping[str, _EntryReader]] = {
     **{kind: _event_reader(*hook) for kind, hook in PAYLOAD_HOOKS.items()},
     "config_delta": _global_reader(_config_delta),
     "compaction": _global_reader(_compaction),
+    "event_overlay": _global_reader(_event_overlay),
 }
 
 
@@ -189,10 +291,11 @@ def _ids_in_file(raw_entries: Sequence[Any]) -> tuple[set[str], set[str]]:
 
 @attrs.frozen
 class DecodedEntries:
-    """A decoded stream: its entries, and what loading did to ids."""
+    """A decoded stream: its entries, what loading did to ids, and the ids that repeated."""
 
     entries: list[StreamEntry]
     repairs: IdRepairs
+    duplicated: frozenset[str] = frozenset()
 
 
 def decode_entries(
@@ -224,6 +327,8 @@ def _decode_entries(
     """
     reserved, verbatim = _ids_in_file(raw_entries)
     seen: set[str] = set()
+    # Ids more than one entry carried: which one a reference meant is unknown.
+    duplicated: set[str] = set()
     entries: list[StreamEntry] = []
     warnings: list[tuple[Any, ...]] = []
     assigned = regenerated = 0
@@ -237,6 +342,7 @@ def _decode_entries(
             # Kept verbatim, so its id cannot be changed even when it repeats.
             if event_id is not None:
                 if event_id in seen:
+                    duplicated.add(event_id)
                     warnings.append(
                         (
                             "%s: entry %d (%s) repeats event id %r; kept as is (unknown kind)",
@@ -252,6 +358,7 @@ def _decode_entries(
             event_id = _fresh(new_id, reserved, seen)
             assigned += 1
         elif event_id in seen or event_id in verbatim:
+            duplicated.add(event_id)
             repeated, event_id = event_id, _fresh(new_id, reserved, seen)
             warnings.append(
                 ("%s: entry %d repeats event id %r; regenerated as %r", index, repeated, event_id)
@@ -263,7 +370,7 @@ def _decode_entries(
         except (_EntryError, WireError, RecordError) as error:
             raise EntryDecodeError(index, f"{kind}: {error}") from None
     repairs = IdRepairs(assigned=assigned, regenerated=regenerated)
-    return DecodedEntries(entries, repairs), warnings
+    return DecodedEntries(entries, repairs, frozenset(duplicated)), warnings
 
 
 def _kind(index: int, raw: object) -> str:
@@ -306,9 +413,14 @@ def encode_entry(entry: StreamEntry) -> dict[str, Any]:
     if isinstance(entry, EventEntry):
         return _encode_event(entry)
     if isinstance(entry, ConfigDelta):
-        head = {"event_id": entry.event_id, "type": "config_delta"}
-        head["timestamp"] = entry.timestamp.text
-        return head | (dict(entry.delta) if entry.flattened else {"delta": entry.delta})
+        return _encode_config_delta(entry)
+    if isinstance(entry, EventOverlay):
+        return {
+            "event_id": entry.event_id,
+            "type": "event_overlay",
+            "timestamp": entry.timestamp.text,
+            "patches": [_encode_patch(patch) for patch in entry.patches],
+        }
     out: dict[str, Any] = {"event_id": entry.event_id, "type": "compaction"}
     out |= {"timestamp": entry.timestamp.text}
     out |= {"from_turn": entry.from_turn, "to_turn": entry.to_turn}
@@ -317,13 +429,33 @@ def encode_entry(entry: StreamEntry) -> dict[str, Any]:
     return out | {key: value for key, value in optional.items() if value is not None}
 
 
+def _encode_config_delta(entry: ConfigDelta) -> dict[str, Any]:
+    """As JP writes one: a reset as ``type``, ``op``, ``timestamp``; an apply with its delta."""
+    head: dict[str, Any] = {"event_id": entry.event_id, "type": "config_delta"}
+    if entry.reset:
+        return head | {"op": "reset", "timestamp": entry.timestamp.text}
+    head["timestamp"] = entry.timestamp.text
+    out = head | (dict(entry.delta) if entry.flattened else {"delta": entry.delta})
+    if entry.unsets:
+        out["unsets"] = list(entry.unsets)
+    return out
+
+
+def _encode_patch(patch: OverlayPatch) -> dict[str, Any]:
+    return {
+        "matcher": {"matcher": "metadata_value", "key": patch.key, "value": patch.value},
+        "action": {"action": "remove_metadata", "key": patch.remove},
+    }
+
+
 def _encode_event(entry: EventEntry) -> dict[str, Any]:
     payload = unstructure_event(entry.payload)  # its storage fields encoded
-    out: dict[str, Any] = {
-        "event_id": entry.event_id,
-        "timestamp": entry.timestamp.text,
-        "type": entry.kind,
-    }
+    out: dict[str, Any] = {"event_id": entry.event_id}
+    if entry.request_id is not None:
+        # Beside event_id, as RFD 098 puts it on the entry's wrapper.
+        out["request_id"] = entry.request_id
+    out["timestamp"] = entry.timestamp.text
+    out["type"] = entry.kind
     out.update(payload)
     if entry.metadata:
         out["metadata"] = encode_leaves(entry.metadata)
@@ -350,7 +482,9 @@ def decode_stream(
     """
     new_id = new_id or new_event_id
     decoded = decode_entries(raw_entries, new_id=new_id, origin=origin)
-    stream = ConversationStream(decoded.entries, clock=clock, new_id=new_id)
+    stream = ConversationStream(
+        decoded.entries, clock=clock, new_id=new_id, duplicated_ids=decoded.duplicated
+    )
     return stream, decoded.repairs
 
 

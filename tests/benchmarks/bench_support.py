@@ -39,6 +39,7 @@ __all__ = [
     "best_times",
     "fixture_dirs",
     "generated_entries",
+    "generated_turns",
     "peak_memory",
     "retained_memory",
     "write_conversation",
@@ -113,6 +114,12 @@ class Sizes:
     peer_threads: int = 100
     peer_questions: int = 10
     peer_models: int = 1_000
+    #: The history group: the turns a conversation holds before the measured
+    #: one (the smallest is the baseline), how many samples of each, and how
+    #: many turns a sample plays.
+    history_turns: tuple[int, ...] = (0, 999, 9_999)
+    history_samples: int = 7
+    history_block: int = 5
 
     @memory_stream.validator
     def _generated(self, _: attrs.Attribute[int], value: int) -> None:
@@ -304,6 +311,14 @@ def generated_entries(count: int) -> list[dict[str, Any]]:
         entries.extend(_turn(number, len(entries), calls=4))
         number += 1
     del entries[count:]
+    return entries
+
+
+def generated_turns(turns: int) -> list[dict[str, Any]]:
+    """The wire entries of ``turns`` whole turns, each as :func:`generated_entries` makes them."""
+    entries: list[dict[str, Any]] = []
+    for number in range(turns):
+        entries.extend(_turn(number, len(entries), calls=4))
     return entries
 
 

@@ -4,8 +4,8 @@ Prints a table of metric, value, baseline, ratio, target and whether the
 target is met; with ``--json``, one JSON object per metric per line, with
 ``metric``, ``value``, ``baseline`` and ``ratio`` first. ``--quick`` runs
 small sizes (a smoke run of a few seconds); ``--only`` runs one group
-(``store``, ``inquiry``, ``turn``, ``readers``, ``startup``, ``resume``,
-``peers``), and ``--skip`` leaves one out; either may be given more than
+(``store``, ``inquiry``, ``turn``, ``history``, ``readers``, ``startup``,
+``resume``, ``peers``), and ``--skip`` leaves one out; either may be given more than
 once. Every baseline is measured in the same run as its metric. The
 ``peers`` group builds the peers' own environment on its first run (see
 ``bench_peers.py``), and is skipped, saying why, when it cannot.
@@ -55,6 +55,9 @@ QUICK = Sizes(
     peer_threads=3,
     peer_questions=10,
     peer_models=50,
+    history_turns=(0, 99, 999),
+    history_samples=3,
+    history_block=2,
 )
 
 
@@ -74,6 +77,12 @@ def _turn(sizes: Sizes) -> list[Metric]:
     import bench_turn  # noqa: PLC0415 - each group loads only what it measures
 
     return bench_turn.run(sizes)
+
+
+def _history(sizes: Sizes) -> list[Metric]:
+    import bench_history  # noqa: PLC0415 - each group loads only what it measures
+
+    return bench_history.run(sizes)
 
 
 def _readers(sizes: Sizes) -> list[Metric]:
@@ -105,6 +114,7 @@ GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "store": _store,
     "inquiry": _inquiry,
     "turn": _turn,
+    "history": _history,
     "readers": _readers,
     "startup": _startup,
     "resume": _resume,
