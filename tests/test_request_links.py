@@ -32,6 +32,7 @@ from coordinator import (
     save_conversation,
 )
 from coordinator.cli._check import request_link_lines, summarize
+from coordinator.driver._backend import inquiry_view
 from coordinator.stream import LinkProblem, is_linked
 from coordinator.wire import EntryDecodeError, decode_stream, encode_stream
 from machines import (
@@ -409,6 +410,14 @@ def test_a_provider_is_not_sent_what_binds_nothing_nor_the_other_half_of_its_cal
         ("r3", "t2", LinkProblem.NOT_A_CHAT_REQUEST, False),
     ]
     assert stream[6].event_id == "c2"  # the stream itself is unchanged
+
+
+def test_a_question_put_to_the_model_is_not_sent_what_binds_nothing() -> None:
+    """The inquiry backend's view leaves out unresolved events as the provider view does."""
+    stream = _unresolved_stream()
+    view = inquiry_view(stream)
+    assert [entry.event_id for entry in view.events] == ["kept", "r1", "r4"]
+    assert view.excluded == stream.provider_view().excluded
 
 
 def test_a_stream_whose_links_all_bind_is_sent_whole() -> None:

@@ -175,7 +175,7 @@ async def _play_into(
         # Everything is read: from here on, the run writes.
         path = options.conversation
         workspace = path / WORKSPACE
-        turns = len(conversation.stream.turns())
+        turns = conversation.stream.turn_count
         state = "a new conversation" if created else f"{turns} turn{'' if turns == 1 else 's'}"
         emit(f"inquiry run: {shown_path(scenario.path)} -> {shown_path(path)} ({state})")
         emit(f"  person: {player.description}")
@@ -226,7 +226,7 @@ async def _play_into(
         path=path,
         turns=result.turns,
         completed=result.completed,
-        total_turns=len(conversation.stream.turns()),
+        total_turns=conversation.stream.turn_count,
     )
     unused = unused_entries(
         prompter if isinstance(prompter, ScriptedPrompter) else None,

@@ -154,12 +154,12 @@ class Continuation:
         plan = scenario.turns[index]
         stream = conversation.stream
         if self.begun and index == self.turn:
-            number = len(stream.turns())
+            number = stream.turn_count
             await self.take_up(coordinator, progress, number, plan)
             return number, self.cycles
         stream.append(TurnStart(), metadata=turn_marker(scenario, index))
         stream.append(ChatRequest(content=plan.message))
-        number = len(stream.turns())
+        number = stream.turn_count
         progress.user(number, plan.message)
         save_conversation(conversation)
         return number, 0

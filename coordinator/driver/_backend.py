@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from coordinator._errors import CoordinatorError
-from coordinator.stream._entries import EventEntry
 from coordinator.stream._sanitize import InsertionReason, plan_sanitize
 from coordinator.stream._stream import ConversationStream, ProviderView
 from machines import (
@@ -33,7 +32,6 @@ from machines import (
     Question,
     ToolCallRequest,
     ToolCallResponse,
-    is_provider_visible,
 )
 
 if TYPE_CHECKING:
@@ -136,25 +134,30 @@ def inquiry_view(stream: ConversationStream, system_parts: Iterable[str] = ()) -
     response that have no result yet are not interrupted but running (the
     asking call is one of them): they are left open, and the backend closes
     them on its copy with ``Tool paused`` or ``Tool still running`` results.
-    One linear pass over the stream, per inquiry.
+    Events whose request link binds nothing are left out, as the provider
+    view leaves them (RFD 098). One linear pass over the stream, per inquiry.
     """
-    plan = plan_sanitize(ConversationStream(stream))
+    copy = ConversationStream(stream, duplicated_ids=stream.duplicated_ids)
+    plan = plan_sanitize(copy)
     closings = {
-        insertion.index
+        plan.entries[insertion.index].event_id
         for insertion in plan.report.inserted
         if insertion.reason is InsertionReason.INTERRUPTED_TOOL_CALL
     }
-    visible = [
-        (index, entry)
-        for index, entry in enumerate(plan.entries)
-        if isinstance(entry, EventEntry) and is_provider_visible(entry.payload)
-    ]
+    plan.apply()
+    # The copy's own projection: what a request link leaves out (RFD 098)
+    # and what an overlay patches are the provider view's rules, not this one's.
+    view = copy.provider_view(system_parts)
     # The response is found as it stands without sanitize's closings, which
     # would split it; a closing comes right after the call it closes.
-    unclosed = [(index, entry) for index, entry in visible if index not in closings]
-    start = latest_response_start([entry.payload for _, entry in unclosed])
-    running_from = unclosed[start][0] if start < len(unclosed) else len(plan.entries)
+    unclosed = [entry for entry in view.events if entry.event_id not in closings]
+    start = latest_response_start([entry.payload for entry in unclosed])
+    running_from = len(view.events)
+    if start < len(unclosed):
+        running_from = view.events.index(unclosed[start])
     events = tuple(
-        entry for index, entry in visible if index not in closings or index < running_from
+        entry
+        for position, entry in enumerate(view.events)
+        if entry.event_id not in closings or position < running_from
     )
-    return ProviderView(tuple(system_parts), events)
+    return ProviderView(view.system_parts, events, view.excluded)
