@@ -41,7 +41,6 @@ if TYPE_CHECKING:
         backend_from_config,
         builtin_executors,
     )
-    from coordinator.cli._export import export_markdown
     from coordinator.driver import (
         Ask,
         BuiltinExecutor,
@@ -65,6 +64,7 @@ if TYPE_CHECKING:
         EventEntry,
         IncompleteTurn,
         complete_turns,
+        export_markdown,
         find_incomplete_turn,
         pair_events,
         sanitize,

@@ -228,7 +228,7 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, out: TextIO) -> int:
-    from coordinator.cli._export import export_markdown  # noqa: PLC0415 - see above
+    from coordinator.stream import export_markdown  # noqa: PLC0415 - see above
 
     conversation = load_conversation(args.path)
     title = (conversation.metadata or {}).get("title")

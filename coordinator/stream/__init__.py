@@ -10,7 +10,8 @@ nothing else: :func:`pair_events` pairs requests with responses turn by turn,
 :meth:`ConversationStream.provider_view` is the only way events reach a
 model provider (the :func:`machines.is_provider_visible` allowlist), and
 :func:`find_incomplete_turn` says whether the last turn finished, and what is
-left of it when it did not (RFD 023).
+left of it when it did not (RFD 023), and :func:`export_markdown` renders a
+stream for people to read, secrets redacted (``docs/export.md``).
 
 Rules:
 
@@ -19,7 +20,12 @@ Rules:
 2. Entries are values: a change is a new entry put in place of the old.
 3. Event ids are unique in a stream; fresh ones come from the stream's
    ``new_id`` (RFD D24).
+
+The export is imported when it is first asked for (``__getattr__`` below):
+``inquiry check`` reads streams without it.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from coordinator.stream._entries import (
     EVENT_KINDS,
@@ -63,6 +69,9 @@ from coordinator.stream._sanitize import (
 from coordinator.stream._stream import ConversationStream, ProviderView, Turn
 from coordinator.stream._timestamps import Timestamp
 
+if TYPE_CHECKING:
+    from coordinator.stream._export import export_markdown
+
 __all__ = [
     "ASSISTANT_TOOLS",
     "EVENT_KINDS",
@@ -94,9 +103,20 @@ __all__ = [
     "TurnPairing",
     "UnknownEntry",
     "complete_turns",
+    "export_markdown",
     "find_incomplete_turn",
     "new_event_id",
     "pair_events",
     "plan_sanitize",
     "sanitize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The Markdown export, imported on first use (then it is a plain attribute)."""
+    if name != "export_markdown":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from coordinator.stream._export import export_markdown  # noqa: PLC0415 - see the docstring
+
+    globals()[name] = export_markdown
+    return export_markdown
