@@ -59,8 +59,7 @@ from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
 from coordinator.store import refuse_other_writer, save_conversation
-from coordinator.stream._entries import EventEntry
-from coordinator.stream._incomplete import IncompleteTurn, find_incomplete_turn
+from coordinator.stream import EventEntry, IncompleteTurn, find_incomplete_turn
 from machines import (
     ChatRequest,
     ChatResponse,
@@ -76,9 +75,9 @@ if TYPE_CHECKING:
     from coordinator.cli._run_progress import Progress
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario, TurnPlan
-    from coordinator.driver._tool_coordinator import ToolCoordinator
-    from coordinator.store._store import Conversation
-    from coordinator.stream._stream import Turn
+    from coordinator.driver import ToolCoordinator
+    from coordinator.store import Conversation
+    from coordinator.stream import Turn
     from machines import JsonValue
 
 __all__ = [

@@ -19,7 +19,12 @@ Rules:
    (:mod:`coordinator.wire`) builds streams and writes them.
 2. Entries are values: a change is a new entry put in place of the old.
 3. Event ids are unique in a stream; fresh ones come from the stream's
-   ``new_id`` (RFD D24).
+   ``new_id`` (RFD D24): :func:`new_event_id` by default, and a source that
+   keeps giving ids the stream holds is given up on after
+   :data:`FRESH_ID_ATTEMPTS` (:func:`repeated_ids` says so).
+
+The codec builds each entry it loads with the object it was read from
+(:func:`with_loaded_form`), so that a save writes it back as it was read.
 
 The export is imported when it is first asked for (``__getattr__`` below):
 ``inquiry check`` reads streams without it.
@@ -35,8 +40,9 @@ from coordinator.stream._entries import (
     GlobalEntry,
     StreamEntry,
     UnknownEntry,
+    with_loaded_form,
 )
-from coordinator.stream._event_ids import new_event_id
+from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
 from coordinator.stream._incomplete import (
     ASSISTANT_TOOLS,
     IncompleteTurn,
@@ -75,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ASSISTANT_TOOLS",
     "EVENT_KINDS",
+    "FRESH_ID_ATTEMPTS",
     "INTERRUPTED_TOOL_CALL",
     "Compaction",
     "ConfigDelta",
@@ -108,7 +115,9 @@ __all__ = [
     "new_event_id",
     "pair_events",
     "plan_sanitize",
+    "repeated_ids",
     "sanitize",
+    "with_loaded_form",
 ]
 
 
