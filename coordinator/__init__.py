@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from coordinator.driver import (
         Ask,
         BuiltinExecutor,
+        BuiltinOutcome,
         BuiltinTool,
         Executor,
         Failure,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Ask",
     "BuiltinExecutor",
+    "BuiltinOutcome",
     "BuiltinTool",
     "ConfigError",
     "Conversation",
