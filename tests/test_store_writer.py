@@ -7,33 +7,22 @@ import sys
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import CountingIds, FixedClock
 from process_helpers import CRASH_PROGRAMS, other_process_saves
+from test_store_lock import _conversation
 
-from coordinator import Conversation, StreamFormatError, load_conversation, save_conversation
+from coordinator import StreamFormatError, load_conversation
 from coordinator.store import ConversationLockedError, load_locked, refuse_other_writer
 from coordinator.store._lock import LOCK_FILE
-from machines import ChatRequest, TurnStart
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def _saved(directory: Path) -> Path:
-    """A conversation saved in ``directory`` and let go (its lock file left behind)."""
-    conversation = Conversation.new(base_config={}, clock=FixedClock(), new_id=CountingIds())
-    conversation.stream.append(TurnStart())
-    conversation.stream.append(ChatRequest(content="hi"))
-    save_conversation(conversation, directory)
-    conversation.close()
-    return directory
 
 
 def test_load_locked_reads_the_conversation_and_holds_its_lock_until_closed(
     tmp_path: Path,
 ) -> None:
     """Another process's save is refused while the loaded conversation is open, not after."""
-    directory = _saved(tmp_path / "conv")
+    directory = _conversation(tmp_path / "conv")
     conversation = load_locked(directory)
     assert list(conversation.stream) == list(load_conversation(directory).stream)
     assert other_process_saves(directory).startswith("refused ")
@@ -53,7 +42,7 @@ def test_load_locked_makes_no_lock_file_where_there_is_no_conversation(tmp_path:
 
 def test_load_locked_names_a_lock_file_it_cannot_open_and_reads_nothing(tmp_path: Path) -> None:
     """A lock file that cannot be opened is a StreamFormatError naming it."""
-    directory = _saved(tmp_path / "conv")
+    directory = _conversation(tmp_path / "conv")
     (directory / LOCK_FILE).unlink()
     (directory / LOCK_FILE).mkdir()
     with pytest.raises(StreamFormatError) as caught:
@@ -63,7 +52,7 @@ def test_load_locked_names_a_lock_file_it_cannot_open_and_reads_nothing(tmp_path
 
 def test_refuse_other_writer_makes_no_lock_file_where_there_is_none(tmp_path: Path) -> None:
     """A directory without a lock file is left without one."""
-    directory = _saved(tmp_path / "conv")
+    directory = _conversation(tmp_path / "conv")
     (directory / LOCK_FILE).unlink()
     refuse_other_writer(load_conversation(directory))
     assert not (directory / LOCK_FILE).exists()
@@ -71,7 +60,7 @@ def test_refuse_other_writer_makes_no_lock_file_where_there_is_none(tmp_path: Pa
 
 def test_refuse_other_writer_keeps_no_lock(tmp_path: Path) -> None:
     """Where nobody else writes it returns, and another process may save afterwards."""
-    directory = _saved(tmp_path / "conv")
+    directory = _conversation(tmp_path / "conv")
     conversation = load_conversation(directory)
     refuse_other_writer(conversation)
     assert other_process_saves(directory) == "saved"
@@ -79,7 +68,7 @@ def test_refuse_other_writer_keeps_no_lock(tmp_path: Path) -> None:
 
 def test_refuse_other_writer_names_the_process_that_writes(tmp_path: Path) -> None:
     """While another process holds the lock, it is named in a ConversationLockedError."""
-    directory = _saved(tmp_path / "conv")
+    directory = _conversation(tmp_path / "conv")
     conversation = load_conversation(directory)
     holder = subprocess.Popen(
         [sys.executable, str(CRASH_PROGRAMS), "hold", str(directory)], stdout=subprocess.PIPE
