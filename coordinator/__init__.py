@@ -41,10 +41,10 @@ if TYPE_CHECKING:
         backend_from_config,
         builtin_executors,
     )
-    from coordinator.cli._export import export_markdown
     from coordinator.driver import (
         Ask,
         BuiltinExecutor,
+        BuiltinOutcome,
         BuiltinTool,
         Executor,
         Failure,
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         EventEntry,
         IncompleteTurn,
         complete_turns,
+        export_markdown,
         find_incomplete_turn,
         pair_events,
         sanitize,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Ask",
     "BuiltinExecutor",
+    "BuiltinOutcome",
     "BuiltinTool",
     "ConfigError",
     "Conversation",

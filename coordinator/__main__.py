@@ -2,6 +2,6 @@
 
 import sys
 
-from coordinator.cli._main import main
+from coordinator.cli import main
 
 sys.exit(main())

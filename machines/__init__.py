@@ -7,6 +7,13 @@ Two public submodules hold what the coordinator shares with the machines:
 ``machines.wording`` (what the model is told when a call does not simply run)
 and ``machines.validators`` (the attrs validators that make bad records
 impossible to construct).
+
+The shell reads and checks JSON values with the one walk the records use
+(``machines._json``): :func:`json_fault` (with :func:`leaf_rules`, the
+:data:`JSON_LEAVES` JSON allows, and the :data:`WRITE_DEPTH` ``orjson``
+writes) finds the first thing wrong in a value (:data:`TOO_DEEP`, when it
+nests too deeply), :func:`is_json` says there is none, :func:`json_path`
+spells where, and :func:`json_type` names a value's kind in every error.
 """
 
 from typing import Any
@@ -54,7 +61,19 @@ from machines._inquiry_records import (
     UnknownCancellationReason,
     parse_cancellation_reason,
 )
-from machines._json import JsonValue
+from machines._json import (
+    JSON_LEAVES,
+    TOO_DEEP,
+    WRITE_DEPTH,
+    JsonFault,
+    JsonValue,
+    LeafRule,
+    is_json,
+    json_fault,
+    json_path,
+    json_type,
+    leaf_rules,
+)
 from machines._meanings import CallOutcome, PermissionBy, PermissionRuling, Resolution
 from machines._questions import (
     AnswerKind,
@@ -91,9 +110,12 @@ __all__ = [
     "DEFAULT_MAX_QUESTIONS",
     "INQUIRY_MACHINE",
     "INQUIRY_ROWS",
+    "JSON_LEAVES",
     "MACHINES",
     "TOOL_CALL_MACHINE",
     "TOOL_CALL_ROWS",
+    "TOO_DEEP",
+    "WRITE_DEPTH",
     "AnswerKind",
     "AnswerType",
     "Answered",
@@ -120,7 +142,9 @@ __all__ = [
     "InquirySource",
     "InquiryState",
     "InvalidAnswerError",
+    "JsonFault",
     "JsonValue",
+    "LeafRule",
     "MachineError",
     "PermissionBy",
     "PermissionDecision",
@@ -153,7 +177,12 @@ __all__ = [
     "TurnStart",
     "TurnState",
     "UnknownCancellationReason",
+    "is_json",
     "is_provider_visible",
+    "json_fault",
+    "json_path",
+    "json_type",
+    "leaf_rules",
     "parse_cancellation_reason",
     "render_dot",
     "render_markdown_table",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -20,7 +22,7 @@ def _contracts() -> list[dict[str, Any]]:
 
 
 def test_the_import_contracts_hold() -> None:
-    """No module imports a layer above its own, and the shared vocabulary imports no layer."""
+    """No module imports a layer above its own or another package's private module."""
     done = subprocess.run(
         [LINT_IMPORTS, "--no-cache"],
         cwd=PROJECT,
@@ -57,3 +59,50 @@ def test_the_top_of_the_shell_holds_only_its_shared_vocabulary() -> None:
     # The shared modules sit beside the layers, so neither contract above may
     # let a layer reach them from below: the machines may import none of the shell.
     assert forbidden[("machines",)] == {"coordinator"}
+
+
+def test_every_private_module_is_covered_without_exceptions() -> None:
+    """The private-modules contract checks every package of both roots, and lets nothing by."""
+    (contract,) = [c for c in _contracts() if c["type"] == "private_modules"]
+    assert set(contract) == {"name", "type"}
+
+
+def test_a_private_import_from_another_package_breaks_the_contract(tmp_path: Path) -> None:
+    """lint-imports fails naming each planted import of another package's private module."""
+    for package in ("coordinator", "machines"):
+        shutil.copytree(
+            PROJECT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(PROJECT / "pyproject.toml", tmp_path)
+    planted = {
+        # Another layer's private module, the machines', another sub-package's.
+        "coordinator/cli": "coordinator.store._lock import LOCK_FILE",
+        "coordinator/stream": "machines._json import json_type",
+        "coordinator/adapters": "coordinator.adapters.mcp._forms import ACCEPT",
+        # A package's own private modules, and the shared vocabulary: allowed.
+        "coordinator/store": "coordinator.store._lock import LOCK_FILE",
+        "coordinator/adapters/mcp": "coordinator.adapters.mcp._forms import ACCEPT",
+        "coordinator/driver": "coordinator._text import shown_text",
+    }
+    for package, statement in planted.items():
+        (tmp_path / package / "_planted.py").write_text(f"from {statement}\n", encoding="utf-8")
+    done = subprocess.run(
+        [LINT_IMPORTS, "--no-cache"],
+        cwd=tmp_path,
+        # The copy, not the installed tree, is what is analysed.
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Each package's private modules are its own: the others import its face BROKEN" in (
+        done.stdout
+    )
+    assert "Contracts: 3 kept, 1 broken." in done.stdout
+    assert sorted(line for line in done.stdout.splitlines() if line.startswith("- ")) == [
+        "- coordinator.adapters._planted -> coordinator.adapters.mcp._forms (l.1)",
+        "- coordinator.cli._planted -> coordinator.store._lock (l.1)",
+        "- coordinator.stream._planted -> machines._json (l.1)",
+    ]

@@ -27,7 +27,7 @@ from reader_streams import (
 
 from coordinator import Conversation, export_markdown, load_conversation, save_conversation
 from coordinator._text import REASON_SHOWN
-from coordinator.cli._export import describe_inquiry_response
+from coordinator.stream._export import describe_inquiry_response
 from coordinator.wire._codec import unstructure_event
 from machines import (
     Answered,

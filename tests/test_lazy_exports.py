@@ -70,7 +70,7 @@ def test_the_check_command_does_not_import_the_runner_or_the_providers() -> None
         "import sys; from coordinator.cli._main import main; "
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('asyncio', 'transitions') or m.startswith(('coordinator.cli._run', "
-        "'coordinator.cli._export', 'coordinator.driver', 'coordinator.adapters')))))"
+        "'coordinator.stream._export', 'coordinator.driver', 'coordinator.adapters')))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=PATIENCE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -39,3 +40,12 @@ def test_the_embedding_example_runs_and_keeps_the_secret_out(tmp_path: Path) -> 
     assert "Answer: <redacted>" in done.stdout
     assert SECRET not in done.stdout
     assert SECRET not in done.stderr
+
+
+def test_the_embedding_example_imports_only_the_two_faces() -> None:
+    """The example takes every name of ours from `coordinator` or `machines`, nothing deeper."""
+    tree = ast.parse(_example())
+    ours = {"coordinator", "machines"}
+    modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    plain = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert {m for m in modules | plain if m and m.split(".")[0] in ours} == ours

@@ -14,6 +14,12 @@ driver's protocols over something real, and depends on nothing above it:
 - MCP servers' tools: :mod:`coordinator.adapters.mcp` (the ``mcp`` extra)
   runs them, each question a server asks an inquiry of the calling tool.
 
+What the CLI checks a scenario with before it runs anything:
+:data:`ASK_USER_PARAMETERS` (``ask_user``'s arguments, as the model is
+told them), :func:`check_arguments` and :func:`schema_problem` (a local
+tool's arguments against its schema, and a schema this cannot check with);
+:func:`printable` shows text from outside as the terminal prompter does.
+
 Rules:
 
 1. Provenance is decided in code here, at the executor boundary: a local
@@ -21,12 +27,23 @@ Rules:
 2. An optional SDK is imported when it is used, never at import.
 """
 
-from coordinator.adapters._builtins import AnswerInquiry, AskUser, builtin_executors
-from coordinator.adapters._local_tools import LocalTool, LocalToolExecutor, check_arguments
-from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError
+from coordinator.adapters._builtins import (
+    ASK_USER_PARAMETERS,
+    AnswerInquiry,
+    AskUser,
+    builtin_executors,
+)
+from coordinator.adapters._local_tools import (
+    LocalTool,
+    LocalToolExecutor,
+    check_arguments,
+    schema_problem,
+)
+from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError, printable
 from coordinator.adapters.providers import ModelInquiryBackend, backend_from_config, turn_tools
 
 __all__ = [
+    "ASK_USER_PARAMETERS",
     "AnswerInquiry",
     "AskUser",
     "LocalTool",
@@ -37,5 +54,7 @@ __all__ = [
     "backend_from_config",
     "builtin_executors",
     "check_arguments",
+    "printable",
+    "schema_problem",
     "turn_tools",
 ]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from coordinator.adapters._local_tools import check_arguments
-from coordinator.adapters.providers._tools import ANSWER_INQUIRY, ANSWER_INQUIRY_OUTSIDE_INQUIRY
-from coordinator.driver._executors import (
+from coordinator.adapters.providers import ANSWER_INQUIRY, ANSWER_INQUIRY_OUTSIDE_INQUIRY
+from coordinator.driver import (
     Ask,
     BuiltinExecutor,
     BuiltinOutcome,
@@ -25,8 +25,7 @@ from coordinator.driver._executors import (
     Failure,
     Success,
 )
-from machines import AnswerType, InquirySource, Question, RecordError
-from machines._json import json_type
+from machines import AnswerType, InquirySource, Question, RecordError, json_type
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

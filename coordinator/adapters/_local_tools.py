@@ -63,12 +63,12 @@ import attrs
 import orjson
 
 from coordinator._text import shown_path
-from coordinator.driver._executors import Completed, ExecutorResult, NeedsInput, reveal_answers
-from coordinator.wire._codec import WireError, structure_question
+from coordinator.driver import Completed, ExecutorResult, NeedsInput, reveal_answers
+from coordinator.wire import WireError, structure_question
 from machines import InquirySource, SecretValue, ToolAnswer, ToolCallRequest
 
 if TYPE_CHECKING:
-    from coordinator.store._running import RunningTools
+    from coordinator.store import RunningTools
 
 __all__ = ["LocalTool", "LocalToolExecutor", "check_arguments", "schema_problem"]
 

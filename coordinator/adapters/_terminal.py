@@ -77,9 +77,8 @@ import orjson
 
 from coordinator._errors import CoordinatorError
 from coordinator._text import shown_text
-from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
-from machines import AnswerKind, SourceKind
-from machines._json import json_type
+from coordinator.driver import Deny, Permit, PromptCancelled, QuestionAnswer
+from machines import AnswerKind, SourceKind, json_type
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -88,7 +87,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.output import Output
 
     from coordinator.adapters._terminal_toolkit import Fragments, ToolkitTerminal
-    from coordinator.driver._prompting import PermissionAnswer
+    from coordinator.driver import PermissionAnswer
     from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion
 
 __all__ = [

@@ -67,7 +67,7 @@ from prompt_toolkit.shortcuts import print_formatted_text
 from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
-from coordinator.driver._prompting import PromptCancelled
+from coordinator.driver import PromptCancelled
 from machines import SecretValue
 
 if TYPE_CHECKING:

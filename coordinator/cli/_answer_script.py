@@ -36,10 +36,10 @@ from typing import Any
 import attrs
 
 from coordinator._errors import ConfigError
-from coordinator.driver._backend import BackendErrorKind
-from coordinator.driver._prompting import ScriptedPrompter
-from coordinator.driver._scripted_backend import ScriptedInquiryBackend
-from coordinator.driver._toml_fields import (
+from coordinator.driver import (
+    BackendErrorKind,
+    ScriptedInquiryBackend,
+    ScriptedPrompter,
     boolean,
     check_keys,
     choice,
@@ -51,8 +51,7 @@ from coordinator.driver._toml_fields import (
     string,
     tables,
 )
-from machines import JsonValue, SecretValue, ToolAnswer
-from machines._json import json_type
+from machines import JsonValue, SecretValue, ToolAnswer, json_type
 
 __all__ = [
     "AnswerScript",

@@ -44,17 +44,23 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from coordinator._text import shown_line, shown_path, shown_reason
 from coordinator.cli._command_lines import sanitize_line
-from coordinator.stream._entries import EventEntry
-from coordinator.stream._incomplete import find_incomplete_turn
-from coordinator.stream._links import provider_exclusions
-from coordinator.stream._pairing import pair_events
+from coordinator.stream import (
+    EventEntry,
+    find_incomplete_turn,
+    pair_events,
+    provider_exclusions,
+)
 from machines import Answered, Cancelled, InquiryRequest, Redacted, ToolCallResponse
 
 if TYPE_CHECKING:
-    from coordinator.store._store import Conversation
-    from coordinator.stream._incomplete import IncompleteTurn, OpenCall
-    from coordinator.stream._pairing import Located, Pairing
-    from coordinator.stream._stream import ConversationStream
+    from coordinator.store import Conversation
+    from coordinator.stream import (
+        ConversationStream,
+        IncompleteTurn,
+        Located,
+        OpenCall,
+        Pairing,
+    )
 
 __all__ = [
     "EXIT_AWAITING_MODEL",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coordinator.store._atomic import atomic_write
+from coordinator.store import atomic_write
 from machines import INQUIRY_MACHINE, MACHINES, render_dot, render_markdown_table, render_mermaid
 
 if TYPE_CHECKING:

@@ -76,9 +76,8 @@ from coordinator.cli._check import (
     summarize,
     to_null_device,
 )
-from coordinator.store._atomic import write_output
-from coordinator.store._store import load_conversation, save_conversation
-from coordinator.stream._sanitize import (
+from coordinator.store import load_conversation, save_conversation, write_output
+from coordinator.stream import (
     INTERRUPTED_TOOL_CALL,
     InsertionReason,
     Removal,
@@ -90,7 +89,7 @@ from machines import MACHINES, render_markdown_table
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from coordinator.stream._sanitize import Insertion
+    from coordinator.stream import Insertion
 
 __all__ = ["main"]
 
@@ -230,7 +229,7 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, out: TextIO) -> int:
-    from coordinator.cli._export import export_markdown  # noqa: PLC0415 - see above
+    from coordinator.stream import export_markdown  # noqa: PLC0415 - see above
 
     conversation = load_conversation(args.path)
     title = (conversation.metadata or {}).get("title")

@@ -59,7 +59,7 @@ from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
-from coordinator.cli._run_continue import load_locked, start_from
+from coordinator.cli._run_continue import start_from
 from coordinator.cli._run_play import play
 from coordinator.cli._run_players import (
     WatchedBackend,
@@ -74,11 +74,14 @@ from coordinator.cli._run_signals import Stop
 from coordinator.cli._run_tools import build_executors, mcp_toolbox, withdraw_secrets
 from coordinator.cli._run_workspace import WORKSPACE
 from coordinator.cli._scenario import load_scenario
-from coordinator.driver._prompting import ScriptedPrompter
-from coordinator.driver._scripted_backend import ScriptedInquiryBackend
-from coordinator.driver._tool_coordinator import ToolCoordinator
-from coordinator.store._running import RunningTools
-from coordinator.store._store import Conversation, load_conversation, save_conversation
+from coordinator.driver import ScriptedInquiryBackend, ScriptedPrompter, ToolCoordinator
+from coordinator.store import (
+    Conversation,
+    RunningTools,
+    load_conversation,
+    load_locked,
+    save_conversation,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -87,8 +90,7 @@ if TYPE_CHECKING:
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario
-    from coordinator.driver import InquiryBackend, Prompter, StepFacts
-    from coordinator.driver._executors import Executor
+    from coordinator.driver import Executor, InquiryBackend, Prompter, StepFacts
 
 __all__ = ["run_scenario"]
 

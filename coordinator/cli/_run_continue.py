@@ -34,8 +34,9 @@ gets the model's follow-up, but the scenario has nothing left to play in it.
 Rules:
 
 1. The conversation is continued under its writer lock, taken before it is
-   read (:func:`load_locked`): a second writer (another ``inquiry run``,
-   ``inquiry sanitize``) is refused, naming this one, and nothing is lost.
+   read (:func:`~coordinator.store.load_locked`): a second writer (another
+   ``inquiry run``, ``inquiry sanitize``) is refused, naming this one, and
+   nothing is lost.
 2. A last turn that is not the named scenario turn as it is played (no
    marker, another scenario, or a scenario changed since) is not continued:
    exit 2, saying so. Nothing is guessed.
@@ -47,22 +48,18 @@ Rules:
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.cli._check import quoted_text
 from coordinator.cli._command_lines import command_line, sanitize_line
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
-from coordinator.store._lock import LOCK_FILE, acquire, release
-from coordinator.store._store import EVENTS, load_conversation, save_conversation
-from coordinator.stream._entries import EventEntry
-from coordinator.stream._incomplete import IncompleteTurn, find_incomplete_turn
+from coordinator.store import refuse_other_writer, save_conversation
+from coordinator.stream import EventEntry, IncompleteTurn, find_incomplete_turn
 from machines import (
     ChatRequest,
     ChatResponse,
@@ -78,9 +75,9 @@ if TYPE_CHECKING:
     from coordinator.cli._run_progress import Progress
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario, TurnPlan
-    from coordinator.driver._tool_coordinator import ToolCoordinator
-    from coordinator.store._store import Conversation
-    from coordinator.stream._stream import Turn
+    from coordinator.driver import ToolCoordinator
+    from coordinator.store import Conversation
+    from coordinator.stream import Turn
     from machines import JsonValue
 
 __all__ = [
@@ -89,7 +86,6 @@ __all__ = [
     "Continuation",
     "assistant_tools",
     "continue_from",
-    "load_locked",
     "refuse_unfinished",
     "start_from",
     "turn_marker",
@@ -206,30 +202,6 @@ class Continuation:
 FROM_THE_START = Continuation(turn=0, seeds=True)
 
 
-def load_locked(path: Path) -> Conversation:
-    """The conversation at ``path``, read once under its writer lock, which it then holds.
-
-    Read before the lock is taken, it could change before the lock is (the
-    run that died may have been saving); read twice, its warnings (a
-    repaired event id, say) would be told twice. Raises
-    :class:`~coordinator.store.ConversationLockedError` when another process
-    writes it.
-    """
-    try:
-        # A directory that holds neither a stream nor a lock file is no
-        # conversation: no lock file is made there, and the load says so.
-        lock = acquire(path, create=os.path.lexists(path / EVENTS))
-    except OSError as error:
-        raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
-    try:
-        conversation = load_conversation(path)
-        conversation.__enter__()  # shares the lock taken above, and keeps it
-    finally:
-        if lock is not None:
-            release(lock)
-    return conversation
-
-
 def start_from(
     conversation: Conversation,
     *,
@@ -269,9 +241,7 @@ def refuse_unfinished(
     )
     if incomplete is None:
         return
-    if (options.conversation / LOCK_FILE).exists():
-        with conversation:  # refused, naming the writer, when one is at work there
-            pass
+    refuse_other_writer(conversation)  # naming the writer, when one is at work there
     played = _played_turn(incomplete.turn, scenario)
     if not incomplete.blocked and (new_turn or (played is not None and played.whole)):
         return
@@ -298,7 +268,7 @@ def refuse_unfinished(
 def continue_from(
     conversation: Conversation, *, created: bool, scenario: Scenario, options: RunOptions
 ) -> Continuation:
-    """Where ``scenario`` stood in ``conversation`` (read under its lock: :func:`load_locked`).
+    """Where ``scenario`` stood in ``conversation``, read under its lock (``load_locked``).
 
     Raises :class:`RunError` when its last turn is not one the scenario
     plays (rule 2).

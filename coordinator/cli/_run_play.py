@@ -38,7 +38,7 @@ from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError, RunResult
 from coordinator.cli._run_signals import stop_signals
-from coordinator.store._store import save_conversation
+from coordinator.store import save_conversation
 from machines import ChatResponse, ToolCallRequest
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from coordinator.cli._run_progress import Output, Progress
     from coordinator.cli._run_signals import Stop
     from coordinator.cli._scenario import Cycle, Scenario
-    from coordinator.driver._tool_coordinator import ToolCoordinator
-    from coordinator.store._store import Conversation
+    from coordinator.driver import ToolCoordinator
+    from coordinator.store import Conversation
 
 __all__ = ["call_ids", "play"]
 

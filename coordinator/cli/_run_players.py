@@ -36,24 +36,25 @@ import attrs
 
 from coordinator._errors import ConfigError
 from coordinator._text import shown_path
-from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError
+from coordinator.adapters import TerminalPrompter, TerminalUnavailableError
 from coordinator.adapters.providers import (
     ProviderConfigError,
     backend_from_config,
+    key_variable,
 )
-from coordinator.adapters.providers._config import key_variable
 from coordinator.cli._run_progress import Output
 from coordinator.cli._run_result import RunError
-from coordinator.driver._backend import InquiryBackend, InquiryBackendError
-from coordinator.driver._prompting import (
+from coordinator.driver import (
+    InquiryBackend,
+    InquiryBackendError,
     PromptCancelled,
     Prompter,
     ScriptedPrompter,
     ScriptExhaustedError,
+    join_key,
+    name_key,
 )
-from coordinator.driver._toml_fields import join_key, name_key
-from machines import AnswerKind, SecretValue
-from machines._json import json_type
+from machines import AnswerKind, SecretValue, json_type
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -63,9 +64,12 @@ if TYPE_CHECKING:
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._run_signals import Stop
     from coordinator.cli._scenario import Scenario
-    from coordinator.driver._backend import InquiryTask
-    from coordinator.driver._prompting import PermissionAnswer, QuestionAnswer
-    from coordinator.driver._scripted_backend import ScriptedInquiryBackend
+    from coordinator.driver import (
+        InquiryTask,
+        PermissionAnswer,
+        QuestionAnswer,
+        ScriptedInquiryBackend,
+    )
     from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion, ToolAnswer
 
 __all__ = [

@@ -72,7 +72,7 @@ import attrs
 import orjson
 
 from coordinator._text import shown_line, shown_path, shown_reason, shown_text
-from coordinator.adapters._terminal import printable
+from coordinator.adapters import printable
 from coordinator.cli._check import to_null_device
 from coordinator.driver import CallOutcome, PermissionBy, Resolution
 from machines import (

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from coordinator.adapters._builtins import builtin_executors
-from coordinator.adapters._local_tools import LocalToolExecutor
+from coordinator.adapters import LocalToolExecutor, builtin_executors
 from coordinator.adapters.mcp import McpToolbox
 
 if TYPE_CHECKING:
@@ -38,8 +37,8 @@ if TYPE_CHECKING:
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_players import Model
     from coordinator.cli._scenario import Scenario
-    from coordinator.driver._executors import Executor
-    from coordinator.store._running import RunningTools
+    from coordinator.driver import Executor
+    from coordinator.store import RunningTools
 
 __all__ = ["build_executors", "withdraw_secrets"]
 

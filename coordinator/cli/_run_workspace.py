@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 from coordinator._errors import ConfigError, StreamFormatError, os_reason
 from coordinator._text import shown_path
 from coordinator.cli._run_result import RunError
-from coordinator.store._atomic import short_name
-from coordinator.store._files import open_file
+from coordinator.store import open_file, short_name
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

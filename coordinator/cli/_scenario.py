@@ -53,15 +53,16 @@ import attrs
 
 from coordinator._errors import ConfigError, os_reason
 from coordinator._text import shown_path
-from coordinator.adapters._builtins import ASK_USER_PARAMETERS
-from coordinator.adapters._local_tools import LocalTool, check_arguments, schema_problem
-from coordinator.adapters.mcp import MCP_EXTRA, McpServer
-from coordinator.adapters.mcp._servers import os_text_problem, variable_name_problem
-from coordinator.adapters.providers._config import check_backend_config
-from coordinator.adapters.providers._errors import ProviderConfigError
-from coordinator.adapters.providers._tools import ANSWER_INQUIRY, ToolDefinition
-from coordinator.driver._config import ToolsConfig, parse_tools_config
-from coordinator.driver._toml_fields import (
+from coordinator.adapters import ASK_USER_PARAMETERS, LocalTool, check_arguments, schema_problem
+from coordinator.adapters.mcp import MCP_EXTRA, McpServer, os_text_problem, variable_name_problem
+from coordinator.adapters.providers import (
+    ANSWER_INQUIRY,
+    ProviderConfigError,
+    ToolDefinition,
+    check_backend_config,
+)
+from coordinator.driver import (
+    ToolsConfig,
     check_keys,
     choice,
     join_key,
@@ -69,13 +70,13 @@ from coordinator.driver._toml_fields import (
     load_toml,
     name_key,
     optional_string,
+    parse_tools_config,
     shown_error,
     string,
     table,
     tables,
 )
-from machines import JsonValue
-from machines._json import json_type
+from machines import JsonValue, json_type
 
 __all__ = [
     "BUILTIN_TOOLS",

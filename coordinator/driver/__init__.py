@@ -18,6 +18,15 @@ each machine step as typed :class:`StepFacts` (the rows that fired, the
 states after, how a call ended or a question was resolved). What a tool
 echoes of a secret is masked (``_masking``). See ``docs/driver.md``.
 
+What the layers above share of it: :func:`latest_response_start` (where
+the assistant's latest response begins in a provider view: its calls
+without a result are the ones running), and the checked reading of TOML (:func:`load_toml`,
+:func:`check_keys`, :func:`table`, :func:`tables`, :func:`string`,
+:func:`optional_string`, :func:`boolean`, :func:`choice`,
+:func:`json_table`, :func:`json_value`, :func:`join_key`, :func:`name_key`,
+:func:`shown_error`) that the tools configuration is read with, and the
+CLI's scenario and answers files too: each error names the file and the key.
+
 Rules:
 
 1. The driver constructs no record: every record comes from a machine step.
@@ -33,6 +42,7 @@ from coordinator.driver._backend import (
     InquiryBackend,
     InquiryBackendError,
     InquiryTask,
+    latest_response_start,
 )
 from coordinator.driver._config import (
     QuestionConfig,
@@ -73,6 +83,21 @@ from coordinator.driver._prompting import (
     ScriptExhaustedError,
 )
 from coordinator.driver._scripted_backend import ScriptedInquiryBackend
+from coordinator.driver._toml_fields import (
+    boolean,
+    check_keys,
+    choice,
+    join_key,
+    json_table,
+    json_value,
+    load_toml,
+    name_key,
+    optional_string,
+    shown_error,
+    string,
+    table,
+    tables,
+)
 from coordinator.driver._tool_coordinator import ToolCoordinator
 
 # What a row means is a column of the machines' tables; the driver's observers read them here.
@@ -115,7 +140,21 @@ __all__ = [
     "ToolConfig",
     "ToolCoordinator",
     "ToolsConfig",
+    "boolean",
+    "check_keys",
+    "choice",
+    "join_key",
+    "json_table",
+    "json_value",
+    "latest_response_start",
+    "load_toml",
     "load_tools_config",
+    "name_key",
+    "optional_string",
     "parse_tools_config",
     "reveal_answers",
+    "shown_error",
+    "string",
+    "table",
+    "tables",
 ]

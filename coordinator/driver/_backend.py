@@ -24,8 +24,12 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from coordinator._errors import CoordinatorError
-from coordinator.stream._sanitize import InsertionReason, plan_sanitize
-from coordinator.stream._stream import ConversationStream, ProviderView
+from coordinator.stream import (
+    ConversationStream,
+    InsertionReason,
+    ProviderView,
+    plan_sanitize,
+)
 from machines import (
     CancellationReason,
     ChatResponse,

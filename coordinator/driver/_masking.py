@@ -98,7 +98,7 @@ import orjson
 from machines import JsonValue, MachineError, Question, RunTool, SecretValue
 
 if TYPE_CHECKING:
-    from coordinator.store._store import Conversation
+    from coordinator.store import Conversation
 
 __all__ = [
     "DEPTH",

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coordinator.stream._entries import EventEntry
+from coordinator.stream import EventEntry
 from machines import (
     INQUIRY_MACHINE,
     CallOutcome,

@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from coordinator._errors import ConfigError, StreamFormatError, os_reason
 from coordinator._text import shown_path
-from coordinator.store._files import read_regular
-from coordinator.wire._json_read import WRITE_DEPTH
-from machines._json import TOO_DEEP, json_fault, json_type, leaf_rules
+from coordinator.store import read_regular
+from machines import TOO_DEEP, WRITE_DEPTH, json_fault, json_type, leaf_rules
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

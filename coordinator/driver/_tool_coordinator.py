@@ -91,9 +91,8 @@ from coordinator.driver._observing import (
     step_facts,
 )
 from coordinator.driver._prompting import Deny, PermissionAnswer, PromptCancelled, QuestionAnswer
-from coordinator.store._store import save_conversation
-from coordinator.stream._entries import EventEntry
-from coordinator.stream._incomplete import IncompleteTurn
+from coordinator.store import save_conversation
+from coordinator.stream import EventEntry, IncompleteTurn
 from machines import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_QUESTIONS,
@@ -128,7 +127,7 @@ if TYPE_CHECKING:
     from coordinator.driver._backend import InquiryBackend
     from coordinator.driver._executors import Executor
     from coordinator.driver._prompting import Prompter
-    from coordinator.store._store import Conversation
+    from coordinator.store import Conversation
 
 __all__ = [
     "FDS_PER_TOOL",

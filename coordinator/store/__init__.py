@@ -23,10 +23,23 @@ Rules:
 5. A file that is not a regular file, or is larger than the limit, is
    refused before it is read.
 
+A program that reads a conversation to go on writing it takes the lock
+first: :func:`load_locked` reads it under the lock, which it then holds;
+:func:`refuse_other_writer` says whether another process is writing one
+already read. The layers above write their other files as the store writes
+its own: :func:`atomic_write` and :func:`write_output` (an export, a
+diagram), :func:`open_file` and :func:`read_regular` (a configuration file,
+a workspace's seed: only a regular file, never waited for), and
+:class:`RunningTools` records the tools a writer runs, so that the next
+writer stops those a writer that died left running.
+
 The whole story, with every error, is in ``docs/storage.md``.
 """
 
+from coordinator.store._atomic import atomic_write, short_name, write_output
+from coordinator.store._files import open_file, read_regular
 from coordinator.store._lock import ConversationLockedError
+from coordinator.store._running import RunningTools
 from coordinator.store._store import (
     Conversation,
     Layout,
@@ -34,12 +47,21 @@ from coordinator.store._store import (
     load_conversation,
     save_conversation,
 )
+from coordinator.store._writer import load_locked, refuse_other_writer
 
 __all__ = [
     "Conversation",
     "ConversationLockedError",
     "Layout",
+    "RunningTools",
     "SaveResult",
+    "atomic_write",
     "load_conversation",
+    "load_locked",
+    "open_file",
+    "read_regular",
+    "refuse_other_writer",
     "save_conversation",
+    "short_name",
+    "write_output",
 ]

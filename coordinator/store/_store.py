@@ -69,25 +69,20 @@ from coordinator.store._atomic import UnsyncedError, alive, atomic_write, remove
 from coordinator.store._create import create_directory
 from coordinator.store._files import FileReader, open_regular, read_regular
 from coordinator.store._lock import LOCK_FILE, WriterLock, acquire, read_record, release
-from coordinator.stream._entries import ConfigDelta
-from coordinator.stream._event_ids import new_event_id
-from coordinator.stream._stream import ConversationStream
-from coordinator.wire._json_read import (
+from coordinator.stream import ConfigDelta, ConversationStream, new_event_id
+from coordinator.wire import (
+    EntryDecodeError,
+    IdRepairs,
     JsonTextError,
+    decode_entries,
+    decode_stream,
+    encode_entries,
     invalid_utf8,
     loads_writable,
     read_file,
     unwritable_entry,
 )
-from coordinator.wire._stream_codec import (
-    EntryDecodeError,
-    IdRepairs,
-    decode_entries,
-    decode_stream,
-    encode_entries,
-)
-from machines import JsonValue
-from machines._json import is_json, json_fault, json_type
+from machines import JsonValue, is_json, json_fault, json_type
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -42,8 +42,8 @@ from machines import (
     ToolCallRequest,
     ToolCallResponse,
     TurnStart,
+    json_type,
 )
-from machines._json import json_type
 from machines.validators import (
     json_object,
     json_value,

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 import attrs
 
-from machines._json import json_type
+from machines import json_type
 
 __all__ = ["Timestamp", "format_jp_timestamp"]
 

@@ -10,6 +10,13 @@ says, and reporting the repairs); :func:`encode_stream` gives the array back.
 An entry read from a file is written back as it was read, so a real
 conversation re-saves unchanged.
 
+What the store reads with: :func:`decode_entries` and
+:func:`encode_entries` (the entries a save appends, without the stream
+around them), and the checked JSON reader (:func:`read_file`,
+:func:`loads_writable`, :func:`unwritable_entry`, :func:`invalid_utf8`,
+:class:`JsonTextError`). What an adapter reads a tool's question with:
+:func:`structure_question`, raising :class:`WireError`.
+
 Rules:
 
 1. Every entry of a known kind is validated on load: a broken file is
@@ -20,11 +27,35 @@ Rules:
 3. Unknown kinds and unknown fields of known kinds are kept verbatim.
 """
 
+from coordinator.wire._codec import WireError, structure_question
+from coordinator.wire._json_read import (
+    JsonTextError,
+    invalid_utf8,
+    loads_writable,
+    read_file,
+    unwritable_entry,
+)
 from coordinator.wire._stream_codec import (
     EntryDecodeError,
     IdRepairs,
+    decode_entries,
     decode_stream,
+    encode_entries,
     encode_stream,
 )
 
-__all__ = ["EntryDecodeError", "IdRepairs", "decode_stream", "encode_stream"]
+__all__ = [
+    "EntryDecodeError",
+    "IdRepairs",
+    "JsonTextError",
+    "WireError",
+    "decode_entries",
+    "decode_stream",
+    "encode_entries",
+    "encode_stream",
+    "invalid_utf8",
+    "loads_writable",
+    "read_file",
+    "structure_question",
+    "unwritable_entry",
+]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from cattrs.preconf.orjson import make_converter
 
-from coordinator.stream._entries import EVENT_KINDS
+from coordinator.stream import EVENT_KINDS
 from coordinator.wire._storage_fields import (
     decode_field,
     decode_leaves,
@@ -65,9 +65,9 @@ from machines import (
     ToolCallRequest,
     ToolCallResponse,
     TurnStart,
+    json_type,
     parse_cancellation_reason,
 )
-from machines._json import json_type
 
 if TYPE_CHECKING:
     import cattrs

@@ -37,7 +37,7 @@ from typing import Any, BinaryIO, Final
 
 import orjson
 
-from machines._json import WRITE_DEPTH, JsonFault, json_fault, json_path, leaf_rules
+from machines import WRITE_DEPTH, JsonFault, json_fault, json_path, leaf_rules
 
 __all__ = [
     "WRITE_DEPTH",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-from machines._json import WRITE_DEPTH
+from machines import WRITE_DEPTH
 
 __all__ = ["decode_field", "decode_leaves", "encode_field", "encode_leaves"]
 

@@ -28,25 +28,26 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 import attrs
 import orjson
 
-from coordinator.stream._entries import (
+from coordinator.stream import (
+    FRESH_ID_ATTEMPTS,
     Compaction,
     ConfigDelta,
+    ConversationStream,
     EventEntry,
     EventOverlay,
     GlobalEntry,
     OverlayPatch,
     StreamEntry,
+    Timestamp,
     UnknownEntry,
     is_linked,
+    new_event_id,
+    repeated_ids,
     with_loaded_form,
 )
-from coordinator.stream._event_ids import FRESH_ID_ATTEMPTS, new_event_id, repeated_ids
-from coordinator.stream._stream import ConversationStream
-from coordinator.stream._timestamps import Timestamp
 from coordinator.wire._codec import PAYLOAD_HOOKS, WireError, unstructure_event
 from coordinator.wire._storage_fields import decode_leaves, encode_leaves
-from machines import Event, RecordError
-from machines._json import json_type
+from machines import Event, RecordError, json_type
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

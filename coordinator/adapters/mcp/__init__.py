@@ -25,10 +25,19 @@ Rules:
    secret question for the person, recorded without the link's query (the
    links its message repeats too).
 3. The SDK is imported when it is used, never at import.
+
+:func:`os_text_problem` and :func:`variable_name_problem` say why the OS
+could not start a server as configured, for a reader of the configuration
+to refuse it before anything runs.
 """
 
 from coordinator.adapters.mcp._forms import ACCEPT, DECLINE
-from coordinator.adapters.mcp._servers import DEFAULT_TIMEOUT, McpServer
+from coordinator.adapters.mcp._servers import (
+    DEFAULT_TIMEOUT,
+    McpServer,
+    os_text_problem,
+    variable_name_problem,
+)
 from coordinator.adapters.mcp._toolbox import McpToolbox, McpToolExecutor
 
 #: What to install for MCP servers.
@@ -42,4 +51,6 @@ __all__ = [
     "McpServer",
     "McpToolExecutor",
     "McpToolbox",
+    "os_text_problem",
+    "variable_name_problem",
 ]

@@ -69,8 +69,18 @@ import orjson
 
 from coordinator._text import shown_links, shown_url
 from coordinator.adapters.mcp._exchange import Reply, Request
-from machines import AnswerType, JsonValue, Question, SecretValue, SelectOption
-from machines._json import JSON_LEAVES, LeafRule, is_json, json_fault, leaf_rules
+from machines import (
+    JSON_LEAVES,
+    AnswerType,
+    JsonValue,
+    LeafRule,
+    Question,
+    SecretValue,
+    SelectOption,
+    is_json,
+    json_fault,
+    leaf_rules,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

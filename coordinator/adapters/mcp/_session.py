@@ -47,7 +47,7 @@ from coordinator.adapters.mcp._exchange import (
     ServerError,
     Unaskable,
 )
-from coordinator.driver._executors import Completed
+from coordinator.driver import Completed
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping

@@ -69,7 +69,7 @@ from coordinator.adapters.mcp._exchange import (
     Unaskable,
 )
 from coordinator.adapters.mcp._forms import UrlFill, fill_for, legacy_key
-from coordinator.driver._executors import Completed, NeedsInput
+from coordinator.driver import Completed, NeedsInput
 from machines import InquirySource
 
 if TYPE_CHECKING:
@@ -78,9 +78,13 @@ if TYPE_CHECKING:
     from coordinator.adapters.mcp._forms import Fill
     from coordinator.adapters.mcp._servers import McpServer
     from coordinator.adapters.mcp._session import Connection
-    from coordinator.driver import StepFacts
-    from coordinator.driver._executors import ExecutorResult
-    from coordinator.driver._prompting import PermissionAnswer, Prompter, QuestionAnswer
+    from coordinator.driver import (
+        ExecutorResult,
+        PermissionAnswer,
+        Prompter,
+        QuestionAnswer,
+        StepFacts,
+    )
     from machines import ShowPermissionPrompt, ShowQuestion, ToolAnswer, ToolCallRequest
 
 __all__ = ["McpToolExecutor", "McpToolbox"]

@@ -7,7 +7,10 @@ with the tool choice forced to ``answer_inquiry``. Tools and system prompt stay
 byte-identical, so the provider's prompt cache holds.
 
 - :class:`ModelInquiryBackend`: the provider-agnostic core, an
-  ``InquiryBackend``; :func:`backend_from_config` builds one.
+  ``InquiryBackend``; :func:`backend_from_config` builds one,
+  :func:`check_backend_config` checks a configuration without building
+  anything, and :func:`key_variable` names the variable its API key is
+  read from.
 - :class:`AnthropicAdapter`, :class:`OpenAIAdapter`: the translations to the
   Messages and Chat Completions APIs (the ``anthropic`` and ``openai`` extras,
   imported only when an adapter is made).
@@ -23,7 +26,12 @@ from coordinator.adapters.providers._answers import (
     parse_answer,
 )
 from coordinator.adapters.providers._anthropic import AnthropicAdapter
-from coordinator.adapters.providers._config import CONFIG_KEYS, backend_from_config
+from coordinator.adapters.providers._config import (
+    CONFIG_KEYS,
+    backend_from_config,
+    check_backend_config,
+    key_variable,
+)
 from coordinator.adapters.providers._errors import ProviderConfigError, ProviderError
 from coordinator.adapters.providers._messages import answer_instruction, question_message
 from coordinator.adapters.providers._model_backend import (
@@ -70,8 +78,10 @@ __all__ = [
     "ToolDefinition",
     "answer_instruction",
     "backend_from_config",
+    "check_backend_config",
     "extract_answer",
     "inquiry_request",
+    "key_variable",
     "parse_answer",
     "question_message",
     "turn_request",

@@ -17,7 +17,7 @@ from coordinator.adapters.providers._tools import ANSWER_INQUIRY
 from machines import AnswerKind
 
 if TYPE_CHECKING:
-    from coordinator.driver._backend import InquiryTask
+    from coordinator.driver import InquiryTask
     from machines import AnswerType
 
 __all__ = [

@@ -36,14 +36,14 @@ from coordinator.adapters.providers._requests import (
     turn_request,
 )
 from coordinator.adapters.providers._tools import ANSWER_INQUIRY, ToolDefinition, turn_tools
-from coordinator.driver._backend import BackendErrorKind, InquiryBackendError
+from coordinator.driver import BackendErrorKind, InquiryBackendError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from types import TracebackType
 
-    from coordinator.driver._backend import InquiryTask
-    from coordinator.stream._stream import ProviderView
+    from coordinator.driver import InquiryTask
+    from coordinator.stream import ProviderView
     from machines import JsonValue
 
 __all__ = ["DEFAULT_ANSWER_RETRIES", "ModelInquiryBackend", "ProviderAdapter"]

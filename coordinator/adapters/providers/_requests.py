@@ -36,15 +36,15 @@ from coordinator.adapters.providers._messages import (
     rejection_feedback,
 )
 from coordinator.adapters.providers._tools import ANSWER_INQUIRY_TOOL, ToolDefinition, turn_tools
-from coordinator.driver._backend import latest_response_start
+from coordinator.driver import latest_response_start
 from machines import ChatRequest, ChatResponse, JsonValue, ToolCallRequest, ToolCallResponse
 from machines.validators import non_empty_string, optional_of_type, string
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from coordinator.driver._backend import InquiryTask
-    from coordinator.stream._stream import ProviderView
+    from coordinator.driver import InquiryTask
+    from coordinator.stream import ProviderView
 
 __all__ = [
     "CallNotOpenError",
