@@ -36,8 +36,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Every tool runs without asking permission: for tests about questions.
-UNATTENDED = parse_tools_config({"defaults": {"run": "unattended"}})
+#: Every tool runs without asking permission, and a question nobody can be asked
+#: goes to the model (the detached policy ``auto``, which was the only behaviour
+#: before RFD 049): for tests about questions. The default policy, ``deny``, has
+#: tests of its own (tests/test_headless_policy.py).
+UNATTENDED = parse_tools_config({"defaults": {"run": "unattended", "detached": "auto"}})
 
 
 def run(work: Coroutine[Any, Any, T]) -> T:

@@ -6,7 +6,9 @@ driver's protocols over something real, and depends on nothing above it:
 - executors: :class:`LocalToolExecutor` runs a program speaking JP's
   local-tool protocol; :func:`builtin_executors` gives ``ask_user`` and
   ``answer_inquiry``;
-- the person: :class:`TerminalPrompter` (the ``terminal`` extra);
+- the person: :class:`TerminalPrompter` (the ``terminal`` extra), on the
+  controlling terminal; :func:`resolve_promptability` says, once, whether
+  a person can be asked at all (RFD 104);
 - the model: :func:`backend_from_config` builds a
   :class:`~coordinator.adapters.providers.ModelInquiryBackend` over a
   provider's official SDK (the ``anthropic`` and ``openai`` extras;
@@ -23,6 +25,11 @@ Rules:
 
 from coordinator.adapters._builtins import AnswerInquiry, AskUser, builtin_executors
 from coordinator.adapters._local_tools import LocalTool, LocalToolExecutor, check_arguments
+from coordinator.adapters._promptability import (
+    Promptability,
+    PromptabilityError,
+    resolve_promptability,
+)
 from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError
 from coordinator.adapters.providers import ModelInquiryBackend, backend_from_config, turn_tools
 
@@ -32,10 +39,13 @@ __all__ = [
     "LocalTool",
     "LocalToolExecutor",
     "ModelInquiryBackend",
+    "Promptability",
+    "PromptabilityError",
     "TerminalPrompter",
     "TerminalUnavailableError",
     "backend_from_config",
     "builtin_executors",
     "check_arguments",
+    "resolve_promptability",
     "turn_tools",
 ]

@@ -73,9 +73,11 @@ class RunError(CoordinatorError):
 class RunOptions:
     """What ``inquiry run`` was asked to do.
 
-    ``interactive``: ``None`` to prompt when stdin and stdout are terminals and
-    there is no answers file, ``True`` (``--tty``) to prompt whatever the
-    answers file says, ``False`` (``--no-tty``) never to prompt. ``backend``:
+    ``interactive``: ``None`` to prompt when a person can be asked (RFD 104:
+    ``/dev/tty`` opens, and no ``INQUIRY_NONINTERACTIVE``/``JP_NONINTERACTIVE``)
+    and there is no answers file, ``True`` (``--interactive``) to prompt
+    whatever the answers file says (and fail at once without a terminal),
+    ``False`` (``--no-interactive``) never to prompt. ``backend``:
     the command line's backend configuration (``backend_from_config`` keys),
     which replaces the scenario's. ``verbose`` (``--verbose``): show the
     internal ids of tool calls and inquiries in progress and prompts.
