@@ -235,6 +235,27 @@ def test_the_person_withholds_a_result_at_the_terminal(
     assert response.content == "Result delivery skipped by user."
 
 
+def test_a_background_job_of_the_terminal_is_not_promptable(
+    tmp_path: Path, terminal: list[Terminal]
+) -> None:
+    """In its terminal's background (``&`` with job control), a prompt would stop the job."""
+    probe = shlex.join(
+        [
+            sys.executable,
+            "-c",
+            "from coordinator.adapters import resolve_promptability as r; print(r(None, {}).why)",
+        ]
+    )
+    run = Terminal(tmp_path, f"set -m; {probe} & wait; {probe}")
+    terminal.append(run)
+    assert run.finish() == 0
+    background, foreground = (
+        line for line in run.screen.decode().splitlines() if "terminal" in line
+    )
+    assert background == "the run is a background job of its terminal (a prompt would stop it)"
+    assert foreground == "/dev/tty is a terminal to ask at"
+
+
 # ------------------------------------------------------------ as CI runs it
 
 

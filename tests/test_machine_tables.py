@@ -82,7 +82,7 @@ TO_MODEL = InquiryCase(target=Target.ASSISTANT)
 #: Nobody to ask: the detached policy decides, in each of its modes.
 NOBODY = InquiryCase(terminal=False)
 #: The triggers that hand a question to the detached policy.
-DETACHED = (("ask", {}), ("resolve", {}))
+DETACHED: tuple[tuple[str, dict[str, Any]], ...] = (("ask", {}), ("resolve", {}))
 
 RECORDED_ID = {"inquiry_id": RECORDED_APPLY.request.id}
 

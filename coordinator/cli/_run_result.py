@@ -18,9 +18,11 @@ Exit statuses (``docs/cli.md`` lists them for users), the first that applies:
   cannot be written (a :class:`RunError`; nothing was written, or the error
   says what was);
 - :data:`EXIT_FAILED` (1): every turn completed, but a tool call failed (its
-  tool reported an error, could not run, or is not there) or a question
-  ended without an answer (cancelled, refused, or the model could not answer
-  it), or the answers file did not fit a prompt;
+  tool reported an error, could not run, or is not there; or nobody could be
+  asked and the detached policy refused its permission, its result or its
+  question) or a question ended without an answer (cancelled, refused,
+  denied, withdrawn, or the model could not answer it), or the answers file
+  did not fit a prompt;
 - :data:`EXIT_OK` (0): every turn completed, every tool call that ran
   succeeded and every question was answered. A call skipped, by its run
   mode or by the person (``n``, ``N``, ``r``, or an earlier ``N``), is not a
