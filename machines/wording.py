@@ -158,11 +158,15 @@ def question_refused(tool_name: str, question: Question, mode: DetachedMode) -> 
     return f"{asked}, which is for a person to answer, {_NOBODY}; {why}. {_UNLESS}"
 
 
+def _no_default(what: str, kind: str, mode: DetachedMode) -> str:
+    """Why the policy refused a prompt that has no default (a permission, a delivery)."""
+    why = _policy(kind, mode)
+    return f"{why}, and {what} has no default" if mode is DetachedMode.DEFAULTS else why
+
+
 def permission_refused(tool_name: str, mode: DetachedMode) -> str:
     """A tool that asks permission before it runs, and nobody to give it."""
-    why = _policy("permissions", mode)
-    if mode is DetachedMode.DEFAULTS:
-        why += ", and a permission has no default"
+    why = _no_default("a permission", "permissions", mode)
     return (
         f"Tool '{tool_name}' was not run: it asks permission before it runs (run mode 'ask'), "
         f"{_NOBODY}; {why}. {_UNLESS}"
@@ -171,9 +175,7 @@ def permission_refused(tool_name: str, mode: DetachedMode) -> str:
 
 def delivery_refused(tool_name: str, mode: DetachedMode) -> str:
     """A tool whose result is delivered only once a person confirms it, and nobody to confirm."""
-    why = _policy("result delivery", mode)
-    if mode is DetachedMode.DEFAULTS:
-        why += ", and a delivery has no default"
+    why = _no_default("a delivery", "result delivery", mode)
     return (
         f"Tool '{tool_name}' ran, but its result reaches you only once a person confirms it "
         f"(result mode 'ask'), {_NOBODY}; {why}. The result was not delivered."

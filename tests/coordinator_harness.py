@@ -10,6 +10,7 @@ import orjson
 from conftest import CountingIds, FixedClock
 
 from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
+from coordinator._recorded_routes import RecordedRoute, recorded_route
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._executors import (
     Ask,
@@ -21,6 +22,8 @@ from coordinator.driver._executors import (
 )
 from coordinator.wire._storage_fields import decode_leaves
 from machines import (
+    Answered,
+    Cancelled,
     ChatRequest,
     ChatResponse,
     InquiryRequest,
@@ -131,6 +134,16 @@ def payloads(conversation: Conversation, kind: type | tuple[type, ...]) -> list[
     ]
 
 
+def recorded_routes(directory: Path) -> list[RecordedRoute | None]:
+    """The route each inquiry response records in its metadata, read back from ``directory``."""
+    saved = load_conversation(directory)
+    return [
+        recorded_route(entry.metadata)
+        for entry in saved.stream
+        if isinstance(entry, EventEntry) and isinstance(entry.payload, Answered | Cancelled)
+    ]
+
+
 def stored_text(conversation: Conversation) -> str:
     """Every text the conversation's directory holds: each file as it is, then decoded.
 
@@ -190,6 +203,7 @@ __all__ = [
     "conversation_on_disk",
     "executor",
     "payloads",
+    "recorded_routes",
     "run",
     "stored_text",
 ]

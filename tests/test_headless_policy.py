@@ -28,6 +28,7 @@ from coordinator_harness import (
     conversation_on_disk,
     executor,
     payloads,
+    recorded_routes,
     run,
 )
 
@@ -79,12 +80,7 @@ class Played:
     def routes(self) -> list[RecordedRoute | None]:
         """The route each inquiry response records, as read back from disk."""
         assert self.conversation.path is not None
-        saved = load_conversation(self.conversation.path)
-        return [
-            recorded_route(entry.metadata)
-            for entry in saved.stream
-            if isinstance(entry, EventEntry) and isinstance(entry.payload, Answered | Cancelled)
-        ]
+        return recorded_routes(self.conversation.path)
 
     def decided(self, decision: str) -> RecordedRoute | None:
         """The route the tool call's response records for ``decision``, read back from disk."""
@@ -434,6 +430,19 @@ class Asked:
             self.all.set()
 
 
+def _both_asking(
+    conversation: Conversation, prompter: ScriptedPrompter, asked: Asked
+) -> ToolCoordinator:
+    """A coordinator whose tool asks APPLY of the person, ``asked`` watching its steps."""
+    return ToolCoordinator(
+        conversation,
+        tools={"fs": executor(AskingTool([APPLY]))},
+        config=parse_tools_config({"defaults": {"run": "unattended"}}),
+        prompter=prompter,
+        on_step=asked,
+    )
+
+
 class HoldsThePrompt(ScriptedPrompter):
     """A person who never answers the first question on screen."""
 
@@ -475,7 +484,7 @@ def test_a_question_at_the_model_when_the_batch_stops_is_withdrawn(tmp_path: Pat
         Cancelled(id="c1.apply.1", reason=CancellationReason.WITHDRAWN)
     ]
     assert response == ToolCallResponse(id="c1", content=INTERRUPTED, is_error=True)
-    assert _routes_on_disk(tmp_path) == [RecordedRoute(route="withdrawn")]
+    assert recorded_routes(tmp_path) == [RecordedRoute(route="withdrawn")]
     assert_invariants(conversation)
 
 
@@ -486,13 +495,7 @@ def test_questions_on_screen_and_in_the_queue_are_withdrawn_when_the_batch_stops
     conversation = conversation_on_disk(tmp_path)
     prompter = HoldsThePrompt()
     asked = Asked(2)
-    coordinator = ToolCoordinator(
-        conversation,
-        tools={"fs": executor(AskingTool([APPLY]))},
-        config=parse_tools_config({"defaults": {"run": "unattended"}}),
-        prompter=prompter,
-        on_step=asked,
-    )
+    coordinator = _both_asking(conversation, prompter, asked)
 
     async def scenario() -> list[ToolCallResponse]:
         calls = assistant_calls(conversation, ("c1", "fs"), ("c2", "fs"))
@@ -510,15 +513,6 @@ def test_questions_on_screen_and_in_the_queue_are_withdrawn_when_the_batch_stops
     ]
     assert [response.content for response in responses] == [INTERRUPTED, INTERRUPTED]
     assert_invariants(conversation)
-
-
-def _routes_on_disk(directory: Path) -> list[RecordedRoute | None]:
-    saved = load_conversation(directory)
-    return [
-        recorded_route(entry.metadata)
-        for entry in saved.stream
-        if isinstance(entry, EventEntry) and isinstance(entry.payload, Answered | Cancelled)
-    ]
 
 
 # ----------------------------------------------------- remembered meanwhile
@@ -545,20 +539,14 @@ def test_a_y_given_while_a_question_waited_answers_it_recorded_as_remembered(
     conversation = conversation_on_disk(tmp_path)
     asked = Asked(2)
     prompter = SlowPerson(asked).answer(value=True, remember=True)
-    coordinator = ToolCoordinator(
-        conversation,
-        tools={"fs": executor(AskingTool([APPLY]))},
-        config=parse_tools_config({"defaults": {"run": "unattended"}}),
-        prompter=prompter,
-        on_step=asked,
-    )
+    coordinator = _both_asking(conversation, prompter, asked)
     run(coordinator.run(assistant_calls(conversation, ("c1", "fs"), ("c2", "fs"))))
     assert len(prompter.shown) == 1  # the queued question was never shown
     assert payloads(conversation, Answered) == [
         Answered(id="c1.apply.1", answer=True),
         Answered(id="c2.apply.1", answer=True),
     ]
-    assert _routes_on_disk(tmp_path) == [
+    assert recorded_routes(tmp_path) == [
         RecordedRoute(route="person"),
         RecordedRoute(route="remembered"),
     ]

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 import orjson
 import pexpect
 import pytest
-from coordinator_harness import payloads
-from run_helpers import TOUR_TOOLS, assert_paired, outcomes, responses, seeded, write
+from coordinator_harness import payloads, recorded_routes
+from run_helpers import assert_paired, modify, outcomes, responses
+from run_helpers import tour_scenario as scenario
 
-from coordinator import EventEntry, load_conversation
-from coordinator._recorded_routes import RecordedRoute, recorded_route
+from coordinator import load_conversation
+from coordinator._recorded_routes import RecordedRoute
 from machines import Answered, CancellationReason, Cancelled, ToolCallResponse
 
 if TYPE_CHECKING:
@@ -36,32 +37,6 @@ if TYPE_CHECKING:
 
 BOOLEAN = "[y/n/Y/N] >"
 DELIVERY = "[y/n/p] >"
-
-
-def modify(pattern: str, replacement: str) -> str:
-    """An fs_modify_file call on the seeded notes."""
-    arguments = f'{{ path = "notes.txt", pattern = "{pattern}", replacement = "{replacement}" }}'
-    return f'{{ tool = "fs_modify_file", arguments = {arguments} }}'
-
-
-def scenario(tmp_path: Path, calls: str, *, extra: str = "", run: str = "unattended") -> Path:
-    """A one-turn, one-cycle scenario of the tour's tools (all ``run``), with ``extra`` TOML."""
-    seeded(tmp_path)
-    return write(
-        tmp_path / "scenario.toml",
-        f"""
-        [workspace]
-        seed = "seed"
-        [defaults]
-        run = "{run}"
-        {extra}
-        {TOUR_TOOLS}
-        [[turns]]
-        message = "Go."
-        [[turns.cycles]]
-        calls = [{calls}]
-        """,
-    )
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -127,15 +102,6 @@ def inquiry(scenario_path: Path, directory: Path, *options: str) -> str:
     return shlex.join([*argv, *options])
 
 
-def _metadata_routes(directory: Path) -> list[RecordedRoute | None]:
-    saved = load_conversation(directory)
-    return [
-        recorded_route(entry.metadata)
-        for entry in saved.stream
-        if isinstance(entry, EventEntry) and isinstance(entry.payload, Answered | Cancelled)
-    ]
-
-
 # ------------------------------------------------------------ at a terminal
 
 
@@ -158,7 +124,7 @@ def test_a_run_whose_output_is_piped_still_asks_at_the_terminal(
     assert "[y/n/Y/N]" not in progress  # no prompt in the data channel
     assert "Apply this change" in progress  # the question is said in the progress, once
     assert b"turn 1 \xc2\xb7 user" not in run.screen  # the progress is not on the terminal
-    assert _metadata_routes(directory) == [RecordedRoute(route="person")]
+    assert recorded_routes(directory) == [RecordedRoute(route="person")]
 
 
 def test_a_variable_makes_a_terminal_run_not_interactive(
@@ -177,7 +143,7 @@ def test_a_variable_makes_a_terminal_run_not_interactive(
     assert BOOLEAN.encode() not in run.screen
     (cancelled,) = outcomes(assert_paired(directory)).values()
     assert cancelled.reason is CancellationReason.NO_PROMPT_BACKEND
-    assert _metadata_routes(directory) == [RecordedRoute(route="denied", detached="deny")]
+    assert recorded_routes(directory) == [RecordedRoute(route="denied", detached="deny")]
 
 
 def test_a_queued_question_is_answered_by_a_y_given_meanwhile(
@@ -197,7 +163,7 @@ def test_a_queued_question_is_answered_by_a_y_given_meanwhile(
     assert run.screen.count("apply_changes · call_1_1_".encode()) == 1
     found = outcomes(assert_paired(directory))
     assert [type(response) for response in found.values()] == [Answered, Answered]
-    routes = _metadata_routes(directory)
+    routes = recorded_routes(directory)
     assert sorted(str(route) for route in routes) == ["person", "remembered"]
 
 

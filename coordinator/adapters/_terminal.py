@@ -362,12 +362,7 @@ class TerminalPrompter:
         )
         message: Fragments = [("class:question", f"Run {tool}?"), ("", " [y/Y/n/N/p/r/e] > ")]
         while True:
-            try:
-                reply = await self._terminal.line(message, check=_check_permission)
-            except PromptCancelled as cancelled:
-                self._cancelled(cancelled, "the tool is skipped")
-                raise
-            reply = reply.strip()
+            reply = await self._reply(message, _check_permission, "the tool is skipped")
             if reply in ("y", "Y"):
                 return Permit(remember=reply == "Y")
             if reply in ("n", "N"):
@@ -384,6 +379,17 @@ class TerminalPrompter:
             if edited is None:
                 continue
             return Permit(arguments=edited if edited != prompt.arguments else None)
+
+    async def _reply(
+        self, message: Fragments, check: Callable[[str], str | None], cancelled: str
+    ) -> str:
+        """One reply to a prompt of keys (stripped); on cancel, say what ``cancelled`` means."""
+        try:
+            reply = await self._terminal.line(message, check=check)
+        except PromptCancelled as cancel:
+            self._cancelled(cancel, cancelled)
+            raise
+        return reply.strip()
 
     async def _reason(self) -> str | None:
         """The reason for skipping (empty for none), or ``None`` to go back."""
@@ -445,12 +451,7 @@ class TerminalPrompter:
                 ("", " [y/n/p] > "),
             ]
             while True:
-                try:
-                    reply = await self._terminal.line(message, check=_check_delivery)
-                except PromptCancelled as cancelled:
-                    self._cancelled(cancelled, "the result is not delivered")
-                    raise
-                reply = reply.strip()
+                reply = await self._reply(message, _check_delivery, "the result is not delivered")
                 if reply in ("y", "n"):
                     return DeliveryAnswer(deliver=reply == "y")
                 self._terminal.show(_context(prompt.content))

@@ -73,7 +73,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, assert_never, cast
 
 import attrs
 
@@ -143,7 +143,7 @@ from machines import (
 from machines.validators import is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
     from coordinator.driver._backend import InquiryBackend
     from coordinator.driver._executors import Executor
@@ -258,6 +258,8 @@ _Event: TypeAlias = (
 )
 #: A prompt waiting for the terminal.
 _Queued: TypeAlias = QueuePermissionPrompt | QueueQuestion | QueueDeliveryPrompt
+#: What a prompter answers.
+_Said = TypeVar("_Said", PermissionAnswer, QuestionAnswer, DeliveryAnswer)
 
 
 class _Batch:
@@ -723,39 +725,15 @@ class ToolCoordinator:
     async def _ask_permission(
         self, batch: _Batch, index: int, prompt: ShowPermissionPrompt
     ) -> None:
-        answer: PermissionAnswer | BaseException
-        try:
-            answer = await self._prompter().ask_permission(prompt)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            answer = error  # the prompter's own: the person could not answer
-        except Exception as error:  # noqa: BLE001 - the person could not answer
-            answer = error
+        answer = await _person_says(lambda: self._prompter().ask_permission(prompt))
         batch.events.put_nowait(_PermissionDone(index, answer))
 
     async def _ask_question(self, batch: _Batch, index: int, prompt: ShowQuestion) -> None:
-        answer: QuestionAnswer | BaseException
-        try:
-            answer = await self._prompter().ask_question(prompt)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            answer = error  # the prompter's own: the person could not answer
-        except Exception as error:  # noqa: BLE001 - the person could not answer
-            answer = error
+        answer = await _person_says(lambda: self._prompter().ask_question(prompt))
         batch.events.put_nowait(_QuestionDone(index, prompt.inquiry_id, answer))
 
     async def _ask_delivery(self, batch: _Batch, index: int, prompt: ShowDeliveryPrompt) -> None:
-        answer: DeliveryAnswer | BaseException
-        try:
-            answer = await self._delivery_prompter().ask_delivery(prompt)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            answer = error  # the prompter's own: the person could not answer
-        except Exception as error:  # noqa: BLE001 - the person could not answer
-            answer = error
+        answer = await _person_says(lambda: self._delivery_prompter().ask_delivery(prompt))
         batch.events.put_nowait(_DeliveryDone(index, answer))
 
     async def _ask_backend(self, batch: _Batch, index: int, ask: AskAssistant) -> None:
@@ -1021,6 +999,22 @@ class ToolCoordinator:
             self._save()
         except Exception:  # noqa: BLE001 - the original error is what propagates
             _LOG.exception("could not save the conversation while closing the batch")
+
+
+async def _person_says(ask: Callable[[], Awaitable[_Said]]) -> _Said | BaseException:
+    """What the prompter answered, or what it raised: either way, the person could not answer.
+
+    A ``CancelledError`` is the prompter's own unless the batch is stopping
+    (:func:`_stopping`), when it goes on up.
+    """
+    try:
+        return await ask()
+    except asyncio.CancelledError as error:
+        if _stopping():
+            raise
+        return error
+    except Exception as error:  # noqa: BLE001 - a failing prompter is one the person did not answer
+        return error
 
 
 def _raise_observer_error(batch: _Batch) -> None:
