@@ -59,12 +59,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from coordinator._errors import os_reason
 from coordinator._text import shown_path
-from coordinator.adapters._promptability import (
+from coordinator.adapters import (
     Promptability,
     PromptabilityError,
+    TerminalPrompter,
     resolve_promptability,
 )
-from coordinator.adapters._terminal import TerminalPrompter
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
 from coordinator.cli._run_continue import load_locked, start_from

@@ -67,7 +67,7 @@ from machines._json import json_type
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from coordinator.adapters._promptability import Promptability
+    from coordinator.adapters import Promptability
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_progress import Progress
     from coordinator.cli._run_result import RunOptions

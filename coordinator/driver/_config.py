@@ -134,6 +134,45 @@ class DetachedConfig:
 _NO_DETACHED = DetachedConfig()
 
 
+def _policy(*levels: DetachedConfig) -> DetachedPolicy:
+    """Each kind's mode from the first of ``levels`` that sets it, else ``deny`` (RFD 049)."""
+
+    def resolved(kind: PromptKind) -> DetachedMode:
+        for level in levels:
+            mode = level.mode(kind)
+            if mode is not None:
+                return mode
+        return DetachedMode.DENY
+
+    return DetachedPolicy(
+        run=resolved(PromptKind.RUN),
+        deliver=resolved(PromptKind.DELIVER),
+        tool=resolved(PromptKind.TOOL),
+    )
+
+
+# attrs makes these before it runs the validators: a field of the wrong type
+# (configuration built in Python) is left to them, to refuse with their words.
+
+
+def _resolved_policies(config: ToolsConfig) -> Mapping[str, DetachedPolicy]:
+    defaults = _default_level(config)
+    return {
+        name: _policy(tool.detached, defaults)
+        for name, tool in config.tools.items()
+        if isinstance(tool, ToolConfig) and isinstance(tool.detached, DetachedConfig)
+    }
+
+
+def _default_policy(config: ToolsConfig) -> DetachedPolicy:
+    return _policy(_default_level(config))
+
+
+def _default_level(config: ToolsConfig) -> DetachedConfig:
+    defaults = config.default_detached
+    return defaults if isinstance(defaults, DetachedConfig) else _NO_DETACHED
+
+
 #: A question nothing configures (one value, shared: every question asked looks it up).
 _NO_CONFIG = QuestionConfig()
 
@@ -162,6 +201,18 @@ class ToolsConfig:
     default_detached: DetachedConfig = attrs.field(
         default=_NO_DETACHED, validator=of_type(DetachedConfig)
     )
+    # Resolved once, as the configuration is made (it is frozen): each listed
+    # tool's policy, and the one every other tool has. Every call and every
+    # question asks for its tool's, which would otherwise be resolved anew.
+    _policies: Mapping[str, DetachedPolicy] = attrs.field(
+        init=False,
+        repr=False,
+        eq=False,
+        default=attrs.Factory(_resolved_policies, takes_self=True),
+    )
+    _default_policy: DetachedPolicy = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_default_policy, takes_self=True)
+    )
 
     def run_mode(self, tool_name: str) -> RunMode:
         """How ``tool_name`` may run."""
@@ -179,21 +230,7 @@ class ToolsConfig:
 
     def detached(self, tool_name: str) -> DetachedPolicy:
         """``tool_name``'s detached policy, each kind resolved in RFD 049's order."""
-        tool = self.tools.get(tool_name)
-        own = tool.detached if tool is not None else _NO_DETACHED
-
-        def resolved(kind: PromptKind) -> DetachedMode:
-            for level in (own, self.default_detached):
-                mode = level.mode(kind)
-                if mode is not None:
-                    return mode
-            return DetachedMode.DENY
-
-        return DetachedPolicy(
-            run=resolved(PromptKind.RUN),
-            deliver=resolved(PromptKind.DELIVER),
-            tool=resolved(PromptKind.TOOL),
-        )
+        return self._policies.get(tool_name, self._default_policy)
 
     def asked(self, tool_name: str, question: Question) -> Question:
         """``question`` as asked here: its ``exclusive`` mark as configuration overrides it."""

@@ -26,8 +26,9 @@ nothing is read from a record's text.
 Rules:
 
 1. The route is read from the row that fired, never from a guard, a trigger
-   or a state: :class:`CallRoutes` is told each row (:meth:`CallRoutes.note`)
-   and answers with the metadata of each record that row emitted.
+   or a state: :meth:`CallRoutes.append` goes through a step's rows in
+   order, takes in what each decided, and appends each record the row
+   emitted with the metadata the row gives it.
 2. A permission decided by the tool's run mode (``unattended``, ``skip``)
    is configuration, said once by the configuration itself: only a
    decision made when the call ran (the person, the answers file, a
@@ -43,25 +44,31 @@ from typing import TYPE_CHECKING
 
 from coordinator._recorded_routes import ROUTE_KEY
 from machines import (
+    INQUIRY_MACHINE,
     Answered,
     Cancelled,
     DetachedMode,
     PermissionBy,
     Redacted,
+    Resolution,
     ToolCallResponse,
 )
 
 if TYPE_CHECKING:
     import enum
+    from collections.abc import Mapping
+    from typing import Any
 
-    from machines import Event, Fired, JsonValue
+    from coordinator.stream import ConversationStream, EventEntry
+    from machines import Event, Fired, JsonValue, Row, Step, ToolCall
 
 __all__ = ["CallRoutes"]
 
 
-def _wire(member: enum.Enum) -> str:
-    """A column value as written: its name, lower-cased (``answers_file``, ``detached_policy``)."""
-    return member.name.lower()
+#: A column value as written: its name, lower-cased (``answers_file``, ``detached_policy``).
+_WIRE: Mapping[enum.Enum, str] = {
+    member: member.name.lower() for kind in (Resolution, PermissionBy) for member in kind
+}
 
 
 def _decision(route: str, detached: DetachedMode | None) -> dict[str, JsonValue]:
@@ -82,22 +89,39 @@ class CallRoutes:
         # Inquiry ids the detached policy routed (to the model): their response says so.
         self._policy_questions: dict[str, DetachedMode] = {}
 
-    def note(self, fired: Fired, inquiry_id: str | None) -> None:
-        """Take in what ``fired`` decided; ``inquiry_id`` is its question's, for an inquiry row."""
+    def append(self, stream: ConversationStream, step: Step, call: ToolCall) -> list[EventEntry]:
+        """Append the records of ``step``, ``call``'s, in order, each with its row's metadata."""
+        entries: list[EventEntry] = []
+        for fired in step.fired:
+            row = fired.row
+            if row.permission is not None or row.delivery is not None or row.detached is not None:
+                self._note(fired, call)
+            # A plain loop: every question takes this path, and a generator or a
+            # comprehension would cost a frame each time (most rows emit nothing).
+            for record in fired.records:
+                metadata = self._metadata(row, record)
+                entries.append(stream.append(record, metadata=metadata))
+        return entries
+
+    def _note(self, fired: Fired, call: ToolCall) -> None:
+        """Take in what ``fired``, a row of ``call``'s step, decided."""
         row = fired.row
         if row.permission is not None and row.permission.by is not PermissionBy.CONFIGURATION:
-            self._permission = _decision(_wire(row.permission.by), row.detached)
+            self._permission = _decision(_WIRE[row.permission.by], row.detached)
         if row.delivery is not None:
-            self._delivery = _decision(_wire(row.delivery.by), row.detached)
-        if row.detached is not None and inquiry_id is not None and row.resolution is None:
-            self._policy_questions[inquiry_id] = row.detached
+            self._delivery = _decision(_WIRE[row.delivery.by], row.detached)
+        asked = fired.machine == INQUIRY_MACHINE.name
+        if asked and row.detached is not None and row.resolution is None:
+            # The policy put the question to the model: its response, later, says so.
+            inquiry_id = call.inquiries[-1].id
+            if inquiry_id is not None:
+                self._policy_questions[inquiry_id] = row.detached
 
-    def metadata(self, fired: Fired, record: Event) -> dict[str, JsonValue] | None:
-        """The metadata of ``record``, which ``fired`` emitted (``None``: it carries none)."""
-        row = fired.row
+    def _metadata(self, row: Row[Any, Any], record: Event) -> dict[str, JsonValue] | None:
+        """The metadata of ``record``, which ``row`` emitted (``None``: it carries none)."""
         if isinstance(record, Answered | Cancelled | Redacted) and row.resolution is not None:
             detached = row.detached or self._policy_questions.pop(record.id, None)
-            return {ROUTE_KEY: _decision(_wire(row.resolution), detached)}
+            return {ROUTE_KEY: _decision(_WIRE[row.resolution], detached)}
         if isinstance(record, ToolCallResponse):
             decided: dict[str, JsonValue] = {}
             if self._permission is not None:

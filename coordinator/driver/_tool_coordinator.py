@@ -614,14 +614,7 @@ class ToolCoordinator:
         # anyone is told of one, and a failing callback stops the batch only
         # after the step is carried out whole (see _raise_observer_error).
         # Each goes in with the route the row that emitted it says (_routes).
-        entries = []
-        for fired in step.fired:
-            inquiry = call.inquiries[-1] if call.inquiries else None
-            routes.note(fired, inquiry.id if inquiry is not None else None)
-            entries += [
-                stream.append(record, metadata=routes.metadata(fired, record))
-                for record in fired.records
-            ]
+        entries = routes.append(stream, step, call)
         if self.on_step is not None and batch.observer_error is None:
             try:
                 self.on_step(step_facts(call, step, entries, told))
