@@ -184,6 +184,8 @@ def person(
             prompter = TerminalPrompter(verbose=options.verbose, on_stop=stop.request)
         except TerminalUnavailableError as error:
             raise RunError(f"{error} (or run with --answers FILE or --no-interactive)") from None
+        # Whether stdout is a terminal says where progress goes (RFD 104: a
+        # question of stdout's own), never whether the person is asked.
         if out.isatty():
             # Progress goes above the prompt on screen, never through it.
             return Person(
