@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         TerminalPrompter,
         backend_from_config,
         builtin_executors,
+        resolve_promptability,
     )
     from coordinator.driver import (
         Ask,
@@ -106,6 +107,7 @@ __all__ = [
     "load_tools_config",
     "pair_events",
     "parse_tools_config",
+    "resolve_promptability",
     "sanitize",
     "save_conversation",
 ]

@@ -3,7 +3,8 @@
 The output is deterministic: rows in table order, states in enum order, no
 styling that depends on a model's current state. ``coordinator`` writes these
 to ``diagrams/`` and into ``docs/machines.md``; a test fails when a file is
-stale. A row's meaning columns (``outcome``, ``resolution``, ``permission``)
+stale. A row's meaning columns (``outcome``, ``resolution``, ``permission``,
+``delivery``, ``detached``)
 are shown on its arrow as ``column=value``, and in a table as columns of
 their own, for the columns some row of that table fills.
 """
@@ -20,12 +21,24 @@ __all__ = ["render_dot", "render_markdown_table", "render_mermaid"]
 
 
 #: A row's meaning columns, as the tables head them.
-_MEANINGS = {"outcome": "Outcome", "resolution": "Resolution", "permission": "Permission"}
+_MEANINGS = {
+    "outcome": "Outcome",
+    "resolution": "Resolution",
+    "permission": "Permission",
+    "delivery": "Delivery",
+    "detached": "Detached policy",
+}
 
 
 def _meanings(row: Row[Any, Any]) -> dict[str, str]:
     """The meaning columns ``row`` fills, shown as words (``skipped by configuration``)."""
-    values = {"outcome": row.outcome, "resolution": row.resolution, "permission": row.permission}
+    values = {
+        "outcome": row.outcome,
+        "resolution": row.resolution,
+        "permission": row.permission,
+        "delivery": row.delivery,
+        "detached": row.detached,
+    }
     return {
         column: value.value if isinstance(value, Enum) else str(value)
         for column, value in values.items()

@@ -22,9 +22,11 @@ __all__ = [
     "AskAssistant",
     "CompleteTool",
     "Effect",
+    "QueueDeliveryPrompt",
     "QueuePermissionPrompt",
     "QueueQuestion",
     "RunTool",
+    "ShowDeliveryPrompt",
     "ShowPermissionPrompt",
     "ShowQuestion",
     "ToolAnswer",
@@ -93,6 +95,28 @@ class AskAssistant:
 
 
 @attrs.frozen(kw_only=True)
+class QueueDeliveryPrompt:
+    """Wait for the terminal, then fire ``terminal_ready`` on this tool call."""
+
+    tool_call_id: str
+    tool_name: str
+
+
+@attrs.frozen(kw_only=True)
+class ShowDeliveryPrompt:
+    """Ask the person at the terminal whether the tool's result may reach the model.
+
+    ``content`` is the result as the model would be told it (masked: a
+    secret the tool echoed is not in it); ``is_error`` says the tool failed.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool
+
+
+@attrs.frozen(kw_only=True)
 class CompleteTool:
     """The tool call is over; ``response`` is what the model is told."""
 
@@ -107,5 +131,7 @@ Effect: TypeAlias = (
     | QueueQuestion
     | ShowQuestion
     | AskAssistant
+    | QueueDeliveryPrompt
+    | ShowDeliveryPrompt
     | CompleteTool
 )

@@ -3,13 +3,19 @@
 Theory of operation (RFD 082, "Recording lifecycle"): the question is recorded
 *before* anything decides where its answer comes from; then, in this order, an
 answer remembered this turn (never for a secret), a static answer from
-configuration, and otherwise routing — to the person at the terminal when the
-question targets the user and a terminal is there, to the model otherwise.
-A question routed to the person waits in ``routed`` until the terminal is
-free and then in ``shown``: only a question on screen takes the person's
-answer, and only one sent to the model takes the model's (or its failure).
-Every question ends in exactly one of ``answered``, ``redacted`` (a secret the
-tool received but the stream does not hold) or ``cancelled`` (with the reason).
+configuration, and otherwise routing: to the model when the question targets
+the assistant; to the person at the prompt when it targets the user and a
+prompt is there (a terminal, or an answers file standing in for the person);
+and when nobody can be asked, to the **detached policy** (RFD 049), which
+puts the question to the model (``auto``, never an exclusive one), takes its
+default (``defaults``), or fails it (``deny``, the default). A question
+routed to the person waits in ``routed`` until the terminal is free and then
+in ``shown``: only a question on screen takes the person's answer (or the
+answers file's), and only one sent to the model takes the model's (or its
+failure). An answers file with no reply for a question on screen hands it to
+the detached policy (``unanswered``). Every question ends in exactly one of
+``answered``, ``redacted`` (a secret the tool received but the stream does
+not hold) or ``cancelled`` (with the reason).
 
 Rules:
 
@@ -22,8 +28,9 @@ Rules:
    payload); the machine looks nothing up.
 4. A secret is never cached (read or write), never recorded, never routed to
    the model: ``assistant_routing_denied`` when it targets the assistant,
-   ``no_prompt_backend`` when no terminal is there. The answer the tool gets
-   travels as a :class:`SecretValue`.
+   ``no_prompt_backend`` when nobody can be asked, whatever the detached
+   policy (a secret is a person's to give, and its default is never taken).
+   The answer the tool gets travels as a :class:`SecretValue`.
 5. A static answer that does not fit the question is not applied:
    ``invalid_static_answer``, and the tool is told which question, what was
    configured and what was expected.
@@ -32,7 +39,8 @@ Rules:
    still recorded, then closed at once as ``attempts_exhausted``: the stream
    holds every question a tool asked.
 7. Only the person's answer can be remembered for the turn (their ``Y`` or
-   ``N``); an answer from the model that asks to be is refused.
+   ``N``, or the answers file's ``remember``, standing in for them); an
+   answer from the model that asks to be is refused.
 8. A turn continued after its process stopped (RFD 023) holds requests
    recorded before the stop. Such a request is never recorded again: when
    the tool, run again, asks exactly that question, ``adopt`` takes the
@@ -41,8 +49,16 @@ Rules:
    ``interrupted``, emitting only the response.
 9. Each row that closes a question says in its ``resolution`` column the
    route by which it was decided (:class:`~machines.Resolution`: remembered,
-   configuration, person, model, refused, ...); whoever reads what fired
-   reads that column, never the row's guard, trigger or source.
+   configuration, person, answers file, model, default, denied, refused,
+   withdrawn, ...); each row where the detached policy decided says its
+   mode in its ``detached`` column. Whoever reads what fired reads those
+   columns, never the row's guard, trigger or source.
+10. A question still open when its tool call is settled otherwise (the batch
+    stopped: a cancel, Ctrl-C away from its prompt, a signal, a crash) is
+    ``withdraw``-n: ``Cancelled(withdrawn)``, never ``user``, since nobody
+    answered or cancelled it. ``cancel`` is the person's (Ctrl-C or end of
+    input at its prompt, an answers file's ``cancel``) or the model's request
+    cancelled (RFD 082: the user's doing).
 """
 
 from __future__ import annotations
@@ -62,7 +78,7 @@ from machines._inquiry_records import (
     Redacted,
 )
 from machines._json import JsonValue
-from machines._meanings import Resolution
+from machines._meanings import DetachedMode, Resolution
 from machines._questions import InquiryQuestion, InquirySource, Question
 from machines._secret import SecretValue
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
@@ -71,6 +87,7 @@ from machines.validators import is_json, of_type, optional_of_type
 from machines.wording import (
     backend_failed,
     invalid_static_answer,
+    question_refused,
     secret_for_assistant,
     secret_without_terminal,
 )
@@ -101,6 +118,8 @@ class InquiryState(enum.Enum):
     STATIC = "static"
     ROUTED = "routed"
     SHOWN = "shown"
+    #: Nobody can be asked: the detached policy decides (a transient state).
+    DETACHED = "detached"
     ANSWERED = "answered"
     REDACTED = "redacted"
     CANCELLED = "cancelled"
@@ -132,7 +151,10 @@ class InquiryFacts:
     driver asks :meth:`TurnState.remembered_tool_answer`, which never returns
     one for a secret). ``exhausted`` is set by the tool-call machine, not the
     driver, when the tool call may not ask this question: why, in the words
-    the tool is told.
+    the tool is told. ``terminal`` says a prompt is there (a person, or an
+    answers file standing in for one); ``detached`` is the tool's detached
+    policy for its questions, which decides when nobody can be asked (RFD
+    049's default, ``deny``, unless configured).
     """
 
     # Typed on the way in: the resolve rows' guards cover every Target and
@@ -147,6 +169,9 @@ class InquiryFacts:
         default=None, validator=optional_of_type(CachedAnswer)
     )
     exhausted: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    detached: DetachedMode = attrs.field(
+        default=DetachedMode.DENY, validator=of_type(DetachedMode)
+    )
 
 
 class Inquiry:
@@ -158,7 +183,8 @@ class Inquiry:
     driver. ``delivered`` is what the tool receives once the question is
     answered or redacted; ``failure`` is the tool-level error once it is
     cancelled for any reason but the user's; ``remembered`` is true once the
-    person's answer to it is remembered for the turn.
+    person's answer to it is remembered for the turn; ``routed_to`` says who
+    it waits for once routed (the user at the prompt, or the model).
     """
 
     __slots__ = (
@@ -170,6 +196,7 @@ class Inquiry:
         "question",
         "remembered",
         "response",
+        "routed_to",
         "source",
         "state",
         "tool_call_id",
@@ -203,6 +230,7 @@ class Inquiry:
         self.response: InquiryResponse | None = None
         self.failure: str | None = None
         self.remembered = False
+        self.routed_to: Target | None = None
 
     @classmethod
     def ask(
@@ -265,14 +293,29 @@ class Inquiry:
         self.fire("terminal_ready", cached=cached_answer)
         return self.buffer.take()
 
-    def answer(self, value: ToolAnswer, *, remember: bool = False) -> Step:
-        """The person or the model answered ``value``; ``remember`` it for the turn."""
-        self.fire("answer", **self.checked_answer(value, remember=remember))
+    def answer(
+        self, value: ToolAnswer, *, remember: bool = False, from_file: bool = False
+    ) -> Step:
+        """The person (the answers file, ``from_file``) or the model answered ``value``.
+
+        ``remember`` it for the turn (the person's ``Y`` or ``N`` only).
+        """
+        self.fire("answer", **self.checked_answer(value, remember=remember, from_file=from_file))
         return self.buffer.take()
 
     def cancel(self) -> Step:
-        """The user cancelled (Ctrl-C, end of input, or an interrupt)."""
+        """The user cancelled (Ctrl-C, end of input at the prompt), or the model's request was."""
         self.fire("cancel")
+        return self.buffer.take()
+
+    def withdraw(self) -> Step:
+        """Its tool call is settled while it is open: closed as ``withdrawn``."""
+        self.fire("withdraw")
+        return self.buffer.take()
+
+    def unanswered(self) -> Step:
+        """On screen, the answers file has no reply: the detached policy decides."""
+        self.fire("unanswered")
         return self.buffer.take()
 
     def fail(self, error: str) -> Step:
@@ -288,7 +331,9 @@ class Inquiry:
             self.buffer.discard()
             raise
 
-    def checked_answer(self, value: ToolAnswer, *, remember: bool) -> dict[str, Any]:
+    def checked_answer(
+        self, value: ToolAnswer, *, remember: bool, from_file: bool = False
+    ) -> dict[str, Any]:
         """The payload of an ``answer`` trigger, or :class:`InvalidAnswerError`.
 
         Checked before the machine is touched, so a bad answer changes nothing.
@@ -303,7 +348,7 @@ class Inquiry:
             )
         if answer_type.is_secret and not isinstance(value, SecretValue):
             value = SecretValue(value)  # type: ignore[arg-type] # accepts() checked it is a str
-        return {"value": value, "remember": remember}
+        return {"value": value, "remember": remember, "from_file": from_file}
 
 
 # ------------------------------------------------------------------ guards
@@ -337,20 +382,20 @@ SECRET_FOR_ASSISTANT = _g(
     "a secret targeted at the assistant",
     lambda m, _: _secret(m) and m.facts.target is Target.ASSISTANT,
 )
-SECRET_WITHOUT_TERMINAL = _g(
-    "secret_without_terminal",
-    "a secret and no terminal",
-    lambda m, _: _secret(m) and not m.facts.terminal,
-)
 TO_USER = _g(
     "to_user",
-    "targeted at the user and a terminal is there",
+    "targeted at the user and a prompt is there",
     lambda m, _: m.facts.target is Target.USER and m.facts.terminal,
 )
 TO_ASSISTANT = _g(
     "to_assistant",
-    "targeted at the assistant, or no terminal (never a secret)",
-    lambda m, _: not _secret(m) and (m.facts.target is Target.ASSISTANT or not m.facts.terminal),
+    "targeted at the assistant (never a secret)",
+    lambda m, _: not _secret(m) and m.facts.target is Target.ASSISTANT,
+)
+NOBODY = _g(
+    "nobody",
+    "targeted at the user and nobody can be asked",
+    lambda m, _: m.facts.target is Target.USER and not m.facts.terminal,
 )
 STATIC_INVALID = _g(
     "invalid",
@@ -359,22 +404,53 @@ STATIC_INVALID = _g(
 )
 SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
 PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
+SECRET_FROM_FILE = _g(
+    "secret_from_file",
+    "a secret, from the answers file",
+    lambda m, p: _secret(m) and p["from_file"],
+)
+PLAIN_FROM_FILE = _g(
+    "plain_from_file",
+    "not a secret, from the answers file",
+    lambda m, p: not _secret(m) and p["from_file"],
+)
+EXCLUSIVE_AUTO = _g(
+    "exclusive_auto",
+    "policy auto, and the question is exclusive (a person's only)",
+    lambda m, _: m.facts.detached is DetachedMode.AUTO and m.question.exclusive,
+)
+AUTO = _g(
+    "auto", "policy auto: the model answers", lambda m, _: m.facts.detached is DetachedMode.AUTO
+)
+DEFAULT = _g(
+    "default",
+    "policy defaults, and the question has a default that answers it",
+    lambda m, _: m.facts.detached is DetachedMode.DEFAULTS and _has_default(m),
+)
+NO_DEFAULT = _g(
+    "no_default",
+    "policy defaults, and no default answers the question",
+    lambda m, _: m.facts.detached is DetachedMode.DEFAULTS and not _has_default(m),
+)
+DENY = _g("deny", "policy deny", lambda m, _: m.facts.detached is DetachedMode.DENY)
 REMEMBERED_MEANWHILE = _g(
     "remembered_meanwhile",
     "the turn cache gained an answer while the question waited (never for a secret)",
-    lambda m, p: _routed_to_user(m) and p["cached"] is not None and not _secret(m),
+    lambda m, p: m.routed_to is Target.USER and p["cached"] is not None and not _secret(m),
 )
 STILL_OPEN = _g(
     "uncached",
     "routed to the user and nothing remembered meanwhile",
-    lambda m, p: _routed_to_user(m) and (p["cached"] is None or _secret(m)),
+    lambda m, p: m.routed_to is Target.USER and (p["cached"] is None or _secret(m)),
 )
 FROM_MODEL = _g(
     "from_model",
     "routed to the assistant, and nothing to remember",
-    lambda m, p: _routed_to_assistant(m) and not p["remember"],
+    lambda m, p: m.routed_to is Target.ASSISTANT and not p["remember"],
 )
-WITH_MODEL = _g("with_model", "routed to the assistant", lambda m, _: _routed_to_assistant(m))
+WITH_MODEL = _g(
+    "with_model", "routed to the assistant", lambda m, _: m.routed_to is Target.ASSISTANT
+)
 
 
 def _static_fits(inquiry: Inquiry) -> bool:
@@ -382,14 +458,10 @@ def _static_fits(inquiry: Inquiry) -> bool:
     return static is not None and inquiry.question.answer_type.accepts(static.value)
 
 
-def _routed_to_user(inquiry: Inquiry) -> bool:
-    return TO_USER.test(inquiry, {})
-
-
-def _routed_to_assistant(inquiry: Inquiry) -> bool:
-    # Exclusive with _routed_to_user: TO_USER wants a terminal and the user as
-    # target, TO_ASSISTANT the assistant as target or no terminal.
-    return TO_ASSISTANT.test(inquiry, {})
+def _has_default(inquiry: Inquiry) -> bool:
+    # Only a default that answers the question, and never a secret's (its
+    # offered_default is None): what a prompt would take for Enter alone.
+    return inquiry.question.offered_default is not None
 
 
 # ----------------------------------------------------------------- actions
@@ -455,6 +527,7 @@ def _take_cached_meanwhile(m: Inquiry, payload: Mapping[str, Any], __: Out) -> N
 
 
 def _queue_for_user(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    m.routed_to = Target.USER
     out.effect(
         QueueQuestion(
             tool_call_id=m.tool_call_id,
@@ -478,6 +551,7 @@ def _show_to_user(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
 
 
 def _ask_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    m.routed_to = Target.ASSISTANT
     out.effect(
         AskAssistant(
             tool_call_id=m.tool_call_id,
@@ -542,6 +616,23 @@ def _cancel_by_user(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     _cancelled(m, out, CancellationReason.USER, None)
 
 
+def _withdraw(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    _cancelled(m, out, CancellationReason.WITHDRAWN, None)
+
+
+def _refuse_for_nobody(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    # RFD 082's reason for "only a person may answer, and none can be asked";
+    # the response's route (denied) and the policy's mode say the rest.
+    failure = question_refused(m.tool_name, m.question, m.facts.detached)
+    _cancelled(m, out, CancellationReason.NO_PROMPT_BACKEND, failure)
+
+
+def _take_default(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    value = m.question.offered_default
+    m.delivered = value
+    _close(m, out, Answered(id=_id(m), answer=value))
+
+
 def _backend_failed(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
     failure = backend_failed(m.tool_name, m.question, payload["error"])
     _cancelled(m, out, CancellationReason.BACKEND_ERROR, failure)
@@ -569,13 +660,11 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_FOR_ASSISTANT,
         action=_deny_secret_for_assistant, emits=(Cancelled,), auto=True,
         resolution=Resolution.REFUSED),
-    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_WITHOUT_TERMINAL,
-        action=_deny_secret_without_terminal, emits=(Cancelled,), auto=True,
-        resolution=Resolution.REFUSED),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_USER,
         action=_queue_for_user, effects=(QueueQuestion,), auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_ASSISTANT,
         action=_ask_assistant, effects=(AskAssistant,), auto=True),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.DETACHED, guard=NOBODY, auto=True),
     Row(trigger="use_cached", source=_S.CACHED, dest=_S.ANSWERED,
         action=_answer_from_cache, emits=(Answered,), auto=True,
         resolution=Resolution.REMEMBERED),
@@ -587,6 +676,24 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="use_static", source=_S.STATIC, dest=_S.ANSWERED, guard=PLAIN,
         action=_apply_static, emits=(Answered,), auto=True,
         resolution=Resolution.CONFIGURATION),
+    # Nobody can be asked: the detached policy (RFD 049) decides; a secret is a person's only.
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.CANCELLED, guard=SECRET,
+        action=_deny_secret_without_terminal, emits=(Cancelled,), auto=True,
+        resolution=Resolution.REFUSED),
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.CANCELLED, guard=EXCLUSIVE_AUTO,
+        action=_refuse_for_nobody, emits=(Cancelled,), auto=True,
+        resolution=Resolution.DENIED, detached=DetachedMode.AUTO),
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.ROUTED, guard=AUTO,
+        action=_ask_assistant, effects=(AskAssistant,), auto=True, detached=DetachedMode.AUTO),
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.ANSWERED, guard=DEFAULT,
+        action=_take_default, emits=(Answered,), auto=True,
+        resolution=Resolution.DEFAULT, detached=DetachedMode.DEFAULTS),
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.CANCELLED, guard=NO_DEFAULT,
+        action=_refuse_for_nobody, emits=(Cancelled,), auto=True,
+        resolution=Resolution.DENIED, detached=DetachedMode.DEFAULTS),
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.CANCELLED, guard=DENY,
+        action=_refuse_for_nobody, emits=(Cancelled,), auto=True,
+        resolution=Resolution.DENIED, detached=DetachedMode.DENY),
     # A question waiting for the terminal is checked against the cache again.
     Row(trigger="terminal_ready", source=_S.ROUTED, dest=_S.CACHED, guard=REMEMBERED_MEANWHILE,
         action=_take_cached_meanwhile),
@@ -597,16 +704,26 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
         action=_take_answer, emits=(Answered,), resolution=Resolution.MODEL),
     Row(trigger="fail", source=_S.ROUTED, dest=_S.CANCELLED, guard=WITH_MODEL,
         action=_backend_failed, emits=(Cancelled,), resolution=Resolution.FAILED),
-    # Waiting for the terminal or the model, the question can be interrupted.
+    # The model's request cancelled; or, waiting, its tool call was settled.
     Row(trigger="cancel", source=_S.ROUTED, dest=_S.CANCELLED,
         action=_cancel_by_user, emits=(Cancelled,), resolution=Resolution.CANCELLED),
-    # On screen: the person answers, or cancels (Ctrl-C, end of input).
+    Row(trigger="withdraw", source=_S.ROUTED, dest=_S.CANCELLED,
+        action=_withdraw, emits=(Cancelled,), resolution=Resolution.WITHDRAWN),
+    # On screen: the person (or the answers file) answers, or cancels (Ctrl-C,
+    # end of input); an answers file without a reply leaves it to the policy.
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=SECRET_FROM_FILE,
+        action=_take_secret_answer, emits=(Redacted,), resolution=Resolution.ANSWERS_FILE),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=PLAIN_FROM_FILE,
+        action=_take_answer, emits=(Answered,), resolution=Resolution.ANSWERS_FILE),
     Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=SECRET,
         action=_take_secret_answer, emits=(Redacted,), resolution=Resolution.PERSON),
     Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=PLAIN,
         action=_take_answer, emits=(Answered,), resolution=Resolution.PERSON),
     Row(trigger="cancel", source=_S.SHOWN, dest=_S.CANCELLED,
         action=_cancel_by_user, emits=(Cancelled,), resolution=Resolution.CANCELLED),
+    Row(trigger="unanswered", source=_S.SHOWN, dest=_S.DETACHED),
+    Row(trigger="withdraw", source=_S.SHOWN, dest=_S.CANCELLED,
+        action=_withdraw, emits=(Cancelled,), resolution=Resolution.WITHDRAWN),
 )  # fmt: skip
 
 INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(

@@ -55,6 +55,12 @@ class CancellationReason(enum.Enum):
     #: the tool, run again, asked something else or nothing, or the continued
     #: run stopped before it could ask (this project's own reason).
     INTERRUPTED = "interrupted"
+    #: Its tool call was settled while the question was still open (waiting
+    #: for the terminal, at the prompt, or at the model): the batch was
+    #: stopped (a cancel, Ctrl-C away from its prompt, a signal, a crash).
+    #: Nobody answered or cancelled this question; ``user`` would say
+    #: someone did (this project's own reason).
+    WITHDRAWN = "withdrawn"
 
     def as_str(self) -> str:
         """The wire tag."""

@@ -8,8 +8,15 @@ that *means* to someone reading the outcome:
   a :class:`CallOutcome`;
 - ``resolution`` (inquiry rows into a final state): by which route the
   question was decided, a :class:`Resolution`;
-- ``permission`` (tool-call rows that let a call run or skip it): who decided,
-  and whether it runs, a :class:`PermissionRuling`.
+- ``permission`` (tool-call rows that let a call run, skip it, or refuse it
+  for want of anyone to ask): who decided, and whether it runs, a
+  :class:`PermissionRuling`;
+- ``delivery`` (tool-call rows that decide whether a finished call's result
+  reaches the model, for a tool whose ``result`` is ``ask``): who decided,
+  and whether it is delivered, a :class:`DeliveryRuling`;
+- ``detached`` (rows where nobody could be asked, and the detached prompt
+  policy of RFD 049 decided instead): the policy's mode, a
+  :class:`DetachedMode`.
 
 Rules:
 
@@ -25,6 +32,11 @@ Rules:
    member per route: recording the route with each response reads this
    column, and a new route (a default taken, a question parked and answered
    later, a timeout) is a new member on the new row, never a second table.
+4. A :class:`DetachedMode` is what decides a prompt nobody can answer (no
+   terminal, or an answers file without a reply), per :class:`PromptKind`.
+   The default is ``deny`` (RFD 049). ``park`` and ``timeout`` (issue 41,
+   part 2) are one more member here and one more row per kind in each
+   table, with a guard of their own: nothing else is reshaped.
 """
 
 from __future__ import annotations
@@ -35,7 +47,16 @@ import attrs
 
 from machines.validators import of_type
 
-__all__ = ["CallOutcome", "PermissionBy", "PermissionRuling", "Resolution"]
+__all__ = [
+    "CallOutcome",
+    "DeliveryRuling",
+    "DetachedMode",
+    "DetachedPolicy",
+    "PermissionBy",
+    "PermissionRuling",
+    "PromptKind",
+    "Resolution",
+]
 
 
 class CallOutcome(enum.Enum):
@@ -50,10 +71,13 @@ class CallOutcome(enum.Enum):
     SKIPPED_BY_USER = "skipped by the user"
     #: An ``N`` given earlier in the turn skipped it.
     SKIPPED_REMEMBERED = "skipped, remembered"
-    #: The person cancelled a question it asked.
+    #: The person cancelled a question it asked, or the prompt delivering its result.
     CANCELLED = "cancelled"
     #: The batch was stopped (``cancel``, Ctrl-C) before the call got further.
     INTERRUPTED = "interrupted"
+    #: It ran, and the person (or the answers file) chose not to deliver its
+    #: result: the model is told so instead.
+    WITHHELD = "result withheld"
 
 
 class Resolution(enum.Enum):
@@ -64,12 +88,25 @@ class Resolution(enum.Enum):
     #: A static answer from configuration.
     CONFIGURATION = "configuration"
     PERSON = "person"
+    #: The answers file (``inquiry run --answers``), standing in for the person.
+    ANSWERS_FILE = "answers_file"
     MODEL = "model"
+    #: Nobody could be asked; the detached policy ``defaults`` took the question's default.
+    DEFAULT = "default"
+    #: Nobody could be asked, and the detached policy refused to answer for
+    #: them: ``deny``, ``defaults`` with no default, or ``auto`` for an
+    #: exclusive question.
+    DENIED = "denied"
     #: Closed before anyone was asked: asked too often, a secret that may not
     #: go where it would have to, or a static answer that does not fit.
     REFUSED = "refused"
-    #: The person cancelled it, or the batch was stopped while it waited.
+    #: The person cancelled it (or the answers file did), or the model's
+    #: request was cancelled.
     CANCELLED = "cancelled"
+    #: Its tool call was settled while it was open (the batch stopped: a
+    #: cancel, Ctrl-C away from its prompt, a signal, a crash): nobody answered
+    #: or cancelled *it*.
+    WITHDRAWN = "withdrawn"
     #: The model could not answer it.
     FAILED = "failed"
     #: Asked before its turn stopped, and closed when the turn was continued
@@ -78,18 +115,66 @@ class Resolution(enum.Enum):
 
 
 class PermissionBy(enum.Enum):
-    """Who decided whether a tool call runs."""
+    """Who decided a prompt about a tool call: whether it runs, or its result is delivered."""
 
     #: The tool's run mode: ``unattended`` runs it, ``skip`` skips it.
     CONFIGURATION = "configuration"
-    #: Run mode ``ask`` with nobody at a terminal to ask: it runs, as JP does.
-    NO_TERMINAL = "no terminal"
+    #: Nobody could be asked (no terminal, or the answers file has no reply):
+    #: the detached policy decided (the row's ``detached`` column says how).
+    DETACHED_POLICY = "detached policy"
     #: A ``Y`` or ``N`` the person gave earlier in the turn.
     REMEMBERED = "remembered"
     PERSON = "person"
+    #: The answers file (``inquiry run --answers``), standing in for the person.
+    ANSWERS_FILE = "answers file"
     #: A call taken up after a restart whose recorded questions show it had run:
     #: it was let run then, and is not asked again (RFD 023).
     EARLIER_RUN = "earlier run"
+
+
+class DetachedMode(enum.Enum):
+    """What the detached prompt policy (RFD 049) does with a prompt nobody can answer."""
+
+    #: Run mode ``ask`` runs, a result is delivered, a question goes to the
+    #: model; an exclusive question fails instead.
+    AUTO = "auto"
+    #: A question takes its default (one that answers it), else fails; a
+    #: permission or a delivery has no default, and fails.
+    DEFAULTS = "defaults"
+    #: Fail the call with a descriptive error (the default).
+    DENY = "deny"
+
+
+class PromptKind(enum.Enum):
+    """The three kinds of prompt the detached policy is configured for (RFD 049's keys)."""
+
+    #: May this tool run? (run mode ``ask``)
+    RUN = "run"
+    #: May this result reach the model? (result mode ``ask``)
+    DELIVER = "deliver"
+    #: A tool's question for the person (``target = "user"``).
+    TOOL = "tool"
+
+
+@attrs.frozen(kw_only=True)
+class DetachedPolicy:
+    """One tool's detached policy, resolved: the mode for each :class:`PromptKind`.
+
+    RFD 049's default is ``deny`` for every kind: nothing runs, is delivered
+    or is answered unattended unless configuration says so.
+    """
+
+    run: DetachedMode = attrs.field(default=DetachedMode.DENY, validator=of_type(DetachedMode))
+    deliver: DetachedMode = attrs.field(default=DetachedMode.DENY, validator=of_type(DetachedMode))
+    tool: DetachedMode = attrs.field(default=DetachedMode.DENY, validator=of_type(DetachedMode))
+
+    def mode(self, kind: PromptKind) -> DetachedMode:
+        """The mode for prompts of ``kind``."""
+        if kind is PromptKind.RUN:
+            return self.run
+        if kind is PromptKind.DELIVER:
+            return self.deliver
+        return self.tool
 
 
 @attrs.frozen
@@ -102,3 +187,15 @@ class PermissionRuling:
     def __str__(self) -> str:
         """As the tables show it: ``runs (configuration)``, ``skipped (person)``."""
         return f"{'runs' if self.run else 'skipped'} ({self.by.value})"
+
+
+@attrs.frozen
+class DeliveryRuling:
+    """A row's ``delivery`` column: who decided, and whether the result reaches the model."""
+
+    by: PermissionBy = attrs.field(validator=of_type(PermissionBy))
+    delivered: bool = attrs.field(validator=of_type(bool))
+
+    def __str__(self) -> str:
+        """As the tables show it: ``delivered (person)``, ``withheld (detached policy)``."""
+        return f"{'delivered' if self.delivered else 'withheld'} ({self.by.value})"

@@ -159,6 +159,11 @@ class Question:
     (:attr:`offered_default`). A secret question's default is never offered
     (a secret is typed, never taken as it stands; its tool must not put a
     sensitive value there), and its ``repr`` hides it all the same.
+    ``exclusive`` marks a question only a person may answer (RFD 049): when
+    nobody can be asked, the detached policy ``auto`` fails it instead of
+    putting it to the model. The tool sets it; the user's configuration
+    overrides it, both ways. A secret is always answered by a person,
+    exclusive or not.
     """
 
     id: str = attrs.field(validator=non_empty_string)
@@ -166,6 +171,7 @@ class Question:
     answer_type: AnswerType = attrs.field(validator=of_type(AnswerType))
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
     default: JsonValue = attrs.field(default=None, validator=json_value)
+    exclusive: bool = attrs.field(default=False, validator=of_type(bool))
 
     def __attrs_post_init__(self) -> None:
         """A question must be answerable (its default is whatever the tool gave)."""
@@ -189,11 +195,22 @@ class Question:
 
     @classmethod
     def boolean(
-        cls, id: str, text: str, *, default: bool | None = None, context: str | None = None
+        cls,
+        id: str,
+        text: str,
+        *,
+        default: bool | None = None,
+        context: str | None = None,
+        exclusive: bool = False,
     ) -> Question:
         """A yes/no question."""
         return cls(
-            id=id, text=text, answer_type=AnswerType.boolean(), default=default, context=context
+            id=id,
+            text=text,
+            answer_type=AnswerType.boolean(),
+            default=default,
+            context=context,
+            exclusive=exclusive,
         )
 
     @classmethod
@@ -205,6 +222,7 @@ class Question:
         *,
         default: str | None = None,
         context: str | None = None,
+        exclusive: bool = False,
     ) -> Question:
         """A choice among ``options``."""
         return cls(
@@ -213,15 +231,27 @@ class Question:
             answer_type=AnswerType.select(options),
             default=default,
             context=context,
+            exclusive=exclusive,
         )
 
     @classmethod
     def text_input(
-        cls, id: str, text: str, *, default: str | None = None, context: str | None = None
+        cls,
+        id: str,
+        text: str,
+        *,
+        default: str | None = None,
+        context: str | None = None,
+        exclusive: bool = False,
     ) -> Question:
         """A free-text question."""
         return cls(
-            id=id, text=text, answer_type=AnswerType.text(), default=default, context=context
+            id=id,
+            text=text,
+            answer_type=AnswerType.text(),
+            default=default,
+            context=context,
+            exclusive=exclusive,
         )
 
     @classmethod
@@ -247,6 +277,8 @@ class InquiryQuestion:
     recorded without options), because it is read back from files other
     writers made. Its default, like the tool's, is any JSON value (RFD 082
     records it verbatim); a secret question's is hidden by its ``repr``.
+    ``exclusive`` is recorded only when the question was exclusive (``True``);
+    ``None`` is its absence, so that a file's ``false`` reads back as written.
     """
 
     text: str = attrs.field(validator=string)
@@ -254,6 +286,7 @@ class InquiryQuestion:
     default: JsonValue = attrs.field(default=None, validator=json_value)
     id: str | None = attrs.field(default=None, validator=optional_of_type(str))
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
+    exclusive: bool | None = attrs.field(default=None, validator=optional_of_type(bool))
 
     def __repr__(self) -> str:
         """The fields, with a secret question's default hidden."""
@@ -276,17 +309,23 @@ class InquiryQuestion:
             answer_type=answer_type,
             context=self.context,
             default=self.default,
+            exclusive=self.exclusive is True,
         )
 
     @classmethod
     def from_question(cls, question: Question) -> InquiryQuestion:
-        """Record what the tool asked, answer type included (``secret`` too)."""
+        """Record what the tool asked, answer type included (``secret`` too).
+
+        ``exclusive`` is recorded only when it holds: JP keeps a field it does
+        not know verbatim, and a question that is not exclusive says nothing.
+        """
         return cls(
             text=question.text,
             answer_type=question.answer_type,
             default=question.default,
             id=question.id,
             context=question.context,
+            exclusive=True if question.exclusive else None,
         )
 
 

@@ -3,7 +3,8 @@
 Theory of operation: a machine is a states enum and an ordered tuple of
 :class:`Row` (trigger, source, destination, guard, action, what the row
 emits, and what it means: the ``outcome``, ``resolution`` and ``permission``
-columns of :mod:`machines._meanings`). :class:`TableMachine` executes the
+columns of :mod:`machines._meanings`, with ``delivery`` and ``detached``).
+:class:`TableMachine` executes the
 table; diagrams, the docs' tables, the observers and the tests read the
 same tuple, so changing a row changes all of them.
 
@@ -63,7 +64,13 @@ import attrs
 from machines._effects import Effect
 from machines._errors import IllegalTransitionError, MachineError
 from machines._events import Event
-from machines._meanings import CallOutcome, PermissionRuling, Resolution
+from machines._meanings import (
+    CallOutcome,
+    DeliveryRuling,
+    DetachedMode,
+    PermissionRuling,
+    Resolution,
+)
 
 __all__ = [
     "Fired",
@@ -129,7 +136,9 @@ class Row(Generic[S, M]):
     columns (:mod:`machines._meanings`) say what the row means to whoever
     reads what fired: ``outcome`` (how a tool call ended), ``resolution``
     (how a question was decided), ``permission`` (who let a call run or
-    skipped it).
+    skipped it), ``delivery`` (who let its result reach the model or
+    withheld it), ``detached`` (the detached policy's mode, where nobody
+    could be asked and it decided).
     """
 
     trigger: str
@@ -144,6 +153,8 @@ class Row(Generic[S, M]):
     outcome: CallOutcome | None = None
     resolution: Resolution | None = None
     permission: PermissionRuling | None = None
+    delivery: DeliveryRuling | None = None
+    detached: DetachedMode | None = None
 
     @property
     def target(self) -> S:

@@ -2,12 +2,19 @@
 
 Theory of operation: a tool call first needs permission (run mode ``ask``
 prompts ``y``/``Y``/``n``/``N``/``r``/``e``; ``Y`` and ``N`` are remembered
-for the turn; ``unattended`` runs; ``skip`` never runs; ``ask`` with no
-terminal runs, as JP does). A prompt waits its turn at the terminal in
-``awaiting_permission`` and is answered in ``asking_permission``, once shown.
-Then it runs; each time the tool stops with a question it waits for that
-question's inquiry, and runs again with every answer so far; it ends
-succeeded, failed, skipped or cancelled, and that end is the one
+for the turn; ``unattended`` runs; ``skip`` never runs). A prompt waits its
+turn at the terminal in ``awaiting_permission`` and is answered in
+``asking_permission``, once shown. When nobody can be asked (no terminal,
+or an answers file without a reply), the tool's **detached policy** for
+permissions decides (RFD 049): ``auto`` runs it, ``defaults`` and ``deny``
+fail it (a permission has no default). Then it runs; each time the tool
+stops with a question it waits for that question's inquiry, and runs again
+with every answer so far. When it finishes, a tool whose result mode is
+``ask`` asks the person whether its result may reach the model
+(``awaiting_delivery``, then ``confirming_delivery``): delivered, withheld
+(the model is told so), or cancelled; nobody to ask, its detached policy for
+deliveries decides (``auto`` delivers, the others fail the call). It ends
+succeeded, failed, skipped, withheld or cancelled, and that end is the one
 ``ToolCallResponse`` it emits.
 
 Rules:
@@ -38,9 +45,16 @@ Rules:
    one, adopts its request (``needs_input`` [adopts]); anything else is met
    only after ``supersede`` has closed it as ``interrupted``.
 6. What a row means is in its columns: each row that ends the call says how
-   (``outcome``, a :class:`~machines.CallOutcome`), and each row that lets
-   the call run or skips it says who decided and whether it runs
-   (``permission``, a :class:`~machines.PermissionRuling`).
+   (``outcome``, a :class:`~machines.CallOutcome`), each row that lets the
+   call run, skips it, or refuses it for want of anyone to ask says who
+   decided and whether it runs (``permission``, a
+   :class:`~machines.PermissionRuling`), each row that decides whether its
+   result is delivered says who and how (``delivery``, a
+   :class:`~machines.DeliveryRuling`), and each row where the detached
+   policy decided says its mode (``detached``).
+7. A question still open when the call is interrupted is withdrawn
+   (``Cancelled(withdrawn)``), and the call ends ``interrupted``: nobody
+   cancelled the question, its call was settled.
 """
 
 from __future__ import annotations
@@ -52,23 +66,41 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from machines._effects import CompleteTool, QueuePermissionPrompt, RunTool, ShowPermissionPrompt
+from machines._effects import (
+    CompleteTool,
+    QueueDeliveryPrompt,
+    QueuePermissionPrompt,
+    RunTool,
+    ShowDeliveryPrompt,
+    ShowPermissionPrompt,
+)
 from machines._errors import IllegalTransitionError
 from machines._events import ToolCallRequest, ToolCallResponse
 from machines._inquiry_machine import INQUIRY_MACHINE, Inquiry, InquiryFacts, InquiryState
 from machines._inquiry_records import CancellationReason, Cancelled, InquiryRequest
 from machines._json import JsonValue
-from machines._meanings import CallOutcome, PermissionBy, PermissionRuling
+from machines._meanings import (
+    CallOutcome,
+    DeliveryRuling,
+    DetachedMode,
+    DetachedPolicy,
+    PermissionBy,
+    PermissionRuling,
+)
 from machines._questions import InquiryQuestion
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines.validators import check_json, is_json, of_type, optional_of_type
 from machines.wording import (
+    DELIVERY_CANCELLED,
     INPUT_CANCELLED,
     INTERRUPTED,
+    RESULT_WITHHELD,
     SKIPPED_BY_CONFIGURATION,
     SKIPPED_BY_USER,
     SKIPPED_REMEMBERED,
     attempts_exhausted,
+    delivery_refused,
+    permission_refused,
     questions_exhausted,
     secret_for_assistant,
     secret_without_terminal,
@@ -88,6 +120,7 @@ __all__ = [
     "TOOL_CALL_ROWS",
     "RecordedCall",
     "RecordedQuestion",
+    "ResultMode",
     "RunMode",
     "ToolCall",
     "ToolCallState",
@@ -109,9 +142,21 @@ class ToolCallState(enum.Enum):
     #: Running again after a restart, a question recorded before it still open.
     RESUMING = "resuming"
     AWAITING_INPUT = "awaiting_input"
+    #: Nobody can be asked permission: the detached policy decides (transient).
+    PERMISSION_DETACHED = "permission_detached"
+    #: Finished, its result waiting for the terminal (result mode ``ask``).
+    AWAITING_DELIVERY = "awaiting_delivery"
+    #: Finished, the person asked whether its result may reach the model.
+    CONFIRMING_DELIVERY = "confirming_delivery"
+    #: Nobody can confirm its result's delivery: the detached policy decides (transient).
+    DELIVERY_DETACHED = "delivery_detached"
+    #: Its result is to be delivered (a transient state: it ends as the tool did).
+    DELIVERED = "delivered"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
+    #: It ran, and its result was not delivered: the model is told so.
+    WITHHELD = "withheld"
     CANCELLED = "cancelled"
 
 
@@ -121,6 +166,13 @@ class RunMode(enum.Enum):
     ASK = "ask"
     UNATTENDED = "unattended"
     SKIP = "skip"
+
+
+class ResultMode(enum.Enum):
+    """Whether a tool's result reaches the model as it is, or once a person confirms it."""
+
+    UNATTENDED = "unattended"
+    ASK = "ask"
 
 
 def _answers(value: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
@@ -221,12 +273,15 @@ class ToolCall:
         "arguments",
         "asked",
         "buffer",
+        "detached",
         "inquiries",
         "inquiry",
         "max_attempts",
         "max_questions",
+        "pending",
         "request",
         "response",
+        "result_mode",
         "run_mode",
         "state",
         "terminal",
@@ -243,8 +298,17 @@ class ToolCall:
         terminal: bool,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_questions: int = DEFAULT_MAX_QUESTIONS,
+        detached: DetachedPolicy | None = None,
+        result_mode: ResultMode = ResultMode.UNATTENDED,
     ) -> None:
-        """A tool call not yet begun (state ``new``)."""
+        """A tool call not yet begun (state ``new``).
+
+        ``terminal``: a prompt is there (a person, or an answers file standing
+        in for one). ``detached``: the tool's detached policy, which decides a
+        prompt nobody can answer (RFD 049's ``deny`` for each kind, unless
+        given). ``result_mode``: ``ask`` to have the person confirm the result
+        reaches the model.
+        """
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
         if max_questions < 1:
@@ -256,6 +320,14 @@ class ToolCall:
         self.arguments: Mapping[str, JsonValue] = request.arguments
         self.run_mode = run_mode
         self.terminal = terminal
+        self.detached = detached if detached is not None else DetachedPolicy()
+        if not isinstance(self.detached, DetachedPolicy):
+            raise TypeError(f"detached must be a DetachedPolicy, not {type(detached).__name__}")
+        if not isinstance(result_mode, ResultMode):
+            raise TypeError(f"result_mode must be a ResultMode, not {type(result_mode).__name__}")
+        self.result_mode = result_mode
+        #: A finished tool's result while it waits to be delivered: (content, is_error).
+        self.pending: tuple[str, bool] | None = None
         self.max_attempts = max_attempts
         self.max_questions = max_questions
         self.answers: dict[str, ToolAnswer] = {}
@@ -279,6 +351,8 @@ class ToolCall:
         available: bool = True,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_questions: int = DEFAULT_MAX_QUESTIONS,
+        detached: DetachedPolicy | None = None,
+        result_mode: ResultMode = ResultMode.UNATTENDED,
     ) -> tuple[ToolCall, Step]:
         """Decide permission as far as possible without asking anyone.
 
@@ -292,6 +366,8 @@ class ToolCall:
             terminal=terminal,
             max_attempts=max_attempts,
             max_questions=max_questions,
+            detached=detached,
+            result_mode=result_mode,
         )
         return call, call._fire("begin", remembered=remembered_permission, available=available)
 
@@ -307,6 +383,8 @@ class ToolCall:
         available: bool = True,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_questions: int = DEFAULT_MAX_QUESTIONS,
+        detached: DetachedPolicy | None = None,
+        result_mode: ResultMode = ResultMode.UNATTENDED,
     ) -> tuple[ToolCall, Step]:
         """Take up a call left open when its turn stopped, from what the stream ``recorded``.
 
@@ -322,6 +400,8 @@ class ToolCall:
             terminal=terminal,
             max_attempts=max_attempts,
             max_questions=max_questions,
+            detached=detached,
+            result_mode=result_mode,
         )
         return call, call._fire("resume", recorded=recorded, available=available)
 
@@ -362,16 +442,45 @@ class ToolCall:
         return self._fire("terminal_ready", remembered=remembered_permission, cached=cached_answer)
 
     def permit(
-        self, *, remember: bool = False, arguments: Mapping[str, Any] | None = None
+        self,
+        *,
+        remember: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+        from_file: bool = False,
     ) -> Step:
-        """Run the tool (``y``; ``Y`` remembers; ``e`` gives edited ``arguments``)."""
+        """Run the tool (``y``; ``Y`` remembers; ``e`` gives edited ``arguments``).
+
+        ``from_file``: the answers file gave the reply, standing in for the person.
+        """
         if arguments is not None:
             check_json("edited arguments", dict(arguments))
-        return self._fire("permit", remember=remember, arguments=arguments)
+        return self._fire("permit", remember=remember, arguments=arguments, from_file=from_file)
 
-    def deny(self, *, remember: bool = False, reason: str | None = None) -> Step:
+    def deny(
+        self, *, remember: bool = False, reason: str | None = None, from_file: bool = False
+    ) -> Step:
         """Skip the tool (``n``; ``N`` remembers; ``r`` gives a ``reason``)."""
-        return self._fire("deny", remember=remember, reason=reason)
+        return self._fire("deny", remember=remember, reason=reason, from_file=from_file)
+
+    def unanswered(self) -> Step:
+        """The prompt on screen (permission or delivery) has no reply: the detached policy decides.
+
+        What an answers file standing in for the person says when it has no
+        entry for the prompt.
+        """
+        return self._fire("unanswered")
+
+    def deliver(self, *, from_file: bool = False) -> Step:
+        """Deliver the finished tool's result to the model (the person's ``y``)."""
+        return self._fire("deliver", from_file=from_file)
+
+    def withhold(self, *, from_file: bool = False) -> Step:
+        """Do not deliver the result (``n``): the model is told the person withheld it."""
+        return self._fire("withhold", from_file=from_file)
+
+    def cancel_delivery(self) -> Step:
+        """The person cancelled the delivery prompt (Ctrl-C, end of input)."""
+        return self._fire("cancel_delivery")
 
     def completed(self, content: str, *, is_error: bool) -> Step:
         """The tool finished with ``content`` (an error when ``is_error``)."""
@@ -408,10 +517,23 @@ class ToolCall:
         """Close the request recorded before the restart as ``interrupted``; the run goes on."""
         return self._fire("supersede")
 
-    def answer(self, inquiry_id: str, value: ToolAnswer, *, remember: bool = False) -> Step:
-        """The open question ``inquiry_id`` was answered ``value``."""
+    def answer(
+        self,
+        inquiry_id: str,
+        value: ToolAnswer,
+        *,
+        remember: bool = False,
+        from_file: bool = False,
+    ) -> Step:
+        """The open question ``inquiry_id`` was answered ``value`` (``from_file``: by the file)."""
         inquiry = self._open_inquiry(inquiry_id, "answer")
-        return self._fire("answer", **inquiry.checked_answer(value, remember=remember))
+        payload = inquiry.checked_answer(value, remember=remember, from_file=from_file)
+        return self._fire("answer", **payload)
+
+    def unanswered_input(self, inquiry_id: str) -> Step:
+        """The question ``inquiry_id``, on screen, has no reply: the detached policy decides."""
+        self._open_inquiry(inquiry_id, "unanswered_input")
+        return self._fire("unanswered_input")
 
     def cancel_input(self, inquiry_id: str) -> Step:
         """The user cancelled the open question ``inquiry_id``."""
@@ -467,13 +589,51 @@ REMEMBERED_NO = _g(
     "run mode ask and an N was remembered this turn",
     lambda m, p: _asking(m) and p["remembered"] == "n",
 )
-NO_TERMINAL = _g(
-    "no_terminal", "run mode ask and no terminal", lambda m, _: _asking(m) and not m.terminal
+NOBODY_TO_ASK = _g(
+    "nobody", "run mode ask and nobody can be asked", lambda m, _: _asking(m) and not m.terminal
 )
-ASK = _g("ask", "run mode ask and a terminal", lambda m, _: _asking(m) and m.terminal)
+ASK = _g("ask", "run mode ask and a prompt is there", lambda m, _: _asking(m) and m.terminal)
 UNDECIDED = _g("undecided", "nothing remembered", lambda _, p: p["remembered"] not in ("y", "n"))
-SUCCEEDED = _g("ok", "the tool succeeded", lambda _, p: not p["is_error"])
-ERRORED = _g("error", "the tool reported an error", lambda _, p: p["is_error"])
+FROM_FILE = _g("from_file", "the answers file replied", lambda _, p: p["from_file"])
+SUCCEEDED = _g(
+    "ok",
+    "result mode unattended, and the tool succeeded",
+    lambda m, p: m.result_mode is ResultMode.UNATTENDED and not p["is_error"],
+)
+ERRORED = _g(
+    "error",
+    "result mode unattended, and the tool reported an error",
+    lambda m, p: m.result_mode is ResultMode.UNATTENDED and p["is_error"],
+)
+TO_CONFIRM = _g(
+    "confirm",
+    "result mode ask, and a prompt is there",
+    lambda m, _: m.result_mode is ResultMode.ASK and m.terminal,
+)
+NOBODY_TO_CONFIRM = _g(
+    "nobody_to_confirm",
+    "result mode ask, and nobody can be asked",
+    lambda m, _: m.result_mode is ResultMode.ASK and not m.terminal,
+)
+RESULT_OK = _g("result_ok", "the tool succeeded", lambda m, _: not _pending(m)[1])
+RESULT_ERROR = _g("result_error", "the tool reported an error", lambda m, _: _pending(m)[1])
+
+
+def _policy_guard(kind: str, mode: DetachedMode) -> Guard[ToolCall]:
+    attribute = "run" if kind == "permissions" else "deliver"
+    return _g(
+        f"{attribute}_{mode.value}",
+        f"detached policy {mode.value} for {kind}",
+        lambda m, _: getattr(m.detached, attribute) is mode,
+    )
+
+
+RUN_AUTO = _policy_guard("permissions", DetachedMode.AUTO)
+RUN_DEFAULTS = _policy_guard("permissions", DetachedMode.DEFAULTS)
+RUN_DENY = _policy_guard("permissions", DetachedMode.DENY)
+DELIVER_AUTO = _policy_guard("deliveries", DetachedMode.AUTO)
+DELIVER_DEFAULTS = _policy_guard("deliveries", DetachedMode.DEFAULTS)
+DELIVER_DENY = _policy_guard("deliveries", DetachedMode.DENY)
 INQUIRY_ANSWERED = _g(
     "answered",
     "the question was answered (or redacted)",
@@ -484,10 +644,17 @@ INQUIRY_CANCELLED_BY_USER = _g(
     "the question was cancelled by the user",
     lambda m, _: _cancel_reason(m) is CancellationReason.USER,
 )
+INQUIRY_WITHDRAWN = _g(
+    "withdrawn",
+    "the question was withdrawn (its call was interrupted)",
+    lambda m, _: _cancel_reason(m) is CancellationReason.WITHDRAWN,
+)
 INQUIRY_FAILED = _g(
     "failed",
     "the question was cancelled for any other reason",
-    lambda m, _: _cancel_reason(m) not in (None, CancellationReason.USER),
+    lambda m, _: (
+        _cancel_reason(m) not in (None, CancellationReason.USER, CancellationReason.WITHDRAWN)
+    ),
 )
 
 
@@ -526,6 +693,12 @@ ADOPTS = _g(
     "the tool asks exactly the question recorded before the restart",
     lambda m, p: m.waiting is not None and m.waiting.same_as(p["question"], p["source"]),
 )
+
+
+def _pending(m: ToolCall) -> tuple[str, bool]:
+    if m.pending is None:  # pragma: no cover - every row into delivering keeps the result
+        raise AssertionError("a result waiting for delivery")
+    return m.pending
 
 
 def _inquiry_state(m: ToolCall) -> InquiryState | None:
@@ -593,6 +766,43 @@ def _denied(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
         m.turn.remember_permission(m.name, "n")
     reason = payload["reason"]
     _finish(m, out, skipped_with_reason(reason) if reason else SKIPPED_BY_USER, is_error=False)
+
+
+def _refuse_to_run(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, permission_refused(m.name, m.detached.run), is_error=True)
+
+
+def _keep_result(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
+    m.pending = (payload["content"], payload["is_error"])
+
+
+def _queue_delivery(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    _keep_result(m, payload, out)
+    out.effect(QueueDeliveryPrompt(tool_call_id=m.id, tool_name=m.name))
+
+
+def _show_delivery(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    content, is_error = _pending(m)
+    out.effect(
+        ShowDeliveryPrompt(tool_call_id=m.id, tool_name=m.name, content=content, is_error=is_error)
+    )
+
+
+def _deliver(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    content, is_error = _pending(m)
+    _finish(m, out, content, is_error=is_error)
+
+
+def _withhold(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, RESULT_WITHHELD, is_error=False)
+
+
+def _delivery_cancelled(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, DELIVERY_CANCELLED, is_error=False)
+
+
+def _refuse_to_deliver(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, delivery_refused(m.name, m.detached.deliver), is_error=True)
 
 
 def _succeeded(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
@@ -724,6 +934,7 @@ def _input_failed(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
 
 
 def _interrupted(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    m.inquiry = None
     _finish(m, out, INTERRUPTED, is_error=True)
 
 
@@ -736,10 +947,21 @@ _RUN_BY_CONFIGURATION = PermissionRuling(PermissionBy.CONFIGURATION, run=True)
 _SKIP_BY_CONFIGURATION = PermissionRuling(PermissionBy.CONFIGURATION, run=False)
 _RUN_REMEMBERED = PermissionRuling(PermissionBy.REMEMBERED, run=True)
 _SKIP_REMEMBERED = PermissionRuling(PermissionBy.REMEMBERED, run=False)
-_RUN_WITHOUT_TERMINAL = PermissionRuling(PermissionBy.NO_TERMINAL, run=True)
+_RUN_BY_POLICY = PermissionRuling(PermissionBy.DETACHED_POLICY, run=True)
+_REFUSED_BY_POLICY = PermissionRuling(PermissionBy.DETACHED_POLICY, run=False)
 _RUN_AS_BEFORE = PermissionRuling(PermissionBy.EARLIER_RUN, run=True)
 _RUN_BY_PERSON = PermissionRuling(PermissionBy.PERSON, run=True)
 _SKIP_BY_PERSON = PermissionRuling(PermissionBy.PERSON, run=False)
+_RUN_BY_FILE = PermissionRuling(PermissionBy.ANSWERS_FILE, run=True)
+_SKIP_BY_FILE = PermissionRuling(PermissionBy.ANSWERS_FILE, run=False)
+# Who decided whether a finished call's result reaches the model: the rows' delivery column.
+_DELIVERED_BY_PERSON = DeliveryRuling(PermissionBy.PERSON, delivered=True)
+_WITHHELD_BY_PERSON = DeliveryRuling(PermissionBy.PERSON, delivered=False)
+_DELIVERED_BY_FILE = DeliveryRuling(PermissionBy.ANSWERS_FILE, delivered=True)
+_WITHHELD_BY_FILE = DeliveryRuling(PermissionBy.ANSWERS_FILE, delivered=False)
+_DELIVERED_BY_POLICY = DeliveryRuling(PermissionBy.DETACHED_POLICY, delivered=True)
+_WITHHELD_BY_POLICY = DeliveryRuling(PermissionBy.DETACHED_POLICY, delivered=False)
+_AUTO, _DEFAULTS, _DENY = DetachedMode.AUTO, DetachedMode.DEFAULTS, DetachedMode.DENY
 
 #: The tool-call machine, row by row, in the order rows are tried.
 TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
@@ -757,8 +979,7 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="begin", source=_S.NEW, dest=_S.SKIPPED, guard=REMEMBERED_NO,
         action=_skip_remembered, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.SKIPPED_REMEMBERED, permission=_SKIP_REMEMBERED),
-    Row(trigger="begin", source=_S.NEW, dest=_S.RUNNING, guard=NO_TERMINAL,
-        action=_run_now, effects=(RunTool,), permission=_RUN_WITHOUT_TERMINAL),
+    Row(trigger="begin", source=_S.NEW, dest=_S.PERMISSION_DETACHED, guard=NOBODY_TO_ASK),
     Row(trigger="begin", source=_S.NEW, dest=_S.AWAITING_PERMISSION, guard=ASK,
         action=_queue_permission, effects=(QueuePermissionPrompt,)),
     Row(trigger="interrupt", source=_S.NEW, dest=_S.CANCELLED,
@@ -795,15 +1016,32 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="interrupt", source=_S.AWAITING_PERMISSION, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.INTERRUPTED),
-    # On screen: only now can the person permit or deny.
+    # On screen: only now can the person (or the answers file) permit or deny.
+    Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING, guard=FROM_FILE,
+        action=_permitted, effects=(RunTool,), permission=_RUN_BY_FILE),
     Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING,
         action=_permitted, effects=(RunTool,), permission=_RUN_BY_PERSON),
+    Row(trigger="deny", source=_S.ASKING_PERMISSION, dest=_S.SKIPPED, guard=FROM_FILE,
+        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SKIPPED_BY_USER, permission=_SKIP_BY_FILE),
     Row(trigger="deny", source=_S.ASKING_PERMISSION, dest=_S.SKIPPED,
         action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.SKIPPED_BY_USER, permission=_SKIP_BY_PERSON),
+    Row(trigger="unanswered", source=_S.ASKING_PERMISSION, dest=_S.PERMISSION_DETACHED),
     Row(trigger="interrupt", source=_S.ASKING_PERMISSION, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.INTERRUPTED),
+    # Nobody can be asked permission: the detached policy (RFD 049) decides.
+    Row(trigger="apply_policy", source=_S.PERMISSION_DETACHED, dest=_S.RUNNING, guard=RUN_AUTO,
+        action=_run_now, effects=(RunTool,), auto=True, permission=_RUN_BY_POLICY,
+        detached=_AUTO),
+    Row(trigger="apply_policy", source=_S.PERMISSION_DETACHED, dest=_S.FAILED,
+        guard=RUN_DEFAULTS, action=_refuse_to_run, emits=(ToolCallResponse,),
+        effects=(CompleteTool,), auto=True, outcome=CallOutcome.FAILED,
+        permission=_REFUSED_BY_POLICY, detached=_DEFAULTS),
+    Row(trigger="apply_policy", source=_S.PERMISSION_DETACHED, dest=_S.FAILED, guard=RUN_DENY,
+        action=_refuse_to_run, emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.FAILED, permission=_REFUSED_BY_POLICY, detached=_DENY),
     # Running.
     Row(trigger="completed", source=_S.RUNNING, dest=_S.SUCCEEDED, guard=SUCCEEDED,
         action=_succeeded, emits=(ToolCallResponse,), effects=(CompleteTool,),
@@ -811,6 +1049,10 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="completed", source=_S.RUNNING, dest=_S.FAILED, guard=ERRORED,
         action=_errored, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.FAILED),
+    Row(trigger="completed", source=_S.RUNNING, dest=_S.AWAITING_DELIVERY, guard=TO_CONFIRM,
+        action=_queue_delivery, effects=(QueueDeliveryPrompt,)),
+    Row(trigger="completed", source=_S.RUNNING, dest=_S.DELIVERY_DETACHED,
+        guard=NOBODY_TO_CONFIRM, action=_keep_result),
     Row(trigger="needs_input", source=_S.RUNNING, dest=_S.AWAITING_INPUT,
         action=_open_question, delegates="inquiry.ask"),
     Row(trigger="interrupt", source=_S.RUNNING, dest=_S.CANCELLED,
@@ -825,17 +1067,64 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         action=_forward("cancel"), delegates="inquiry.cancel"),
     Row(trigger="fail_input", source=_S.AWAITING_INPUT, dest=None,
         action=_forward("fail"), delegates="inquiry.fail"),
+    Row(trigger="unanswered_input", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("unanswered"), delegates="inquiry.unanswered"),
     Row(trigger="interrupt", source=_S.AWAITING_INPUT, dest=None,
-        action=_forward("cancel"), delegates="inquiry.cancel"),
+        action=_forward("withdraw"), delegates="inquiry.withdraw"),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.RUNNING,
         guard=INQUIRY_ANSWERED, action=_resume, effects=(RunTool,), auto=True),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.CANCELLED,
         guard=INQUIRY_CANCELLED_BY_USER, action=_input_cancelled,
         emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
         outcome=CallOutcome.CANCELLED),
+    Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.CANCELLED,
+        guard=INQUIRY_WITHDRAWN, action=_interrupted,
+        emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.INTERRUPTED),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.FAILED,
         guard=INQUIRY_FAILED, action=_input_failed,
         emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.FAILED),
+    # Finished, result mode ask: the person says whether the result reaches the model.
+    Row(trigger="terminal_ready", source=_S.AWAITING_DELIVERY, dest=_S.CONFIRMING_DELIVERY,
+        action=_show_delivery, effects=(ShowDeliveryPrompt,)),
+    Row(trigger="interrupt", source=_S.AWAITING_DELIVERY, dest=_S.CANCELLED,
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.INTERRUPTED),
+    Row(trigger="deliver", source=_S.CONFIRMING_DELIVERY, dest=_S.DELIVERED, guard=FROM_FILE,
+        delivery=_DELIVERED_BY_FILE),
+    Row(trigger="deliver", source=_S.CONFIRMING_DELIVERY, dest=_S.DELIVERED,
+        delivery=_DELIVERED_BY_PERSON),
+    Row(trigger="withhold", source=_S.CONFIRMING_DELIVERY, dest=_S.WITHHELD, guard=FROM_FILE,
+        action=_withhold, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.WITHHELD, delivery=_WITHHELD_BY_FILE),
+    Row(trigger="withhold", source=_S.CONFIRMING_DELIVERY, dest=_S.WITHHELD,
+        action=_withhold, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.WITHHELD, delivery=_WITHHELD_BY_PERSON),
+    Row(trigger="cancel_delivery", source=_S.CONFIRMING_DELIVERY, dest=_S.CANCELLED,
+        action=_delivery_cancelled, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.CANCELLED),
+    Row(trigger="unanswered", source=_S.CONFIRMING_DELIVERY, dest=_S.DELIVERY_DETACHED),
+    Row(trigger="interrupt", source=_S.CONFIRMING_DELIVERY, dest=_S.CANCELLED,
+        action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.INTERRUPTED),
+    # Nobody can confirm the delivery: the detached policy decides.
+    Row(trigger="apply_policy", source=_S.DELIVERY_DETACHED, dest=_S.DELIVERED,
+        guard=DELIVER_AUTO, auto=True, delivery=_DELIVERED_BY_POLICY, detached=_AUTO),
+    Row(trigger="apply_policy", source=_S.DELIVERY_DETACHED, dest=_S.FAILED,
+        guard=DELIVER_DEFAULTS, action=_refuse_to_deliver, emits=(ToolCallResponse,),
+        effects=(CompleteTool,), auto=True, outcome=CallOutcome.FAILED,
+        delivery=_WITHHELD_BY_POLICY, detached=_DEFAULTS),
+    Row(trigger="apply_policy", source=_S.DELIVERY_DETACHED, dest=_S.FAILED,
+        guard=DELIVER_DENY, action=_refuse_to_deliver, emits=(ToolCallResponse,),
+        effects=(CompleteTool,), auto=True, outcome=CallOutcome.FAILED,
+        delivery=_WITHHELD_BY_POLICY, detached=_DENY),
+    # Delivered: the call ends as its tool did.
+    Row(trigger="settle", source=_S.DELIVERED, dest=_S.SUCCEEDED, guard=RESULT_OK,
+        action=_deliver, emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.SUCCEEDED),
+    Row(trigger="settle", source=_S.DELIVERED, dest=_S.FAILED, guard=RESULT_ERROR,
+        action=_deliver, emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
         outcome=CallOutcome.FAILED),
 )  # fmt: skip
 
@@ -848,6 +1137,7 @@ TOOL_CALL_MACHINE: TableMachine[ToolCallState, ToolCall] = TableMachine(
         ToolCallState.SUCCEEDED,
         ToolCallState.FAILED,
         ToolCallState.SKIPPED,
+        ToolCallState.WITHHELD,
         ToolCallState.CANCELLED,
     ),
     rules=__doc__ or "",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from machines._meanings import DetachedMode
 from machines._secret import SecretValue
 
 if TYPE_CHECKING:
@@ -19,14 +20,19 @@ if TYPE_CHECKING:
     from machines._questions import Question
 
 __all__ = [
+    "DELIVERY_CANCELLED",
     "INPUT_CANCELLED",
     "INTERRUPTED",
+    "RESULT_WITHHELD",
     "SKIPPED_BY_CONFIGURATION",
     "SKIPPED_BY_USER",
     "SKIPPED_REMEMBERED",
     "attempts_exhausted",
     "backend_failed",
+    "delivery_refused",
     "invalid_static_answer",
+    "permission_refused",
+    "question_refused",
     "questions_exhausted",
     "secret_for_assistant",
     "secret_without_terminal",
@@ -41,6 +47,23 @@ INTERRUPTED = "Tool call was interrupted."
 #: JP has no wording for run mode ``skip``; this mirrors its "Result delivery
 #: skipped by configuration." rather than claiming the user decided.
 SKIPPED_BY_CONFIGURATION = "Tool skipped by configuration."
+#: The person chose not to deliver a tool's result (JP's wording, result mode ``ask``).
+RESULT_WITHHELD = "Result delivery skipped by user."
+#: The person cancelled the prompt that delivers a tool's result (JP's wording).
+DELIVERY_CANCELLED = "Result delivery cancelled."
+
+#: Said of every prompt the detached policy refuses: why nobody was asked.
+_NOBODY = "and no person can be asked in this run (it is not interactive)"
+
+
+def _policy(kind: str, mode: DetachedMode) -> str:
+    return f"its detached policy for {kind} is '{mode.value}'"
+
+
+_UNLESS = (
+    "Do not retry this tool call unless the user runs it where they can be asked, "
+    "or changes that policy."
+)
 
 
 def unavailable(tool_name: str) -> str:
@@ -115,4 +138,45 @@ def questions_exhausted(tool_name: str, questions: int) -> str:
     return (
         f"The tool '{tool_name}' asked another question after {questions} answers in this "
         "call; stopping here so it cannot loop forever."
+    )
+
+
+def question_refused(tool_name: str, question: Question, mode: DetachedMode) -> str:
+    """A question for the person that the detached policy would not answer for them."""
+    asked = f"The tool '{tool_name}' asked \"{question.text}\" (question '{question.id}')"
+    if mode is DetachedMode.AUTO:
+        why = (
+            "it is exclusive: only a person may answer it, so it is not put to the model "
+            f"({_policy('questions', mode)})"
+        )
+    elif mode is DetachedMode.DEFAULTS:
+        why = (
+            f"{_policy('questions', mode)}, which takes a default, and it has none that answers it"
+        )
+    else:
+        why = _policy("questions", mode)
+    return f"{asked}, which is for a person to answer, {_NOBODY}; {why}. {_UNLESS}"
+
+
+def _no_default(what: str, kind: str, mode: DetachedMode) -> str:
+    """Why the policy refused a prompt that has no default (a permission, a delivery)."""
+    why = _policy(kind, mode)
+    return f"{why}, and {what} has no default" if mode is DetachedMode.DEFAULTS else why
+
+
+def permission_refused(tool_name: str, mode: DetachedMode) -> str:
+    """A tool that asks permission before it runs, and nobody to give it."""
+    why = _no_default("a permission", "permissions", mode)
+    return (
+        f"Tool '{tool_name}' was not run: it asks permission before it runs (run mode 'ask'), "
+        f"{_NOBODY}; {why}. {_UNLESS}"
+    )
+
+
+def delivery_refused(tool_name: str, mode: DetachedMode) -> str:
+    """A tool whose result is delivered only once a person confirms it, and nobody to confirm."""
+    why = _no_default("a delivery", "result delivery", mode)
+    return (
+        f"Tool '{tool_name}' ran, but its result reaches you only once a person confirms it "
+        f"(result mode 'ask'), {_NOBODY}; {why}. The result was not delivered."
     )

@@ -119,6 +119,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"CI=true: {marker.args[0]}", pytrace=False)
 
 
+#: Where the tests' own process looks for its controlling terminal: nowhere.
+NO_TERMINAL = "/nonexistent/inquiry-tests-have-no-controlling-terminal"
+
+
+@pytest.fixture(autouse=True)
+def _no_controlling_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the tests' own process, no `inquiry run` finds a terminal to prompt at.
+
+    Promptability comes from ``/dev/tty`` (RFD 104), which a developer's
+    terminal provides: an in-process run must not prompt there. Tests of
+    promptability run ``inquiry`` in a pseudo-terminal of its own, or in a
+    new session with none, as a process apart, where this does not reach.
+    """
+    monkeypatch.setattr("coordinator.adapters._promptability.TERMINAL_DEVICE", NO_TERMINAL)
+    for name in ("INQUIRY_NONINTERACTIVE", "JP_NONINTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def copy_conversation(tmp_path: Path) -> Callable[[Path], Path]:
     """Copy a real conversation into a writable temporary directory."""

@@ -10,6 +10,7 @@ import orjson
 from conftest import CountingIds, FixedClock
 
 from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
+from coordinator._recorded_routes import RecordedRoute, recorded_route
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._executors import (
     Ask,
@@ -21,6 +22,8 @@ from coordinator.driver._executors import (
 )
 from coordinator.wire._storage_fields import decode_leaves
 from machines import (
+    Answered,
+    Cancelled,
     ChatRequest,
     ChatResponse,
     InquiryRequest,
@@ -36,8 +39,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Every tool runs without asking permission: for tests about questions.
-UNATTENDED = parse_tools_config({"defaults": {"run": "unattended"}})
+#: Every tool runs without asking permission, and a question nobody can be asked
+#: goes to the model (the detached policy ``auto``, which was the only behaviour
+#: before RFD 049): for tests about questions. The default policy, ``deny``, has
+#: tests of its own (tests/test_headless_policy.py).
+UNATTENDED = parse_tools_config({"defaults": {"run": "unattended", "detached": "auto"}})
 
 
 def run(work: Coroutine[Any, Any, T]) -> T:
@@ -128,6 +134,16 @@ def payloads(conversation: Conversation, kind: type | tuple[type, ...]) -> list[
     ]
 
 
+def recorded_routes(directory: Path) -> list[RecordedRoute | None]:
+    """The route each inquiry response records in its metadata, read back from ``directory``."""
+    saved = load_conversation(directory)
+    return [
+        recorded_route(entry.metadata)
+        for entry in saved.stream
+        if isinstance(entry, EventEntry) and isinstance(entry.payload, Answered | Cancelled)
+    ]
+
+
 def stored_text(conversation: Conversation) -> str:
     """Every text the conversation's directory holds: each file as it is, then decoded.
 
@@ -187,6 +203,7 @@ __all__ = [
     "conversation_on_disk",
     "executor",
     "payloads",
+    "recorded_routes",
     "run",
     "stored_text",
 ]

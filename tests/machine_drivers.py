@@ -22,6 +22,8 @@ from machines import (
     CachedAnswer,
     CancellationReason,
     Cancelled,
+    DetachedMode,
+    DetachedPolicy,
     Fired,
     Inquiry,
     InquiryFacts,
@@ -31,6 +33,7 @@ from machines import (
     Question,
     RecordedCall,
     RecordedQuestion,
+    ResultMode,
     Row,
     RunMode,
     SecretValue,
@@ -67,11 +70,14 @@ class InquiryCase:
     target: Target = Target.USER
     terminal: bool = True
     exhausted: bool = False  # the tool call may not ask it again
+    detached: DetachedMode = DetachedMode.DENY  # the tool's policy for questions
+    exclusive: bool = False
 
     @property
     def question(self) -> Question:
-        """The question of this case's answer type."""
-        return QUESTIONS[self.answer_type]
+        """The question of this case's answer type (exclusive, if the case says so)."""
+        question = QUESTIONS[self.answer_type]
+        return attrs.evolve(question, exclusive=True) if self.exclusive else question
 
     def facts(self) -> InquiryFacts:
         """The facts the driver would hand in."""
@@ -87,6 +93,7 @@ class InquiryCase:
             static_answer=static,
             cached_answer=cached,
             exhausted="asked too often" if self.exhausted else None,
+            detached=self.detached,
         )
 
     def make(self, turn: TurnState | None = None) -> Inquiry:
@@ -112,7 +119,18 @@ def inquiry_cases() -> list[InquiryCase]:
             tuple(Target),
             (False, True),
         )
-    ] + [InquiryCase(exhausted=True), InquiryCase(answer_type="secret", exhausted=True)]
+    ] + [
+        InquiryCase(exhausted=True),
+        InquiryCase(answer_type="secret", exhausted=True),
+        # Each detached mode, for a question with a default and one without: nobody
+        # to ask, or an answers file on screen without a reply.
+        *(
+            InquiryCase(answer_type=a, terminal=terminal, detached=mode, exclusive=exclusive)
+            for a, terminal, mode, exclusive in itertools.product(
+                ("boolean", "text"), (False, True), tuple(DetachedMode), (False, True)
+            )
+        ),
+    ]
 
 
 def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
@@ -121,7 +139,10 @@ def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
     if trigger == "terminal_ready":
         return [{"cached": None}, {"cached": CachedAnswer(VALID[kind])}]
     if trigger == "answer":
-        return [model.checked_answer(VALID[kind], remember=remember) for remember in (False, True)]
+        return [
+            model.checked_answer(VALID[kind], remember=remember, from_file=from_file)
+            for remember, from_file in itertools.product((False, True), (False, True))
+        ]
     if trigger == "fail":
         return [{"error": "the provider returned 500"}]
     if trigger in ("adopt", "supersede"):
@@ -168,6 +189,8 @@ class ToolCallCase:
     run_mode: RunMode = RunMode.ASK
     terminal: bool = True
     max_attempts: int = 8
+    detached: DetachedPolicy = attrs.field(factory=DetachedPolicy)
+    result_mode: ResultMode = ResultMode.UNATTENDED
 
     def make(self, turn: TurnState | None = None) -> ToolCall:
         """A new tool call (state ``new``) for this case, in a turn holding ``RECORDED_IDS``.
@@ -183,6 +206,8 @@ class ToolCallCase:
             run_mode=self.run_mode,
             terminal=self.terminal,
             max_attempts=self.max_attempts,
+            detached=self.detached,
+            result_mode=self.result_mode,
         )
 
 
@@ -191,7 +216,29 @@ def tool_call_cases() -> list[ToolCallCase]:
     return [
         ToolCallCase(run_mode=mode, terminal=terminal, max_attempts=attempts)
         for mode, terminal, attempts in itertools.product(tuple(RunMode), (False, True), (1, 8))
+    ] + [
+        # The detached policy's modes for permission (nobody to ask, or nobody answers
+        # the prompt) and for a result's delivery (result mode ask): a call let run by
+        # the policy meets each delivery mode, and one refused ends there.
+        ToolCallCase(run_mode=mode, terminal=terminal, detached=policy, result_mode=result)
+        for mode, terminal, policy, result in itertools.product(
+            tuple(RunMode), (False, True), _POLICIES, tuple(ResultMode)
+        )
     ]
+
+
+_AUTO, _DEFAULTS, _DENY = DetachedMode.AUTO, DetachedMode.DEFAULTS, DetachedMode.DENY
+#: The detached policies the tool-call cases take: (run, deliver).
+_POLICIES = tuple(
+    DetachedPolicy(run=run, deliver=deliver)
+    for run, deliver in (
+        (_AUTO, _AUTO),
+        (_AUTO, _DEFAULTS),
+        (_AUTO, _DENY),
+        (_DEFAULTS, _DENY),
+        (_DENY, _DENY),
+    )
+)
 
 
 #: What a tool may ask, and with which facts; together they reach every way an
@@ -202,6 +249,7 @@ NEEDS_INPUT = (
     ("boolean", InquiryCase(static="invalid")),
     ("boolean", InquiryCase(cached=True)),
     ("boolean", InquiryCase(terminal=False)),
+    ("boolean", InquiryCase(terminal=False, detached=DetachedMode.AUTO)),
     ("secret", InquiryCase(answer_type="secret", static="valid")),
     ("secret", InquiryCase(answer_type="secret", terminal=False)),
 )
@@ -216,10 +264,17 @@ _TOOL_CALL_PAYLOADS: dict[str, list[dict[str, Any]]] = {
     "terminal_ready": [{"remembered": r, "cached": None} for r in _REMEMBERED]
     + [{"remembered": None, "cached": CachedAnswer(True)}],
     "permit": [
-        {"remember": remember, "arguments": arguments}
-        for remember, arguments in itertools.product((False, True), (None, {"path": "x"}))
+        {"remember": remember, "arguments": arguments, "from_file": from_file}
+        for remember, arguments, from_file in itertools.product(
+            (False, True), (None, {"path": "x"}), (False, True)
+        )
     ],
-    "deny": [{"remember": False, "reason": None}, {"remember": True, "reason": "not now"}],
+    "deny": [
+        {"remember": False, "reason": None, "from_file": False},
+        {"remember": True, "reason": "not now", "from_file": True},
+    ],
+    "deliver": [{"from_file": False}, {"from_file": True}],
+    "withhold": [{"from_file": False}, {"from_file": True}],
     "completed": [{"content": "done", "is_error": False}, {"content": "boom", "is_error": True}],
     "fail_input": [{"error": "the provider returned 500"}],
     "resume": [{"recorded": recorded, "available": True} for recorded in RECORDED.values()]
@@ -244,7 +299,10 @@ def tool_call_payloads(model: ToolCall, trigger: str) -> list[dict[str, Any]]:
         if inquiry is None:
             return []
         value = VALID[inquiry.question.answer_type.kind.value]
-        return [inquiry.checked_answer(value, remember=False)]
+        return [
+            inquiry.checked_answer(value, remember=False, from_file=from_file)
+            for from_file in (False, True)
+        ]
     return _TOOL_CALL_PAYLOADS.get(trigger, [{}])
 
 

@@ -76,6 +76,35 @@ TOUR_TOOLS = f"""
 """
 
 
+def modify(pattern: str, replacement: str) -> str:
+    """An fs_modify_file call on the seeded notes."""
+    arguments = f'{{ path = "notes.txt", pattern = "{pattern}", replacement = "{replacement}" }}'
+    return f'{{ tool = "fs_modify_file", arguments = {arguments} }}'
+
+
+def tour_scenario(tmp_path: Path, calls: str, *, run: str = "unattended", extra: str = "") -> Path:
+    """One turn of one cycle of ``calls`` to the tour's tools (each of run mode ``run``).
+
+    ``extra`` is TOML put in the scenario's ``[defaults]`` table, after ``run``.
+    """
+    seeded(tmp_path)
+    return write(
+        tmp_path / "scenario.toml",
+        f"""
+        [workspace]
+        seed = "seed"
+        [defaults]
+        run = "{run}"
+        {extra}
+        {TOUR_TOOLS}
+        [[turns]]
+        message = "Go."
+        [[turns.cycles]]
+        calls = [{calls}]
+        """,
+    )
+
+
 def seeded(path: Path) -> Path:
     """A workspace seed beside a scenario: the tour's notes, version and changelog."""
     seed = path / "seed"

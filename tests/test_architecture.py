@@ -49,13 +49,17 @@ def test_every_sub_package_of_the_shell_is_a_layer_of_the_contract() -> None:
 def test_the_top_of_the_shell_holds_only_its_shared_vocabulary() -> None:
     """Beside the layers, coordinator/ holds the package and the modules all layers share."""
     modules = {path.name for path in (PROJECT / "coordinator").glob("*.py")}
-    assert modules == {"__init__.py", "__main__.py", "_errors.py", "_text.py"}
+    shared = {"_errors.py", "_text.py", "_recorded_routes.py"}
+    assert modules == {"__init__.py", "__main__.py", *shared}
     forbidden = {
         tuple(c["source_modules"]): set(c["forbidden_modules"])
         for c in _contracts()
         if c["type"] == "forbidden"
     }
-    assert set(forbidden) == {("coordinator._errors", "coordinator._text"), ("machines",)}
+    assert set(forbidden) == {
+        ("coordinator._errors", "coordinator._text", "coordinator._recorded_routes"),
+        ("machines",),
+    }
     # The shared modules sit beside the layers, so neither contract above may
     # let a layer reach them from below: the machines may import none of the shell.
     assert forbidden[("machines",)] == {"coordinator"}

@@ -167,7 +167,7 @@ class Blocking(ScriptedPrompter):
 
 
 def test_an_explicit_cancel_closes_every_question_and_call(tmp_path: Path) -> None:
-    """cancel() while a prompt waits: the question is Cancelled(user), every call answered."""
+    """cancel() while a prompt waits: the question is withdrawn, every call answered."""
     conversation = conversation_on_disk(tmp_path)
     prompter = Blocking()
     coordinator = ToolCoordinator(
@@ -186,12 +186,13 @@ def test_an_explicit_cancel_closes_every_question_and_call(tmp_path: Path) -> No
         return await batch
 
     responses = run(scenario())
+    # Nobody answered or cancelled the question: its call was stopped (not `user`).
     assert [r.content for r in responses] == [
-        "Tool input cancelled by user.",
+        "Tool call was interrupted.",
         "Tool call was interrupted.",
     ]
     assert payloads(conversation, Cancelled) == [
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
+        Cancelled(id="call_1.apply.1", reason=CancellationReason.WITHDRAWN)
     ]
     assert_invariants(conversation)
 
@@ -247,7 +248,7 @@ def test_cancelling_the_task_closes_everything_and_saves(tmp_path: Path) -> None
         "inquiry_response",
         "tool_call_response",
     ]
-    assert saved[-2]["reason"] == "user"
+    assert saved[-2]["reason"] == "withdrawn"
     assert_invariants(conversation)
 
 
@@ -322,11 +323,18 @@ def test_a_cancelled_permission_prompt_skips_the_tool(tmp_path: Path) -> None:
     assert_invariants(conversation)
 
 
-def test_ask_without_a_terminal_runs_the_tool(tmp_path: Path) -> None:
-    """With no terminal, run mode ask runs the tool (as JP does)."""
+def test_ask_without_a_terminal_follows_the_detached_policy(tmp_path: Path) -> None:
+    """With no terminal, run mode ask fails the call (deny); with detached auto, it runs."""
     conversation = conversation_on_disk(tmp_path)
-    coordinator = ToolCoordinator(conversation, tools={"fs": executor(AskingTool([]))})
+    tool = AskingTool([])
+    coordinator = ToolCoordinator(conversation, tools={"fs": executor(tool)})
     (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert response.is_error
+    assert "detached policy for permissions is 'deny'" in response.content
+    assert tool.runs == []
+    auto = parse_tools_config({"defaults": {"detached": {"run": "auto"}}})
+    coordinator = ToolCoordinator(conversation, tools={"fs": executor(tool)}, config=auto)
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_2", "fs"))))
     assert response.content == "answers: "
 
 

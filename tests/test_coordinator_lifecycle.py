@@ -217,7 +217,7 @@ def test_cancellation_reason_mapping(
     coordinator = ToolCoordinator(
         conversation,
         tools={"fs": executor(AskingTool([APPLY]))},
-        config=parse_tools_config({"defaults": {"run": "unattended"}}),
+        config=parse_tools_config({"defaults": {"run": "unattended", "detached": "auto"}}),
         backend=backend,
     )
     (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))

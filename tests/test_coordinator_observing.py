@@ -19,6 +19,7 @@ from coordinator.driver import CallOutcome, PermissionBy, Resolution, _tool_coor
 from coordinator.driver._backend import BackendErrorKind
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._observing import (
+    Delivery,
     FiredRow,
     Permission,
     StepFacts,
@@ -99,12 +100,20 @@ def _facts_of(machine: str, row: Row[Any, Any]) -> StepFacts:
 def test_a_tool_call_rows_outcome_and_permission_are_told_as_its_columns_say(
     row: Row[ToolCallState, Any],
 ) -> None:
-    """The step's outcome is the row's outcome column; its permission, the row's ruling."""
+    """The step's outcome, permission and delivery are the row's columns, policy mode included."""
     facts = _facts_of(TOOL_CALL_MACHINE.name, row)
     assert facts.outcome is row.outcome
     ruling = row.permission
-    expected = None if ruling is None else Permission(run=ruling.run, by=ruling.by)
+    expected = (
+        None if ruling is None else Permission(run=ruling.run, by=ruling.by, detached=row.detached)
+    )
     assert facts.permission == expected
+    delivery = row.delivery
+    assert facts.delivery == (
+        None
+        if delivery is None
+        else Delivery(delivered=delivery.delivered, by=delivery.by, detached=row.detached)
+    )
     assert facts.question is None
 
 
@@ -116,6 +125,7 @@ def test_an_inquiry_rows_resolution_is_told_as_its_column_says(
     facts = _facts_of(INQUIRY_MACHINE.name, row)
     assert facts.question is not None
     assert facts.question.resolution is row.resolution
+    assert facts.question.detached is row.detached
     assert (facts.outcome, facts.permission) == (None, None)
 
 

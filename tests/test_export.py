@@ -367,7 +367,7 @@ def test_a_tool_call_that_ran_gets_no_permission_note() -> None:
         (Redacted(id="q"), "_Answered by the person at the terminal or by the configuration"),
         (cancel("q", CancellationReason.USER), "_Closed without an answer: the person cancelled"),
         (cancel("q", CancellationReason.BACKEND_ERROR), "(the terminal prompter or the model)"),
-        (cancel("q", CancellationReason.NO_PROMPT_BACKEND), "and no terminal was there._"),
+        (cancel("q", CancellationReason.NO_PROMPT_BACKEND), "and nobody could be asked"),
         (
             cancel("q", CancellationReason.ASSISTANT_ROUTING_DENIED),
             "the configuration sent it to the assistant._",
@@ -380,6 +380,10 @@ def test_a_tool_call_that_ran_gets_no_permission_note() -> None:
         (
             cancel("q", CancellationReason.INTERRUPTED),
             "was not asked again as it stood when the turn was continued._",
+        ),
+        (
+            cancel("q", CancellationReason.WITHDRAWN),
+            "its tool call was stopped while it was open",
         ),
         (
             Cancelled(id="q", reason=parse_cancellation_reason("later")),

@@ -24,6 +24,7 @@ from machines import (
     CachedAnswer,
     CancellationReason,
     Cancelled,
+    DetachedMode,
     Inquiry,
     InquiryFacts,
     InquiryRequest,
@@ -51,11 +52,17 @@ RESOLVE_ORDER = (
     "cached",
     "static",
     "secret_for_assistant",
-    "secret_without_terminal",
     "to_user",
     "to_assistant",
+    "nobody",
 )
 _RESOLVE = {row.guard.name: row for row in INQUIRY_ROWS if row.trigger == "resolve" and row.guard}
+#: With nobody to ask, the order the detached policy's rows are tried in (RFD 049):
+#: a secret is a person's whatever the mode; an exclusive question never goes to the model.
+POLICY_ORDER = ("secret", "exclusive_auto", "auto", "default", "no_default", "deny")
+_POLICY = {
+    row.guard.name: row for row in INQUIRY_ROWS if row.trigger == "apply_policy" and row.guard
+}
 
 
 def _inquiry(question: Question, facts: InquiryFacts) -> Inquiry:
@@ -126,6 +133,26 @@ def test_the_first_resolution_in_rfd_082s_order_is_the_one_taken(facts: _Facts) 
     assert resolved == [_RESOLVE[holding[0]]]
 
 
+@pytest.mark.parametrize(
+    ("kind", "mode", "exclusive"),
+    list(itertools.product(("boolean", "text", "secret"), tuple(DetachedMode), (False, True))),
+)
+def test_the_detached_policy_takes_the_first_of_its_rows_that_holds(
+    kind: str, mode: DetachedMode, exclusive: bool
+) -> None:
+    """Nobody to ask: a secret is refused first, then exclusive before auto, each mode its rows."""
+    question = attrs.evolve(QUESTIONS[kind], exclusive=exclusive)
+    inquiry = _inquiry(question, InquiryFacts(terminal=False, detached=mode))
+    INQUIRY_MACHINE.fire(inquiry, "ask", chain=False)
+    INQUIRY_MACHINE.fire(inquiry, "resolve", chain=False)
+    assert inquiry.state is InquiryState.DETACHED
+    holding = [name for name in POLICY_ORDER if _POLICY[name].guard.test(inquiry, {})]  # type: ignore[union-attr]
+    inquiry.buffer.take()
+    INQUIRY_MACHINE.fire(inquiry, "apply_policy", chain=False)
+    fired = [each.row for each in inquiry.buffer.take().fired]
+    assert fired == [_POLICY[holding[0]]]
+
+
 def test_a_question_asked_too_often_is_closed_even_when_remembered() -> None:
     """Exhaustion comes before the cache: a remembered question asked again still stops."""
     facts = InquiryFacts(
@@ -179,6 +206,7 @@ def test_the_tables_declare_their_final_states() -> None:
         ToolCallState.SUCCEEDED,
         ToolCallState.FAILED,
         ToolCallState.SKIPPED,
+        ToolCallState.WITHHELD,
         ToolCallState.CANCELLED,
     }
 
@@ -203,14 +231,19 @@ def test_a_table_whose_final_states_are_wrong_is_refused() -> None:
 
 
 def test_the_transient_states_are_those_only_automatic_rows_leave() -> None:
-    """requested, cached and static must be left at once; nothing waits in them."""
+    """Nothing waits in the states only automatic rows leave (both machines' detached states)."""
     assert INQUIRY_MACHINE.transient == {
         InquiryState.REQUESTED,
         InquiryState.CACHED,
         InquiryState.STATIC,
+        InquiryState.DETACHED,
     }
     # awaiting_input is left automatically when its question closes, and waits meanwhile.
-    assert TOOL_CALL_MACHINE.transient == frozenset()
+    assert TOOL_CALL_MACHINE.transient == {
+        ToolCallState.PERMISSION_DETACHED,
+        ToolCallState.DELIVERY_DETACHED,
+        ToolCallState.DELIVERED,
+    }
 
 
 def test_a_transient_state_no_guard_leaves_raises_instead_of_waiting_for_ever() -> None:
@@ -225,7 +258,7 @@ def test_a_transient_state_no_guard_leaves_raises_instead_of_waiting_for_ever() 
         final=INQUIRY_MACHINE.final,
         rules="",
     )
-    inquiry = _inquiry(QUESTIONS["boolean"], InquiryFacts(terminal=False))
+    inquiry = _inquiry(QUESTIONS["boolean"], InquiryFacts(terminal=True, target=Target.ASSISTANT))
     with pytest.raises(MachineError, match="stuck in transient state 'requested'"):
         machine.fire(inquiry, "ask")
 

@@ -32,12 +32,15 @@ from machines import (
     CachedAnswer,
     CallOutcome,
     Cancelled,
+    DetachedMode,
+    DetachedPolicy,
     IllegalTransitionError,
     InquiryRequest,
     InquirySource,
     InquiryState,
     Redacted,
     Resolution,
+    ResultMode,
     RunMode,
     Target,
     ToolCallResponse,
@@ -58,8 +61,13 @@ def _fixed(payload: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
     return lambda _: payload
 
 
-def _answer(model: Any) -> dict[str, Any]:
-    return dict(model.checked_answer(VALID[model.question.answer_type.kind.value], remember=False))
+def _answer(model: Any, *, from_file: bool = False) -> dict[str, Any]:
+    value = VALID[model.question.answer_type.kind.value]
+    return dict(model.checked_answer(value, remember=False, from_file=from_file))
+
+
+def _answer_from_file(model: Any) -> dict[str, Any]:
+    return _answer(model, from_file=True)
 
 
 #: The triggers that take a question to ``routed``.
@@ -71,6 +79,10 @@ SHOWN = (*ASKED, ("terminal_ready", {"cached": None}))
 ROUTED = InquiryCase(terminal=True, target=Target.USER)
 SECRET_ROUTED = InquiryCase(answer_type="secret", terminal=True, target=Target.USER)
 TO_MODEL = InquiryCase(target=Target.ASSISTANT)
+#: Nobody to ask: the detached policy decides, in each of its modes.
+NOBODY = InquiryCase(terminal=False)
+#: The triggers that hand a question to the detached policy.
+DETACHED: tuple[tuple[str, dict[str, Any]], ...] = (("ask", {}), ("resolve", {}))
 
 RECORDED_ID = {"inquiry_id": RECORDED_APPLY.request.id}
 
@@ -90,13 +102,33 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "resolve:requested->cancelled[secret_for_assistant]": Witness(
         InquiryCase(answer_type="secret", target=Target.ASSISTANT), (("ask", {}),), _fixed({})
     ),
-    "resolve:requested->cancelled[secret_without_terminal]": Witness(
-        InquiryCase(answer_type="secret", terminal=False), (("ask", {}),), _fixed({})
-    ),
     "resolve:requested->routed[to_user]": Witness(ROUTED, (("ask", {}),), _fixed({})),
     "resolve:requested->routed[to_assistant]": Witness(
         InquiryCase(target=Target.ASSISTANT), (("ask", {}),), _fixed({})
     ),
+    "resolve:requested->detached[nobody]": Witness(NOBODY, (("ask", {}),), _fixed({})),
+    "apply_policy:detached->cancelled[secret]": Witness(
+        InquiryCase(answer_type="secret", terminal=False, detached=DetachedMode.AUTO),
+        DETACHED,
+        _fixed({}),
+    ),
+    "apply_policy:detached->cancelled[exclusive_auto]": Witness(
+        InquiryCase(terminal=False, detached=DetachedMode.AUTO, exclusive=True),
+        DETACHED,
+        _fixed({}),
+    ),
+    "apply_policy:detached->routed[auto]": Witness(
+        InquiryCase(terminal=False, detached=DetachedMode.AUTO), DETACHED, _fixed({})
+    ),
+    "apply_policy:detached->answered[default]": Witness(
+        InquiryCase(terminal=False, detached=DetachedMode.DEFAULTS), DETACHED, _fixed({})
+    ),
+    "apply_policy:detached->cancelled[no_default]": Witness(
+        InquiryCase(answer_type="text", terminal=False, detached=DetachedMode.DEFAULTS),
+        DETACHED,
+        _fixed({}),
+    ),
+    "apply_policy:detached->cancelled[deny]": Witness(NOBODY, DETACHED, _fixed({})),
     "use_cached:cached->answered": Witness(
         InquiryCase(cached=True), (("ask", {}), ("resolve", {})), _fixed({})
     ),
@@ -118,9 +150,14 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "answer:routed->answered[from_model]": Witness(TO_MODEL, ASKED, _answer),
     "fail:routed->cancelled[with_model]": Witness(TO_MODEL, ASKED, _fixed({"error": "HTTP 500"})),
     "cancel:routed->cancelled": Witness(ROUTED, ASKED, _fixed({})),
+    "withdraw:routed->cancelled": Witness(ROUTED, ASKED, _fixed({})),
+    "answer:shown->redacted[secret_from_file]": Witness(SECRET_ROUTED, SHOWN, _answer_from_file),
+    "answer:shown->answered[plain_from_file]": Witness(ROUTED, SHOWN, _answer_from_file),
     "answer:shown->redacted[secret]": Witness(SECRET_ROUTED, SHOWN, _answer),
     "answer:shown->answered[plain]": Witness(ROUTED, SHOWN, _answer),
     "cancel:shown->cancelled": Witness(ROUTED, SHOWN, _fixed({})),
+    "unanswered:shown->detached": Witness(ROUTED, SHOWN, _fixed({})),
+    "withdraw:shown->cancelled": Witness(ROUTED, SHOWN, _fixed({})),
 }
 
 
@@ -142,6 +179,21 @@ BEGUN = (("begin", {"remembered": None, "available": True}),)
 AWAITING_INPUT = (*BEGUN, _needs_input(ROUTED))
 AWAITING_MODEL = (*BEGUN, _needs_input(TO_MODEL))
 PERMISSION_SHOWN = (*BEGUN, ("terminal_ready", {"remembered": None, "cached": None}))
+QUESTION_SHOWN = (*AWAITING_INPUT, ("terminal_ready", {"remembered": None, "cached": None}))
+
+
+def _nobody_to_ask(mode: DetachedMode) -> ToolCallCase:
+    """A call of run mode ask, and result mode ask, with nobody to ask and ``mode`` for both."""
+    policy = DetachedPolicy(run=mode, deliver=mode)
+    return ToolCallCase(terminal=False, detached=policy, result_mode=ResultMode.ASK)
+
+
+#: A call whose result waits for the person (result mode ask), a prompt being there.
+DELIVERING = ToolCallCase(run_mode=RunMode.UNATTENDED, result_mode=ResultMode.ASK)
+DONE = ("completed", {"content": "done", "is_error": False})
+DELIVERY_SHOWN = (*BEGUN, DONE, ("terminal_ready", {"remembered": None, "cached": None}))
+#: Nobody to confirm a finished call's result: its delivery left to the policy (auto).
+AUTO_DELIVERING = attrs.evolve(_nobody_to_ask(DetachedMode.AUTO), run_mode=RunMode.UNATTENDED)
 
 
 def _tool_answer(model: Any) -> dict[str, Any]:
@@ -171,8 +223,17 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "begin:new->skipped[remembered_n]": Witness(
         ASK, (), _fixed({"remembered": "n", "available": True})
     ),
-    "begin:new->running[no_terminal]": Witness(
+    "begin:new->permission_detached[nobody]": Witness(
         ToolCallCase(terminal=False), (), _fixed({"remembered": None, "available": True})
+    ),
+    "apply_policy:permission_detached->running[run_auto]": Witness(
+        _nobody_to_ask(DetachedMode.AUTO), BEGUN, _fixed({})
+    ),
+    "apply_policy:permission_detached->failed[run_defaults]": Witness(
+        _nobody_to_ask(DetachedMode.DEFAULTS), BEGUN, _fixed({})
+    ),
+    "apply_policy:permission_detached->failed[run_deny]": Witness(
+        _nobody_to_ask(DetachedMode.DENY), BEGUN, _fixed({})
     ),
     "begin:new->awaiting_permission[ask]": Witness(
         ASK, (), _fixed({"remembered": None, "available": True})
@@ -197,11 +258,20 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
         ASK, BEGUN, _fixed({"remembered": None, "cached": None})
     ),
     "interrupt:awaiting_permission->cancelled": Witness(ASK, BEGUN, _fixed({})),
+    "permit:asking_permission->running[from_file]": Witness(
+        ASK, PERMISSION_SHOWN, _fixed({"remember": True, "arguments": None, "from_file": True})
+    ),
     "permit:asking_permission->running": Witness(
-        ASK, PERMISSION_SHOWN, _fixed({"remember": True, "arguments": None})
+        ASK, PERMISSION_SHOWN, _fixed({"remember": True, "arguments": None, "from_file": False})
+    ),
+    "deny:asking_permission->skipped[from_file]": Witness(
+        ASK, PERMISSION_SHOWN, _fixed({"remember": False, "reason": None, "from_file": True})
     ),
     "deny:asking_permission->skipped": Witness(
-        ASK, PERMISSION_SHOWN, _fixed({"remember": False, "reason": None})
+        ASK, PERMISSION_SHOWN, _fixed({"remember": False, "reason": None, "from_file": False})
+    ),
+    "unanswered:asking_permission->permission_detached": Witness(
+        ASK, PERMISSION_SHOWN, _fixed({})
     ),
     "interrupt:asking_permission->cancelled": Witness(ASK, PERMISSION_SHOWN, _fixed({})),
     "completed:running->succeeded[ok]": Witness(
@@ -209,6 +279,10 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     ),
     "completed:running->failed[error]": Witness(
         UNATTENDED, BEGUN, _fixed({"content": "boom", "is_error": True})
+    ),
+    "completed:running->awaiting_delivery[confirm]": Witness(DELIVERING, BEGUN, _fixed(DONE[1])),
+    "completed:running->delivery_detached[nobody_to_confirm]": Witness(
+        AUTO_DELIVERING, BEGUN, _fixed(DONE[1])
     ),
     "needs_input:running->awaiting_input": Witness(
         UNATTENDED, BEGUN, lambda _: _needs_input(ROUTED)[1]
@@ -222,6 +296,9 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "fail_input:awaiting_input->awaiting_input": Witness(
         UNATTENDED, AWAITING_MODEL, _fixed({"error": "HTTP 500"})
     ),
+    "unanswered_input:awaiting_input->awaiting_input": Witness(
+        UNATTENDED, QUESTION_SHOWN, _fixed({})
+    ),
     "interrupt:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _fixed({})),
     "inquiry_closed:awaiting_input->running[answered]": Witness(
         UNATTENDED, (*BEGUN, _needs_input(InquiryCase(static="valid"))), _fixed({})
@@ -229,8 +306,55 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "inquiry_closed:awaiting_input->cancelled[cancelled_by_user]": Witness(
         UNATTENDED, (*AWAITING_INPUT, ("cancel_input", {})), _fixed({})
     ),
+    "inquiry_closed:awaiting_input->cancelled[withdrawn]": Witness(
+        UNATTENDED, (*AWAITING_INPUT, ("interrupt", {})), _fixed({})
+    ),
     "inquiry_closed:awaiting_input->failed[failed]": Witness(
         UNATTENDED, (*BEGUN, _needs_input(InquiryCase(static="invalid"))), _fixed({})
+    ),
+    "terminal_ready:awaiting_delivery->confirming_delivery": Witness(
+        DELIVERING, (*BEGUN, DONE), _fixed({"remembered": None, "cached": None})
+    ),
+    "interrupt:awaiting_delivery->cancelled": Witness(DELIVERING, (*BEGUN, DONE), _fixed({})),
+    "deliver:confirming_delivery->delivered[from_file]": Witness(
+        DELIVERING, DELIVERY_SHOWN, _fixed({"from_file": True})
+    ),
+    "deliver:confirming_delivery->delivered": Witness(
+        DELIVERING, DELIVERY_SHOWN, _fixed({"from_file": False})
+    ),
+    "withhold:confirming_delivery->withheld[from_file]": Witness(
+        DELIVERING, DELIVERY_SHOWN, _fixed({"from_file": True})
+    ),
+    "withhold:confirming_delivery->withheld": Witness(
+        DELIVERING, DELIVERY_SHOWN, _fixed({"from_file": False})
+    ),
+    "cancel_delivery:confirming_delivery->cancelled": Witness(
+        DELIVERING, DELIVERY_SHOWN, _fixed({})
+    ),
+    "unanswered:confirming_delivery->delivery_detached": Witness(
+        DELIVERING, DELIVERY_SHOWN, _fixed({})
+    ),
+    "interrupt:confirming_delivery->cancelled": Witness(DELIVERING, DELIVERY_SHOWN, _fixed({})),
+    "apply_policy:delivery_detached->delivered[deliver_auto]": Witness(
+        AUTO_DELIVERING, (*BEGUN, DONE), _fixed({})
+    ),
+    "apply_policy:delivery_detached->failed[deliver_defaults]": Witness(
+        attrs.evolve(_nobody_to_ask(DetachedMode.DEFAULTS), run_mode=RunMode.UNATTENDED),
+        (*BEGUN, DONE),
+        _fixed({}),
+    ),
+    "apply_policy:delivery_detached->failed[deliver_deny]": Witness(
+        attrs.evolve(_nobody_to_ask(DetachedMode.DENY), run_mode=RunMode.UNATTENDED),
+        (*BEGUN, DONE),
+        _fixed({}),
+    ),
+    "settle:delivered->succeeded[result_ok]": Witness(
+        AUTO_DELIVERING, (*BEGUN, DONE, ("apply_policy", {})), _fixed({})
+    ),
+    "settle:delivered->failed[result_error]": Witness(
+        AUTO_DELIVERING,
+        (*BEGUN, ("completed", {"content": "boom", "is_error": True}), ("apply_policy", {})),
+        _fixed({}),
     ),
 }
 
@@ -238,6 +362,23 @@ WITNESSES = {"inquiry": INQUIRY_WITNESSES, "tool_call": TOOL_CALL_WITNESSES}
 
 #: How a question comes to be requested: recorded now, or adopted after a restart.
 _REQUESTED = ("ask:new->requested", "adopt:new->requested")
+#: How a question on screen can end.
+_ON_SCREEN = (
+    "answer:shown->answered[plain]",
+    "answer:shown->answered[plain_from_file]",
+    "answer:shown->redacted[secret]",
+    "answer:shown->redacted[secret_from_file]",
+    "cancel:shown->cancelled",
+    "withdraw:shown->cancelled",
+)
+#: How the detached policy ends a question (once it did not put it to the model).
+_POLICY_ENDS = (
+    "apply_policy:detached->answered[default]",
+    "apply_policy:detached->cancelled[deny]",
+    "apply_policy:detached->cancelled[exclusive_auto]",
+    "apply_policy:detached->cancelled[no_default]",
+    "apply_policy:detached->cancelled[secret]",
+)
 
 #: Simple paths the table admits but the guards rule out, and why.
 INFEASIBLE: dict[str, str] = {
@@ -260,6 +401,26 @@ INFEASIBLE: dict[str, str] = {
         )
     },
     **{
+        f"{start} > resolve:requested->detached[nobody] > apply_policy:detached->routed[auto]"
+        f" > {rest}": "a question the policy puts to the model never waits for the terminal"
+        for start in _REQUESTED
+        for rest in (
+            "terminal_ready:routed->cached[remembered_meanwhile] > use_cached:cached->answered",
+            *(f"terminal_ready:routed->shown[uncached] > {end}" for end in _ON_SCREEN),
+        )
+    },
+    **{
+        f"{start} > resolve:requested->routed[to_assistant] > terminal_ready:routed->shown"
+        f"[uncached] > {end}": "a question routed to the assistant is never shown at the terminal"
+        for start in _REQUESTED
+        for end in (
+            "answer:shown->answered[plain_from_file]",
+            "answer:shown->redacted[secret_from_file]",
+            "withdraw:shown->cancelled",
+            *(f"unanswered:shown->detached > {row}" for row in _POLICY_ENDS),
+        )
+    },
+    **{
         f"{start} > resolve:requested->routed[to_user] > {rest}": (
             "a question routed to the user never hears from the model"
         )
@@ -270,6 +431,32 @@ INFEASIBLE: dict[str, str] = {
         )
     },
 }
+
+
+def _prompt_for_a_part(path: tuple[Any, ...]) -> bool:
+    """Whether ``path`` finds a prompt for one part of a call and none for another.
+
+    Whether a prompt is there (a person, or an answers file) is a fact of the
+    whole call: one asked its permission at the terminal is never without a
+    prompt for its result's delivery, and one that had nobody to ask never has one.
+    """
+    ids = {row.id for row in path}
+    prompted = "begin:new->awaiting_permission[ask]" in ids
+    nobody = "begin:new->permission_detached[nobody]" in ids
+    return (prompted and "completed:running->delivery_detached[nobody_to_confirm]" in ids) or (
+        nobody and "completed:running->awaiting_delivery[confirm]" in ids
+    )
+
+
+INFEASIBLE.update(
+    {
+        " > ".join(row.id for row in path): (
+            "a prompt is there for the whole call, or for none of it"
+        )
+        for path in TOOL_CALL_MACHINE.paths()
+        if _prompt_for_a_part(path)
+    }
+)
 
 ROWS = [pytest.param(machine.name, row, id=row.id) for machine in MACHINES for row in machine.rows]
 
@@ -399,12 +586,13 @@ def test_resolve_guards_are_exhaustive() -> None:
 
 
 def test_final_states_are_exactly_the_outcomes() -> None:
-    """The final states are the three responses and the four ways a tool call ends."""
+    """The final states are the three responses and the five ways a tool call ends."""
     assert {s.value for s in INQUIRY_MACHINE.final} == {"answered", "redacted", "cancelled"}
     assert {s.value for s in TOOL_CALL_MACHINE.final} == {
         "succeeded",
         "failed",
         "skipped",
+        "withheld",
         "cancelled",
     }
     assert ToolCallState.NEW not in TOOL_CALL_MACHINE.final
@@ -429,14 +617,13 @@ def test_a_row_into_a_final_state_says_how_its_model_ended(name: str, row: Any) 
 def test_only_a_tool_call_row_that_runs_or_skips_the_call_says_who_decided(
     name: str, row: Any
 ) -> None:
-    """A permission is ruled by the row that takes a call to running, resuming or skipped."""
+    """Ruled by the row that runs a call, skips it, or (the detached policy) refuses it."""
     if name == "inquiry":
         assert row.permission is None
         return
-    decides = row.source in _UNDECIDED and row.target in _DECIDED
-    assert (row.permission is not None) == decides
+    assert (row.permission is not None) == _decides(row)
     if row.permission is not None:
-        assert row.permission.run == (row.target is not ToolCallState.SKIPPED)
+        assert row.permission.run == (row.target in _RUNS)
 
 
 #: A call in these states has not been let run, nor been skipped.
@@ -447,14 +634,35 @@ _UNDECIDED = {
 }
 #: A call in these states was let run, or skipped.
 _DECIDED = {ToolCallState.RUNNING, ToolCallState.RESUMING, ToolCallState.SKIPPED}
+#: A call in these states was let run.
+_RUNS = {ToolCallState.RUNNING, ToolCallState.RESUMING}
+
+
+def _decides(row: Any) -> bool:
+    """Whether ``row`` decides a call's permission: runs or skips it, or the policy refuses it."""
+    from_undecided = row.source in _UNDECIDED | {ToolCallState.PERMISSION_DETACHED}
+    return from_undecided and (row.target in _DECIDED or row.detached is not None)
 
 
 @pytest.mark.parametrize("path", list(TOOL_CALL_MACHINE.paths()), ids=_path_id)
 def test_every_call_that_runs_or_is_skipped_was_ruled_once(path: Any) -> None:
     """On each path of the tool-call table, one row says who let it run or skipped it, or none."""
     ruled = [row for row in path if row.permission is not None]
-    decided = [row for row in path if row.target in _DECIDED]
+    decided = [row for row in path if _decides(row)]
     assert ruled == decided[:1]
+
+
+@pytest.mark.parametrize(("name", "row"), ROWS)
+def test_a_row_says_the_detached_policy_decided_only_from_a_detached_state(
+    name: str, row: Any
+) -> None:
+    """Only a row out of a state where nobody can be asked names a detached policy mode."""
+    detached_states = {"detached", "permission_detached", "delivery_detached"}
+    assert (row.detached is not None) == (
+        row.source.value in detached_states
+        and row.guard is not None
+        and row.guard.name != "secret"
+    ), name
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.name)

@@ -56,8 +56,8 @@ def test_the_example_runs_every_question_recorded_as_a_tools(
     )
     assert (status, err) == (0, "")
     assert (
-        "questions: 9 (8 answered, 1 redacted; answered or redacted: 8 person, 1 configuration)"
-        in out
+        "questions: 9 (8 answered, 1 redacted; answered or redacted: 8 answers file, "
+        "1 configuration)" in out
     )
     conversation = load_conversation(directory)
     assert sorted(r.content for r in responses(conversation).values()) == [
@@ -81,10 +81,10 @@ def test_the_example_runs_every_question_recorded_as_a_tools(
     assert_invariants(conversation, secrets=["s3cr3t-state"])
 
 
-def test_without_a_person_the_link_is_cancelled_and_the_forms_go_to_the_model(
+def test_without_a_person_the_link_and_the_forms_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--no-tty: the URL request is cancelled no_prompt_backend; form questions go to the model."""
+    """--no-tty: the URL request, and (policy deny) the forms' questions: no_prompt_backend."""
     directory = tmp_path / "conversation"
     status, out, _ = cli(
         "run",
@@ -98,8 +98,9 @@ def test_without_a_person_the_link_is_cancelled_and_the_forms_go_to_the_model(
     assert "x connect_ci · authorize: cancelled (no_prompt_backend)" in out
     conversation = load_conversation(directory)
     cancelled = {r.reason for r in payloads(conversation, Cancelled) if isinstance(r, Cancelled)}
-    # No model is configured: the forms' questions are cancelled as backend_error.
-    assert cancelled == {CancellationReason.NO_PROMPT_BACKEND, CancellationReason.BACKEND_ERROR}
+    # Nothing configures the detached policy: the forms' questions are denied, not sent.
+    assert cancelled == {CancellationReason.NO_PROMPT_BACKEND}
+    assert "nobody can be asked here, so the detached policy decides questions" in out
     assert_invariants(conversation, secrets=["s3cr3t-state"])
 
 

@@ -16,6 +16,8 @@ from machines import (
     CancellationReason,
     Cancelled,
     CompleteTool,
+    DetachedMode,
+    DetachedPolicy,
     IllegalTransitionError,
     InquiryFacts,
     InquiryQuestion,
@@ -210,8 +212,9 @@ def test_non_secret_answers_are_recorded_and_flow_through_the_cache(
 
 def test_cancellation_reason_mapping() -> None:
     """A user cancellation is `user`; a backend failure is `backend_error`."""
+    to_model = InquiryFacts(terminal=True, target=Target.ASSISTANT)
     call, _ = _call(TurnState(), terminal=False)
-    _ask(call, APPLY, InquiryFacts(terminal=False))
+    _ask(call, APPLY, to_model)
     cancelled = call.cancel_input("call_1.apply.1")
     assert cancelled.records[0] == Cancelled(id="call_1.apply.1", reason=CancellationReason.USER)
     assert cancelled.records[1] == ToolCallResponse(
@@ -219,7 +222,7 @@ def test_cancellation_reason_mapping() -> None:
     )
 
     failing, _ = _call(TurnState(), terminal=False)
-    _ask(failing, APPLY, InquiryFacts(terminal=False))
+    _ask(failing, APPLY, to_model)
     failed = failing.fail_input("call_1.apply.1", "HTTP 500")
     assert failed.records[0] == Cancelled(
         id="call_1.apply.1", reason=CancellationReason.BACKEND_ERROR
@@ -459,9 +462,16 @@ def test_skip_really_skips_and_r_gives_a_reason() -> None:
     )
 
 
-def test_ask_without_a_terminal_runs_the_tool() -> None:
-    """Run mode ask with no terminal runs the tool, as JP does."""
+def test_ask_without_a_terminal_follows_the_detached_policy() -> None:
+    """Run mode ask with nobody to ask fails by default (RFD 049: deny); auto runs the tool."""
     call, step = _call(TurnState(), run_mode=RunMode.ASK, terminal=False)
+    assert call.state is ToolCallState.FAILED
+    (response,) = step.records
+    assert isinstance(response, ToolCallResponse)
+    assert response.is_error
+    assert "detached policy for permissions is 'deny'" in response.content
+    auto = DetachedPolicy(run=DetachedMode.AUTO)
+    call, step = _call(TurnState(), run_mode=RunMode.ASK, terminal=False, detached=auto)
     assert call.state is ToolCallState.RUNNING
     assert isinstance(step.effects[0], RunTool)
 
@@ -477,13 +487,13 @@ def test_edited_arguments_are_what_the_tool_runs_with() -> None:
 
 
 def test_an_interrupt_closes_the_open_question_and_the_call() -> None:
-    """Interrupting a call waiting for input cancels the question (user) and ends the call."""
+    """Interrupting a call waiting for input withdraws its question and ends the call."""
     call, _ = _call(TurnState())
     _ask(call, APPLY)
     step = call.interrupt()
     assert step.records == (
-        Cancelled(id="call_1.apply.1", reason=CancellationReason.USER),
-        ToolCallResponse(id="call_1", content="Tool input cancelled by user.", is_error=False),
+        Cancelled(id="call_1.apply.1", reason=CancellationReason.WITHDRAWN),
+        ToolCallResponse(id="call_1", content="Tool call was interrupted.", is_error=True),
     )
     running, _ = _call(TurnState(), "call_2")
     assert running.interrupt().records == (

@@ -78,7 +78,7 @@ def test_the_tour_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     # Each answer names its tool and question; no internal id is shown.
     assert "= lint · fix: answered by the model: true" in out
     assert '= lint · scope: answered by configuration (a static answer): "notes"' in out
-    assert "= deploy · token: redacted by the person: <secret>" in out
+    assert "= deploy · token: redacted by the answers file: <secret>" in out
     assert "call_1_" not in out
     # The deploy tool received exactly the token, which is nowhere else.
     deployed = responses(conversation)["call_1_4_1"]
@@ -115,7 +115,7 @@ def test_the_assistants_question_is_shown_without_its_made_up_id(
     """ask_user's question id is made up by the builtin: shown only with --verbose."""
     _, out, _ = run_tour(tmp_path / "plain", capsys)
     assert "? the assistant asks (boolean): Shall I open a pull request with these changes?" in out
-    assert "= ask_user: answered by the person: false" in out
+    assert "= ask_user: answered by the answers file: false" in out
     made_up = re.compile(r"answer_[0-9a-f]{8}")
     assert not made_up.search(out)
     _, verbose, _ = cli(
@@ -215,24 +215,24 @@ def test_a_conversation_path_that_is_a_file_is_refused(
     assert target.read_text() == "not a conversation"
 
 
-def test_no_terminal_sends_questions_to_the_model_and_cancels_secrets(
+def test_no_terminal_denies_every_prompt_nothing_configures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--no-tty without answers: no permission asked, secrets cancelled, questions to the model."""
+    """--no-tty (--no-interactive) without answers: the person's prompts are denied (RFD 049)."""
     directory = tmp_path / "tour"
     status, out, _ = cli(
         "run", TOUR_SCENARIO, "--no-tty", "--conversation", directory, capsys=capsys
     )
-    assert status == 1  # every call failed: its question went unanswered
+    assert status == 1  # every call failed: nobody could be asked
     conversation = assert_paired(directory)
     found = outcomes(conversation)
-    token = by_question(found, "token")[0]
-    assert token == Cancelled(id=token.id, reason=CancellationReason.NO_PROMPT_BACKEND)
-    # There is no model either: the person's questions end as backend errors.
     bump = by_question(found, "bump")[0]
-    assert bump == Cancelled(id=bump.id, reason=CancellationReason.BACKEND_ERROR)
-    assert "person: nobody" in out
-    assert "permission for" not in out  # run mode ask without a terminal runs the tool
+    assert bump == Cancelled(id=bump.id, reason=CancellationReason.NO_PROMPT_BACKEND)
+    assert "token" not in str(found)  # deploy (run mode ask) never ran to ask for it
+    deployed = responses(conversation)["call_1_4_1"]
+    assert deployed.is_error
+    assert "was not run" in deployed.content
+    assert "person: nobody: --no-interactive" in out
 
 
 def write_answers(tmp_path: Path, text: str) -> Path:
@@ -341,8 +341,10 @@ def test_permission_replies_from_an_answers_file(
     assert found["call_1_3_1"].content == "Tool skipped by user."
     assert found["call_1_4_1"].content == "Tool skipped by user (remembered)."
     assert "with edited arguments" in out
-    assert "! permission for fs_modify_file: skip: not before lunch" in out
-    assert "! permission for release: skip (remembered for this turn)" in out
+    assert "! permission for fs_modify_file, from the answers file: skip: not before lunch" in out
+    assert (
+        "! permission for release, from the answers file: skip (remembered for this turn)" in out
+    )
     assert "! permission for release: skip, from an earlier N in this turn" in out
     assert "2 skipped by the user" in out
     assert "1 skipped, remembered" in out
@@ -371,15 +373,17 @@ def test_a_scripted_cancellation_is_the_users(
     assert "x release · bump: cancelled (user)" in out
 
 
-def test_an_answers_file_without_a_reply_fails_the_run(
+def test_an_answers_file_without_a_reply_leaves_it_to_the_detached_policy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A prompt the answers file has no reply for: recorded, then exit 1 naming the prompt."""
-    status, _, err, directory = run_release(tmp_path, capsys, '[[permissions]]\nreply = "y"\n')
+    """A prompt the answers file has no reply for is denied (RFD 049's default), then exit 1."""
+    status, out, err, directory = run_release(tmp_path, capsys, '[[permissions]]\nreply = "y"\n')
     assert status == 1
     assert err.count("\n") == 1
-    assert "question 'bump' of tool 'release'" in err
-    assert_paired(directory)
+    assert "1 question was not answered" in err
+    assert "x release · bump: cancelled (no_prompt_backend): nobody to ask" in out
+    (bump,) = outcomes(assert_paired(directory)).values()
+    assert bump == Cancelled(id=bump.id, reason=CancellationReason.NO_PROMPT_BACKEND)
 
 
 def test_a_missing_model_answer_fails_the_run(
@@ -567,11 +571,11 @@ def test_a_scenario_backend_error_names_the_key(
 
 
 def test_tty_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--tty without a terminal is refused before anything is written."""
+    """--tty (--interactive) with no controlling terminal is refused before anything is written."""
     directory = tmp_path / "conversation"
     status, _, err = cli("run", TOUR_SCENARIO, "--tty", "--conversation", directory, capsys=capsys)
     assert status == 2
-    assert "--tty" in err
+    assert "--interactive: no controlling terminal" in err
     assert not directory.exists()
 
 

@@ -159,7 +159,7 @@ def test_the_refusals_command_pasted_as_is_continues_with_the_answers_given(
     assert continuing == ["inquiry", *left.argv("--continue-turn")]
     status, out, err = run(continuing[1:], capsys)
     assert (status, err) == (0, "")
-    assert "    = work · go: answered by the person: true\n" in out  # not cancelled
+    assert "    = work · go: answered by the answers file: true\n" in out  # not cancelled
     assert find_incomplete_turn(load_conversation(left.directory).stream) is None
 
 
@@ -232,7 +232,7 @@ def test_continue_turn_finishes_the_turn_then_plays_the_rest(
     status, out, err = run(left.argv("--continue-turn"), capsys)
     assert (status, err) == (0, "")
     assert "continued: waiting-for-input (work); 2 tool calls finished before the stop" in out
-    assert "    = work · go: answered by the person: true\n" in out  # the waiting one, named
+    assert "    = work · go: answered by the answers file: true\n" in out  # the waiting one, named
     assert "turns: 2 of 2 completed" in out
     counted = runs(left.directory)
     assert (counted["a"], counted["b"]) == (0, 0)  # finished before the stop: kept as recorded

@@ -394,7 +394,7 @@ def test_a_secret_question_takes_a_string_answer_as_before(
         capsys=capsys,
     )
     assert (status, err) == (0, "")
-    assert "= t · q: redacted by the person: <secret>" in out
+    assert "= t · q: redacted by the answers file: <secret>" in out
     assert "s3cret-value" not in out
 
 
@@ -619,7 +619,7 @@ def test_a_conversation_named_in_bytes_not_utf8_gives_tools_a_u_fffd_id(
     monkeypatch.setattr("coordinator.cli._run_tools.LocalToolExecutor", watched)
     conversation = not_utf8(tmp_path, b"caf\xe9")
     options = RunOptions(scenario=scenario(tmp_path), conversation=conversation, interactive=False)
-    asyncio.run(run_scenario(options, out=io.StringIO(), terminal=False))
+    asyncio.run(run_scenario(options, out=io.StringIO()))
     assert given == ["caf\ufffd"]
 
 
@@ -638,7 +638,7 @@ def test_errors_show_names_not_utf8_with_u_fffd(tmp_path: Path) -> None:
     a_file = write(directory / "file", "")
     options = RunOptions(scenario=scenario(tmp_path), conversation=a_file, interactive=False)
     with pytest.raises(RunError) as run_error:
-        asyncio.run(run_scenario(options, out=io.StringIO(), terminal=False))
+        asyncio.run(run_scenario(options, out=io.StringIO()))
     shown = f"{tmp_path}/dir\ufffd"
     assert str(scenario_error.value).startswith(f"{shown}/scenario.toml: workspace.seed: ")
     assert f"{shown}/nowhere is not a directory" in str(scenario_error.value)

@@ -76,7 +76,7 @@ def test_a_call_skipped_by_its_run_mode_or_the_person_is_no_failure(
     )
     assert (status, err) == (0, "")
     assert "<- skipped skipped by configuration" in out
-    assert "! permission for denied: skip" in out
+    assert "! permission for denied, from the answers file: skip" in out
     assert "<- denied skipped by the user" in out
     assert "tool calls: 2 (1 skipped by configuration, 1 skipped by the user)" in out
 
@@ -84,7 +84,7 @@ def test_a_call_skipped_by_its_run_mode_or_the_person_is_no_failure(
 def test_without_a_terminal_the_tour_fails_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--no-tty`, no model: every call fails for want of an answer; summary and exit 1 say so."""
+    """`--no-tty`: every call fails, nobody to answer or permit it; summary and exit 1 say so."""
     directory = tmp_path / "tour"
     status, out, err = cli(
         "run", TOUR_SCENARIO, "--no-tty", "--conversation", directory, capsys=capsys
@@ -93,25 +93,30 @@ def test_without_a_terminal_the_tour_fails_and_says_so(
     assert "turns: 1 of 1 completed" in out
     assert "tool calls: 6 (6 failed)" in out
     assert err == (
-        "inquiry: 6 of 6 tool calls failed and 6 questions were not answered "
+        # deploy (run mode ask) was refused before it could ask for its token.
+        "inquiry: 6 of 6 tool calls failed and 5 questions were not answered "
         "(the summary lists them)\n"
     )
     assert_paired(directory)
 
 
-def test_a_run_mode_ask_tool_without_a_terminal_says_it_runs_unasked(
+def test_a_run_mode_ask_tool_without_a_terminal_says_the_policy_refused_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Nobody to ask permission of: a `!` line says the tool runs anyway, and by what policy."""
+    """Nobody to ask permission of: `!` lines say the detached policy decided, once, and how."""
     _, out, _ = cli(
         "run", TOUR_SCENARIO, "--no-tty", "--conversation", tmp_path / "tour", capsys=capsys
     )
     lines = out.splitlines()
     deploy = lines.index('  -> deploy {"environment":"staging"}')
-    assert lines[deploy + 1] == (
-        '  ! deploy: run mode "ask", and nobody at a terminal to ask: '
-        "it runs without asking (as JP does)"
-    )
+    assert lines[deploy + 1 : deploy + 3] == [
+        (
+            "  ! nobody can be asked here, so the detached policy decides permission to run "
+            "(run mode ask): deny (docs/headless.md)"
+        ),
+        '  ! deploy: run mode "ask", and nobody to ask (deny): it is refused, and fails',
+    ]
+    assert out.count("the detached policy decides permission to run") == 1
 
 
 def test_a_failing_tool_shows_its_cause_in_plain_words_bounded_and_masked(

@@ -22,6 +22,7 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 from run_helpers import TOUR_SCENARIO
 
+from coordinator.adapters._promptability import Promptability
 from coordinator.adapters._terminal import (
     TerminalPrompter,
     TerminalUnavailableError,
@@ -345,8 +346,9 @@ def test_inquiry_run_at_a_terminal_names_the_extra_when_it_is_missing(
     monkeypatch.setitem(sys.modules, "prompt_toolkit", None)
     monkeypatch.delitem(sys.modules, "coordinator.adapters._terminal_toolkit", raising=False)
     options = RunOptions(scenario=TOUR_SCENARIO, conversation=tmp_path / "conversation")
+    at_a_terminal = Promptability(promptable=True, why="/dev/tty is a terminal to ask at")
     with pytest.raises(RunError, match=r"pip install 'inquiry-coordinator\[terminal\]'"):
-        asyncio.run(run_scenario(options, out=io.StringIO(), terminal=True))
+        asyncio.run(run_scenario(options, out=io.StringIO(), promptability=at_a_terminal))
     assert not (tmp_path / "conversation").exists()
 
 

@@ -69,7 +69,7 @@ from machines import (
     ToolCallResponse,
     TurnStart,
 )
-from machines.wording import INPUT_CANCELLED, INTERRUPTED
+from machines.wording import INTERRUPTED
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -250,6 +250,8 @@ USER = CancellationReason.USER
 BACKEND_ERROR = CancellationReason.BACKEND_ERROR
 #: The first call's question, closed as the user's cancellation.
 FIRST_CANCELLED = Cancelled(id="call_1.apply.1", reason=USER)
+#: A question its batch's stop closed: nobody cancelled it, it was withdrawn.
+FIRST_WITHDRAWN = Cancelled(id="call_1.apply.1", reason=CancellationReason.WITHDRAWN)
 
 
 # ------------------------------------------------------------ at the terminal
@@ -294,9 +296,9 @@ def test_an_interrupted_question_is_asked_again_in_the_next_batch(tmp_path: Path
     prompter.stop = coordinator.cancel
     _play(conversation, coordinator, same_batch=False)
     assert payloads(conversation, ToolCallResponse)[0] == ToolCallResponse(
-        id="call_1", content=INPUT_CANCELLED, is_error=False
+        id="call_1", content=INTERRUPTED, is_error=True
     )
-    _asked_again(conversation, coordinator, prompter, [FIRST_CANCELLED])
+    _asked_again(conversation, coordinator, prompter, [FIRST_WITHDRAWN])
 
 
 def test_attempts_exhausted_is_not_remembered(tmp_path: Path) -> None:
@@ -341,7 +343,7 @@ def test_a_question_interrupted_while_the_model_works_is_asked_of_it_again(tmp_p
     conversation, coordinator = _coordinator(tmp_path, backend=backend, config=TO_THE_MODEL)
     backend.stop = coordinator.cancel
     _play(conversation, coordinator, same_batch=False)
-    _asked_of_the_model_again(conversation, coordinator, backend, [FIRST_CANCELLED])
+    _asked_of_the_model_again(conversation, coordinator, backend, [FIRST_WITHDRAWN])
 
 
 # ------------------------------------------------------------ configuration

@@ -6,7 +6,9 @@ driver's protocols over something real, and depends on nothing above it:
 - executors: :class:`LocalToolExecutor` runs a program speaking JP's
   local-tool protocol; :func:`builtin_executors` gives ``ask_user`` and
   ``answer_inquiry``;
-- the person: :class:`TerminalPrompter` (the ``terminal`` extra);
+- the person: :class:`TerminalPrompter` (the ``terminal`` extra), on the
+  controlling terminal; :func:`resolve_promptability` says, once, whether
+  a person can be asked at all (RFD 104);
 - the model: :func:`backend_from_config` builds a
   :class:`~coordinator.adapters.providers.ModelInquiryBackend` over a
   provider's official SDK (the ``anthropic`` and ``openai`` extras;
@@ -39,6 +41,11 @@ from coordinator.adapters._local_tools import (
     check_arguments,
     schema_problem,
 )
+from coordinator.adapters._promptability import (
+    Promptability,
+    PromptabilityError,
+    resolve_promptability,
+)
 from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError, printable
 from coordinator.adapters.providers import ModelInquiryBackend, backend_from_config, turn_tools
 
@@ -49,12 +56,15 @@ __all__ = [
     "LocalTool",
     "LocalToolExecutor",
     "ModelInquiryBackend",
+    "Promptability",
+    "PromptabilityError",
     "TerminalPrompter",
     "TerminalUnavailableError",
     "backend_from_config",
     "builtin_executors",
     "check_arguments",
     "printable",
+    "resolve_promptability",
     "schema_problem",
     "turn_tools",
 ]

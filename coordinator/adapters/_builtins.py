@@ -124,6 +124,9 @@ class AskUser(BuiltinTool):
                     str(arguments.get("answer_type", "text")), arguments.get("options")
                 ),
                 default=arguments.get("default"),
+                # The assistant asks the person: the model answering its own
+                # question is no answer, so only a person may (RFD 049).
+                exclusive=True,
             )
         except RecordError as error:
             return Failure(f"Invalid arguments for tool 'ask_user': {error}.")

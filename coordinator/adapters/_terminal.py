@@ -31,7 +31,15 @@ conventions"):
   ``r`` asks for a reason and skips, ``e`` opens the arguments as JSON in a
   multi-line editor and runs the tool with what was accepted (invalid JSON is
   refused with the parser's message and the editor opens again). Ctrl-C in the
-  reason or the editor goes back to the permission prompt.
+  reason or the editor goes back to the permission prompt;
+- whether a finished tool's result may reach the model (result mode
+  ``ask``): ``y`` delivers it, ``n`` withholds it (the model is told the
+  person did), ``p`` prints it whole and asks again.
+
+Every prompt is read from and written to the controlling terminal
+(``/dev/tty``), never stdout: a run whose output is piped (``inquiry run
+... | less``) still asks the person at the keyboard, and its data channel
+carries no prompt (RFD 104).
 
 Every reply is keys *and* Enter, so a stray keypress never lets a tool run
 nor answers a question, and a remembered answer (which answers the same
@@ -75,9 +83,16 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from coordinator._errors import CoordinatorError
+from coordinator._errors import CoordinatorError, os_reason
 from coordinator._text import shown_text
-from coordinator.driver import Deny, Permit, PromptCancelled, QuestionAnswer
+from coordinator.adapters._promptability import TERMINAL_DEVICE
+from coordinator.driver import (
+    DeliveryAnswer,
+    Deny,
+    Permit,
+    PromptCancelled,
+    QuestionAnswer,
+)
 from machines import AnswerKind, SourceKind, json_type
 
 if TYPE_CHECKING:
@@ -88,7 +103,13 @@ if TYPE_CHECKING:
 
     from coordinator.adapters._terminal_toolkit import Fragments, ToolkitTerminal
     from coordinator.driver import PermissionAnswer
-    from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion
+    from machines import (
+        JsonValue,
+        Question,
+        ShowDeliveryPrompt,
+        ShowPermissionPrompt,
+        ShowQuestion,
+    )
 
 __all__ = [
     "CTRL_C_WINDOW",
@@ -127,7 +148,7 @@ _NO_BOOLEAN_DEFAULT = f"there is no default: {_BOOLEAN_REPLIES}"
 
 
 class TerminalUnavailableError(CoordinatorError):
-    """The terminal prompter's library (prompt_toolkit) is not installed."""
+    """The terminal prompter cannot work: no prompt_toolkit installed, or no terminal."""
 
 
 def _toolkit() -> type[ToolkitTerminal]:
@@ -229,10 +250,11 @@ def _boolean_hint(default: JsonValue) -> str:
 class TerminalPrompter:
     """Asks the person at the terminal (a :class:`~coordinator.driver._prompting.Prompter`).
 
-    ``input`` and ``output`` are prompt_toolkit's (by default the process's
-    terminal). Raises :class:`TerminalUnavailableError` when prompt_toolkit is
-    not installed. :meth:`show` prints a line of progress above any prompt on
-    screen.
+    ``input`` and ``output`` are prompt_toolkit's (by default the
+    controlling terminal, ``/dev/tty``). Raises
+    :class:`TerminalUnavailableError` when prompt_toolkit is not installed,
+    or there is no controlling terminal. :meth:`show` prints a line of
+    progress above any prompt on screen; :meth:`close` lets the terminal go.
     """
 
     def __init__(
@@ -243,17 +265,27 @@ class TerminalPrompter:
         verbose: bool = False,
         on_stop: Callable[[], None] | None = None,
     ) -> None:
-        """Prompt on ``input`` and ``output`` (by default stdin and stdout).
+        """Prompt on ``input`` and ``output`` (by default the controlling terminal).
 
         ``verbose`` shows the internal ids; ``on_stop`` is called on a second
         Ctrl-C at a prompt within :data:`CTRL_C_WINDOW` seconds of the first.
         """
-        self._terminal = _toolkit()(input=input, output=output)
+        toolkit = _toolkit()
+        try:
+            self._terminal = toolkit(input=input, output=output)
+        except OSError as error:
+            raise TerminalUnavailableError(
+                f"prompting needs the controlling terminal ({TERMINAL_DEVICE}: {os_reason(error)})"
+            ) from None
         self._lock = asyncio.Lock()
         self._held: Fragments = []
         self._verbose = verbose
         self.on_stop = on_stop
         self._last_ctrl_c: float | None = None
+
+    def close(self) -> None:
+        """Let go of the controlling terminal (if this prompter opened it)."""
+        self._terminal.close()
 
     def show(self, text: str, *, style: str = "progress") -> None:
         """Print ``text`` as one line (``style``: progress, notice or error).
@@ -281,7 +313,9 @@ class TerminalPrompter:
         if self._last_ctrl_c is not None and now - self._last_ctrl_c <= CTRL_C_WINDOW:
             self._last_ctrl_c = None
             self._notice(f"  cancelled: {outcome}; Ctrl-C again: stopping the run")
-            self.on_stop()
+            # Once this prompt's own cancel has been reported (the person cancelled
+            # it: `user`), not before: what the stop closes besides is withdrawn.
+            asyncio.get_running_loop().call_soon(self.on_stop)
             return
         self._last_ctrl_c = now
         self._notice(f"  cancelled: {outcome} · Ctrl-C again stops the run")
@@ -327,12 +361,7 @@ class TerminalPrompter:
         )
         message: Fragments = [("class:question", f"Run {tool}?"), ("", " [y/Y/n/N/p/r/e] > ")]
         while True:
-            try:
-                reply = await self._terminal.line(message, check=_check_permission)
-            except PromptCancelled as cancelled:
-                self._cancelled(cancelled, "the tool is skipped")
-                raise
-            reply = reply.strip()
+            reply = await self._reply(message, _check_permission, "the tool is skipped")
             if reply in ("y", "Y"):
                 return Permit(remember=reply == "Y")
             if reply in ("n", "N"):
@@ -349,6 +378,17 @@ class TerminalPrompter:
             if edited is None:
                 continue
             return Permit(arguments=edited if edited != prompt.arguments else None)
+
+    async def _reply(
+        self, message: Fragments, check: Callable[[str], str | None], cancelled: str
+    ) -> str:
+        """One reply to a prompt of keys (stripped); on cancel, say what ``cancelled`` means."""
+        try:
+            reply = await self._terminal.line(message, check=check)
+        except PromptCancelled as cancel:
+            self._cancelled(cancel, cancelled)
+            raise
+        return reply.strip()
 
     async def _reason(self) -> str | None:
         """The reason for skipping (empty for none), or ``None`` to go back."""
@@ -379,6 +419,41 @@ class TerminalPrompter:
             if isinstance(parsed, dict):
                 return parsed
             self._notice(f"  {parsed}; edit them again", style="error")
+
+    # ------------------------------------------------------------ delivery
+
+    async def ask_delivery(self, prompt: ShowDeliveryPrompt) -> DeliveryAnswer:
+        """May the finished tool's result reach the model? ``y``/``n``/``p``."""
+        async with self._prompting():
+            tool = printable(prompt.tool_name)
+            ended = "failed" if prompt.is_error else "finished"
+            first = printable(prompt.content).split("\n", 1)[0]
+            if len(first) > _SHORT_ARGUMENTS or "\n" in prompt.content:
+                first = first[:_SHORT_ARGUMENTS] + "... (p prints it all)"
+            ids = f"  {printable(prompt.tool_call_id)}" if self._verbose else ""
+            self._terminal.show(
+                [
+                    (
+                        "class:asker",
+                        f"! {tool} {ended}: its result reaches the model if you say so",
+                    ),
+                    ("class:ids", f"{ids}\n"),
+                    ("class:hint", "  result: "),
+                    ("class:context", f"{first}\n"),
+                    *_hint(
+                        "y deliver it · n withhold it (the model is told you did) · p print it"
+                    ),
+                ]
+            )
+            message: Fragments = [
+                ("class:question", f"Deliver {tool}'s result?"),
+                ("", " [y/n/p] > "),
+            ]
+            while True:
+                reply = await self._reply(message, _check_delivery, "the result is not delivered")
+                if reply in ("y", "n"):
+                    return DeliveryAnswer(deliver=reply == "y")
+                self._terminal.show(_context(prompt.content))
 
     # ----------------------------------------------------------- questions
 
@@ -464,6 +539,12 @@ def _check_permission(reply: str) -> str | None:
     if reply.strip() in _PERMISSION_REPLIES:
         return None
     return "type y, Y, n, N, p, r or e, then Enter"
+
+
+def _check_delivery(reply: str) -> str | None:
+    if reply.strip() in ("y", "n", "p"):
+        return None
+    return "type y, n or p, then Enter"
 
 
 def _check_boolean_reply(reply: str, default: JsonValue, *, unoffered: bool) -> str | None:

@@ -22,9 +22,12 @@ prompt must control (history, processors, output).
 
 Rules:
 
-1. prompt_toolkit is always given its output explicitly. When it creates the
-   output itself on a ``TERM=dumb`` terminal it falls back to a "dumb" prompt
-   that echoes every typed character, and that would print a secret.
+1. prompt_toolkit is always given its input and output explicitly: by
+   default the controlling terminal, ``/dev/tty``, never stdin and stdout
+   (RFD 104: a prompt is never written to the data channel, and a piped run
+   still has a person at the keyboard). When prompt_toolkit creates the
+   output itself on a ``TERM=dumb`` terminal it falls back to a "dumb"
+   prompt that echoes every typed character, and that would print a secret.
 2. A secret is never rendered: a processor replaces its whole line by nothing
    and keeps the cursor at the first column, so not even its length shows. Its
    session keeps no history, suggests nothing and cannot open an editor; the
@@ -67,6 +70,7 @@ from prompt_toolkit.shortcuts import print_formatted_text
 from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
+from coordinator.adapters._promptability import TerminalDevice, open_terminal
 from coordinator.driver import PromptCancelled
 from machines import SecretValue
 
@@ -158,16 +162,28 @@ class _Hidden(Processor):
 class ToolkitTerminal:
     """A terminal's primitives, on prompt_toolkit.
 
-    ``input`` and ``output`` default to the process's terminal; tests pass a
-    pipe input and a recording output.
+    ``input`` and ``output`` default to the controlling terminal
+    (``/dev/tty``: ``OSError`` when there is none); tests pass a pipe input
+    and a recording output.
     """
 
     def __init__(self, *, input: Input | None = None, output: Output | None = None) -> None:
-        """Talk to ``input`` and ``output`` (by default stdin and stdout)."""
-        self._input = input if input is not None else create_input()
-        self._output = output if output is not None else create_output()
+        """Talk to ``input`` and ``output`` (by default both the controlling terminal)."""
+        self._device: TerminalDevice | None = None
+        if input is None or output is None:
+            self._device = device = open_terminal()
+            self._input = input if input is not None else create_input(stdin=device.input)
+            self._output = output if output is not None else create_output(stdout=device.output)
+        else:
+            self._input, self._output = input, output
         # Earlier text answers, for the up arrow; never a secret, a reply key or an edit.
         self._history = InMemoryHistory()
+
+    def close(self) -> None:
+        """Let go of the controlling terminal, if this opened it."""
+        if self._device is not None:
+            self._device.close()
+            self._device = None
 
     def discard_typeahead(self) -> None:
         """Drop every key typed so far and not yet read by a prompt.

@@ -1,16 +1,21 @@
 """Answers files: the person's and the model's replies, scripted, for ``inquiry run --answers``.
 
 Theory of operation: an answers file (TOML, ``examples/README.md`` lists every
-key) holds three arrays of tables. ``[[permissions]]`` are the person's replies
+key) holds four arrays of tables. ``[[permissions]]`` are the person's replies
 to "may this tool run?", written as the keys they would press (``y``, ``Y``,
 ``n``, ``N``, ``r`` with a reason, ``e`` with arguments, or ``cancel``).
 ``[[answers]]`` are the person's answers to questions (a value, possibly
-remembered, or a cancellation). ``[[model]]`` are the model's answers, or the
-backend failures to play instead. Each entry may name the ``tool`` and (for
-questions) the ``question`` id it is for; a prompt takes the first unused entry
-that matches it, so parallel tools get their own answers whatever order their
-prompts come in. :meth:`AnswerScript.prompter` and :meth:`AnswerScript.backend`
-turn the file into a :class:`~coordinator.driver._prompting.ScriptedPrompter` and a
+remembered, or a cancellation). ``[[deliveries]]`` are the person's replies
+to "may this result reach the model?" for a tool whose result mode is
+``ask`` (``y``, ``n`` or ``cancel``). ``[[model]]`` are the model's answers,
+or the backend failures to play instead. Each entry may name the ``tool``
+and (for questions) the ``question`` id it is for; a prompt takes the first
+unused entry that matches it, so parallel tools get their own answers
+whatever order their prompts come in. :meth:`AnswerScript.prompter` and
+:meth:`AnswerScript.backend` turn the file into a
+:class:`~coordinator.driver._prompting.ScriptedPrompter` standing in for the
+person (``from_file``: what it answers is recorded as the answers file's,
+and a prompt it has no entry for falls to the tool's detached policy) and a
 :class:`~coordinator.driver._scripted_backend.ScriptedInquiryBackend`.
 
 Rules: the file is checked completely when it is read (unknown keys, wrong
@@ -55,6 +60,7 @@ from machines import JsonValue, SecretValue, ToolAnswer, json_type
 
 __all__ = [
     "AnswerScript",
+    "DeliveryReply",
     "ModelAnswer",
     "PermissionReply",
     "PersonAnswer",
@@ -63,6 +69,7 @@ __all__ = [
 ]
 
 _PERMISSION_REPLIES = ("y", "Y", "n", "N", "r", "e", "cancel")
+_DELIVERY_REPLIES = ("y", "n", "cancel")
 _FAILURES = tuple(kind.value for kind in BackendErrorKind)
 
 
@@ -74,6 +81,14 @@ class PermissionReply:
     tool: str | None = None
     reason: str | None = None
     arguments: Mapping[str, JsonValue] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryReply:
+    """A reply to a delivery prompt: ``y`` deliver, ``n`` withhold, or ``cancel``."""
+
+    reply: str
+    tool: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -108,7 +123,13 @@ class AnswerScript:
     path: Path
     permissions: tuple[PermissionReply, ...] = ()
     answers: tuple[PersonAnswer, ...] = ()
+    deliveries: tuple[DeliveryReply, ...] = ()
     model: tuple[ModelAnswer, ...] = ()
+
+    @property
+    def plays_the_person(self) -> bool:
+        """Whether the file has any reply of the person's (not only the model's)."""
+        return bool(self.permissions or self.answers or self.deliveries)
 
     @property
     def secret_variables(self) -> tuple[str, ...]:
@@ -116,20 +137,10 @@ class AnswerScript:
         return tuple(dict.fromkeys(a.value_env for a in self.answers if a.value_env is not None))
 
     def prompter(self) -> ScriptedPrompter:
-        """A prompter that plays the person from this script."""
-        prompter = ScriptedPrompter()
+        """A prompter standing in for the person, from this script (its replies are the file's)."""
+        prompter = ScriptedPrompter(from_file=True)
         for permission in self.permissions:
-            tool = permission.tool
-            if permission.reply in ("y", "Y"):
-                prompter.permit(remember=permission.reply == "Y", tool=tool)
-            elif permission.reply in ("n", "N"):
-                prompter.deny(remember=permission.reply == "N", tool=tool)
-            elif permission.reply == "r":
-                prompter.deny(reason=permission.reason, tool=tool)
-            elif permission.reply == "e":
-                prompter.permit(arguments=permission.arguments, tool=tool)
-            else:
-                prompter.cancel_permission(tool=tool)
+            _script_permission(prompter, permission)
         for answer in self.answers:
             if answer.cancel:
                 prompter.cancel(tool=answer.tool, question=answer.question)
@@ -140,6 +151,13 @@ class AnswerScript:
                     tool=answer.tool,
                     question=answer.question,
                 )
+        for delivery in self.deliveries:
+            if delivery.reply == "y":
+                prompter.deliver(tool=delivery.tool)
+            elif delivery.reply == "n":
+                prompter.withhold(tool=delivery.tool)
+            else:
+                prompter.cancel_delivery(tool=delivery.tool)
         return prompter
 
     def backend(self) -> ScriptedInquiryBackend | None:
@@ -157,6 +175,20 @@ class AnswerScript:
         return backend
 
 
+def _script_permission(prompter: ScriptedPrompter, permission: PermissionReply) -> None:
+    tool = permission.tool
+    if permission.reply in ("y", "Y"):
+        prompter.permit(remember=permission.reply == "Y", tool=tool)
+    elif permission.reply in ("n", "N"):
+        prompter.deny(remember=permission.reply == "N", tool=tool)
+    elif permission.reply == "r":
+        prompter.deny(reason=permission.reason, tool=tool)
+    elif permission.reply == "e":
+        prompter.permit(arguments=permission.arguments, tool=tool)
+    else:
+        prompter.cancel_permission(tool=tool)
+
+
 def load_answer_script(path: Path | str) -> AnswerScript:
     """Read and check the answers file ``path``.
 
@@ -172,7 +204,7 @@ def load_answer_script(path: Path | str) -> AnswerScript:
 
 def parse_answer_script(data: Mapping[str, Any], *, origin: str) -> AnswerScript:
     """Check a parsed answers file."""
-    check_keys(data, origin, "", allowed=("permissions", "answers", "model"))
+    check_keys(data, origin, "", allowed=("permissions", "answers", "deliveries", "model"))
     return AnswerScript(
         path=Path(origin),
         permissions=tuple(
@@ -184,6 +216,10 @@ def parse_answer_script(data: Mapping[str, Any], *, origin: str) -> AnswerScript
         answers=tuple(
             _answer(entry, origin, f"answers[{index}]")
             for index, entry in enumerate(tables(data.get("answers", []), origin, "answers"))
+        ),
+        deliveries=tuple(
+            _delivery(entry, origin, f"deliveries[{index}]")
+            for index, entry in enumerate(tables(data.get("deliveries", []), origin, "deliveries"))
         ),
         model=tuple(
             _model(entry, origin, f"model[{index}]")
@@ -215,6 +251,14 @@ def _permission(data: Mapping[str, Any], origin: str, key: str) -> PermissionRep
         arguments=json_table(data["arguments"], origin, f"{key}.arguments")
         if reply == "e"
         else None,
+    )
+
+
+def _delivery(data: Mapping[str, Any], origin: str, key: str) -> DeliveryReply:
+    check_keys(data, origin, key, allowed=("tool", "reply"), required=("reply",))
+    return DeliveryReply(
+        reply=choice(data["reply"], origin, f"{key}.reply", _DELIVERY_REPLIES),
+        tool=optional_string(data, "tool", origin, key, empty=False),
     )
 
 

@@ -42,6 +42,7 @@ import shlex
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
+from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_line, shown_path, shown_reason
 from coordinator.cli._command_lines import sanitize_line
 from coordinator.stream import (
@@ -347,12 +348,18 @@ def quoted_text(text: str) -> str:
     return f"{quote}{line}{quote}"
 
 
+_OUTCOMES = {Answered: "answered", Cancelled: "cancelled", Redacted: "redacted"}
+
+
 def summarize(conversation: Conversation) -> dict[str, Any]:
     """Counts a person (or a script, as JSON) can check a conversation against."""
     stream = conversation.stream
     pairing = pair_events(stream)
     kinds: Counter[str] = Counter(entry.kind for entry in stream)
     outcomes: Counter[str] = Counter()
+    # Who decided (docs/wire.md): a response another writer made records none.
+    routes: Counter[str] = Counter()
+    decisions: dict[str, Counter[str]] = {"permission": Counter(), "delivery": Counter()}
     requests = 0
     for entry in stream:
         if not isinstance(entry, EventEntry):
@@ -360,12 +367,14 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         payload = entry.payload
         if isinstance(payload, InquiryRequest):
             requests += 1
-        elif isinstance(payload, Answered):
-            outcomes["answered"] += 1
-        elif isinstance(payload, Cancelled):
-            outcomes["cancelled"] += 1
-        elif isinstance(payload, Redacted):
-            outcomes["redacted"] += 1
+        elif isinstance(payload, Answered | Cancelled | Redacted):
+            outcomes[_OUTCOMES[type(payload)]] += 1
+            route = recorded_route(entry.metadata)
+            routes[str(route) if route is not None else "not recorded"] += 1
+        elif isinstance(payload, ToolCallResponse):
+            for decision, counted in decisions.items():
+                if (route := recorded_route(entry.metadata, decision)) is not None:
+                    counted[str(route)] += 1
     return {
         "path": shown_path(conversation.path) if conversation.path else None,
         "layout": conversation.layout.value,
@@ -376,6 +385,10 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         "inquiry_requests": requests,
         "inquiry_responses": sum(outcomes.values()),
         "inquiry_outcomes": {key: outcomes[key] for key in ("answered", "cancelled", "redacted")},
+        "inquiry_routes": dict(routes.most_common()),
+        "call_decisions": {
+            decision: dict(counted.most_common()) for decision, counted in decisions.items()
+        },
         "pairing": {
             "inquiries": pairing_summary(pairing.inquiries),
             "tool_calls": pairing_summary(pairing.tool_calls),

@@ -10,13 +10,18 @@
   generated section of ``docs/machines.md`` from the machines' tables; with ``--check`` only
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
-- ``inquiry run SCENARIO --conversation DIR [--answers FILE] [--tty | --no-tty]
-  [--backend PROVIDER --model NAME [--base-url URL] [--api-key-env VAR]] [--verbose]
-  [--continue-turn | --new-turn]``:
+- ``inquiry run SCENARIO --conversation DIR [--answers FILE]
+  [--interactive | --no-interactive] [--backend PROVIDER --model NAME
+  [--base-url URL] [--api-key-env VAR]] [--verbose] [--continue-turn | --new-turn]``:
   play a scenario's turns through the tool coordinator into a conversation
   directory (created if missing, appended to if not), prompting at the
-  terminal when there is one (:mod:`coordinator.cli._run`; the scenario and
-  answers formats are in ``examples/README.md``). Exit status 1 when a tool
+  controlling terminal when a person can be asked (RFD 104's promptability,
+  :mod:`coordinator.adapters._promptability`), and following the tools'
+  detached policy (RFD 049, ``docs/headless.md``) when nobody can be
+  (:mod:`coordinator.cli._run`; the scenario and answers formats are in
+  ``examples/README.md``). ``--tty`` and ``--no-tty`` are the old spellings
+  of ``--interactive`` and ``--no-interactive``, and ``--non-interactive``
+  RFD 104's alias; giving both directions is a usage error (exit 2). Exit status 1 when a tool
   call failed or a question went unanswered, 3 when a turn was left
   incomplete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
   (:mod:`coordinator.cli._run_result`, ``docs/cli.md``).
@@ -133,6 +138,13 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         f"  inquiries: {summary['inquiry_requests']} requests, "
         f"{summary['inquiry_responses']} responses ({outcomes})\n"
     )
+    routes = ", ".join(f"{n} {_shown(route)}" for route, n in summary["inquiry_routes"].items())
+    if routes:
+        out.write(f"  decided by: {routes}\n")
+    for decision, counted in summary["call_decisions"].items():
+        if counted:
+            decided = ", ".join(f"{n} {_shown(route)}" for route, n in counted.items())
+            out.write(f"  {decision} decided by: {decided}\n")
     pairing = summary["pairing"]
     for label, key in (("inquiry pairs", "inquiries"), ("tool-call pairs", "tool_calls")):
         totals = pairing[key]["totals"]
@@ -317,7 +329,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         scenario=Path(args.scenario),
         conversation=Path(args.conversation),
         answers=Path(args.answers) if args.answers is not None else None,
-        interactive={"tty": True, "no_tty": False}.get(args.prompting),
+        interactive=args.interactive,
         backend=backend,
         verbose=args.verbose,
     )
@@ -412,23 +424,30 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--answers",
         metavar="FILE",
-        help="play the person and the model from this answers file (TOML): no prompts",
+        help="play the person and the model from this answers file (TOML): no prompts; what "
+        "it does not answer follows the detached policy",
     )
+    # RFD 104: the two contradict, so both given is a usage error (argparse: exit 2).
     prompting = run.add_mutually_exclusive_group()
     prompting.add_argument(
+        "--interactive",
         "--tty",
-        dest="prompting",
+        dest="interactive",
         action="store_const",
-        const="tty",
-        help="prompt at the terminal even with --answers (which then plays only the model)",
+        const=True,
+        help="ask at the controlling terminal, and fail at once if there is none; with "
+        "--answers, you answer and the file plays only the model (--tty: the old spelling)",
     )
     prompting.add_argument(
+        "--no-interactive",
+        "--non-interactive",
         "--no-tty",
-        dest="prompting",
+        dest="interactive",
         action="store_const",
-        const="no_tty",
-        help="never prompt; without --answers, questions go to the model and secrets are "
-        "cancelled",
+        const=False,
+        help="never prompt: what nobody can answer follows the tools' detached policy, "
+        "deny unless configured (docs/headless.md; also INQUIRY_NONINTERACTIVE=1 or "
+        "JP_NONINTERACTIVE=1)",
     )
     run.add_argument(
         "--backend",

@@ -27,7 +27,10 @@ a module of its own:
 Rules:
 
 1. Nothing is written before every input has been read and checked; an
-   unreadable conversation is left exactly as it was.
+   unreadable conversation is left exactly as it was. Promptability (RFD
+   104: may the run prompt?) is resolved once, first of all, from the
+   command line, the environment and ``/dev/tty``; every prompt of the run
+   is gated on that one value, never on whether stdout is a terminal.
 2. The conversation is saved after each user message and at the end of each
    turn (the coordinator saves in between, before every question).
 3. Exit status (:mod:`coordinator.cli._run_result`): 0 when every turn
@@ -52,11 +55,16 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import sys
 from typing import TYPE_CHECKING, TextIO
 
 from coordinator._errors import os_reason
 from coordinator._text import shown_path
+from coordinator.adapters import (
+    Promptability,
+    PromptabilityError,
+    TerminalPrompter,
+    resolve_promptability,
+)
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
 from coordinator.cli._run_continue import start_from
@@ -88,6 +96,8 @@ if TYPE_CHECKING:
 
     from coordinator.adapters.mcp import McpToolbox
     from coordinator.cli._answer_script import AnswerScript
+    from coordinator.cli._run_continue import Continuation
+    from coordinator.cli._run_players import Model, Person
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario
     from coordinator.driver import Executor, InquiryBackend, Prompter, StepFacts
@@ -99,14 +109,16 @@ async def run_scenario(
     options: RunOptions,
     *,
     out: TextIO,
-    terminal: bool | None = None,
+    promptability: Promptability | None = None,
     continue_turn: bool = False,
     new_turn: bool = False,
 ) -> RunResult:
     """Play ``options.scenario`` into ``options.conversation``, printing progress on ``out``.
 
-    ``terminal`` says whether stdin and ``out`` are terminals (by default, it
-    is asked of them). ``continue_turn`` (``--continue-turn``): go on where
+    ``promptability`` says whether a person can be asked (by default it is
+    resolved from ``options.interactive``, the environment and ``/dev/tty``:
+    :func:`~coordinator.adapters.resolve_promptability`; a problem with it is
+    a :class:`RunError`). ``continue_turn`` (``--continue-turn``): go on where
     the scenario stood in the conversation (:mod:`coordinator.cli._run_continue`);
     without it, a conversation whose last turn did not finish is refused,
     unless ``new_turn`` (``--new-turn``) and nothing is open in it. Raises
@@ -114,10 +126,13 @@ async def run_scenario(
     an input cannot be read or the conversation cannot be written (and then
     nothing was written, or the error says what was).
     """
+    if promptability is None:
+        try:
+            promptability = resolve_promptability(options.interactive)
+        except PromptabilityError as error:
+            raise RunError(str(error)) from None
     scenario = load_scenario(options.scenario)
     script = load_answer_script(options.answers) if options.answers is not None else None
-    if terminal is None:
-        terminal = sys.stdin.isatty() and out.isatty()
     # A conversation to continue is read under its writer lock, and held.
     conversation, created = _open_conversation(
         options.conversation, scenario, locked=continue_turn
@@ -132,7 +147,7 @@ async def run_scenario(
             script=script,
             options=options,
             out=out,
-            terminal=terminal,
+            promptability=promptability,
             continue_turn=continue_turn,
             new_turn=new_turn,
         )
@@ -148,7 +163,7 @@ async def _play_into(
     script: AnswerScript | None,
     options: RunOptions,
     out: TextIO,
-    terminal: bool,
+    promptability: Promptability,
     continue_turn: bool,
     new_turn: bool,
 ) -> RunResult:
@@ -163,13 +178,48 @@ async def _play_into(
     )
     start.check_seed(scenario, options.conversation)
     stop = Stop()
-    player = person(options, script, terminal=terminal, out=out, stop=stop)
-    prompter, emit = player.prompter, player.emit
-    progress = Progress(emit, verbose=options.verbose, prompts_show_questions=player.interactive)
+    player = person(options, script, promptability=promptability, out=out, stop=stop)
+    progress = Progress(
+        player.emit, verbose=options.verbose, prompts_show_questions=player.prompts_on_screen
+    )
+    try:
+        scripted_model = script.backend() if script else None
+        model_player = model(options, scenario, scripted_model)
+        return await _play(
+            conversation,
+            created=created,
+            scenario=scenario,
+            script=script,
+            options=options,
+            start=start,
+            stop=stop,
+            player=player,
+            progress=progress,
+            scripted_model=scripted_model,
+            model_player=model_player,
+        )
+    finally:
+        # After the summary, which the terminal prompter may be what prints.
+        if isinstance(player.prompter, TerminalPrompter):
+            player.prompter.close()
 
-    scripted_model = script.backend() if script else None
-    model_player = model(options, scenario, scripted_model)
-    backend = model_player.backend
+
+async def _play(
+    conversation: Conversation,
+    *,
+    created: bool,
+    scenario: Scenario,
+    script: AnswerScript | None,
+    options: RunOptions,
+    start: Continuation,
+    stop: Stop,
+    player: Person,
+    progress: Progress,
+    scripted_model: ScriptedInquiryBackend | None,
+    model_player: Model,
+) -> RunResult:
+    """Write, run the turns and sum up: the part of :func:`_play_into` once everything is read."""
+    prompter, emit, backend = player.prompter, player.emit, model_player.backend
     environment, left_out = withdraw_secrets(script, model_player)
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(backend, ModelInquiryBackend):
@@ -189,8 +239,8 @@ async def _play_into(
             emit(f"  tools run without {names} in their environment (secrets of this run)")
         if options.backend is not None and script is not None and script.model:
             emit("note: --backend given, so the answers file's [[model]] entries are not used")
-        if player.interactive and script is not None and (script.answers or script.permissions):
-            emit("note: --tty given, so you answer, not the answers file's person replies")
+        if player.interactive and script is not None and script.plays_the_person:
+            emit("note: --interactive given, so you answer, not the answers file's person replies")
         if player.output is not None and player.output.closed:
             # Nobody reads on: stop before anything is written.
             return RunResult(turns=len(scenario.turns), completed=0, output_closed=True)

@@ -1,16 +1,24 @@
 """Who plays the person and the model in ``inquiry run``, and watching what they answer.
 
 Theory of operation: :func:`person` picks the prompter that plays the person,
-and where progress is printed:
+and where progress is printed, from the run's promptability (resolved once,
+RFD 104: :mod:`coordinator.adapters._promptability`):
 
-- the answers file's ``[[permissions]]`` and ``[[answers]]`` with
-  ``--answers`` (a scripted person counts as a terminal that is present);
-- otherwise the terminal prompter when stdin and stdout are terminals, and
-  with ``--tty`` even with ``--answers`` (whose ``[[model]]`` entries still
-  play the model);
-- nobody with ``--no-tty`` and no answers file, or without a terminal: then
-  questions go to the model and secret questions are cancelled
-  (``no_prompt_backend``).
+- with ``--interactive``, the terminal prompter on the controlling terminal,
+  even with ``--answers`` (whose ``[[model]]`` entries still play the model);
+- with ``--answers``, the answers file's ``[[permissions]]``, ``[[answers]]``
+  and ``[[deliveries]]``, standing in for the person (its replies are
+  recorded as the answers file's; a prompt it has no reply for falls to the
+  tool's detached policy, RFD 049);
+- otherwise the terminal prompter when a person can be asked;
+- nobody when nobody can be (``--no-interactive``, ``INQUIRY_NONINTERACTIVE``
+  or ``JP_NONINTERACTIVE``, no controlling terminal): every prompt follows
+  the detached policy, ``deny`` unless configured.
+
+Prompts go to the controlling terminal, never stdout. Progress goes through
+the terminal prompter (above any prompt on screen) when stdout is that
+terminal, and to stdout otherwise (``inquiry run ... | less`` still asks at
+the terminal, and pipes only the progress).
 
 :func:`model` picks the model: ``--backend`` on the command line, else the
 answers file's ``[[model]]`` entries, else the scenario's ``[backend]``
@@ -45,6 +53,7 @@ from coordinator.adapters.providers import (
 from coordinator.cli._run_progress import Output
 from coordinator.cli._run_result import RunError
 from coordinator.driver import (
+    DeliveryPrompter,
     InquiryBackend,
     InquiryBackendError,
     PromptCancelled,
@@ -59,18 +68,27 @@ from machines import AnswerKind, SecretValue, json_type
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from coordinator.adapters import Promptability
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_progress import Progress
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._run_signals import Stop
     from coordinator.cli._scenario import Scenario
     from coordinator.driver import (
+        DeliveryAnswer,
         InquiryTask,
         PermissionAnswer,
         QuestionAnswer,
         ScriptedInquiryBackend,
     )
-    from machines import JsonValue, Question, ShowPermissionPrompt, ShowQuestion, ToolAnswer
+    from machines import (
+        JsonValue,
+        Question,
+        ShowDeliveryPrompt,
+        ShowPermissionPrompt,
+        ShowQuestion,
+        ToolAnswer,
+    )
 
 __all__ = [
     "Model",
@@ -135,51 +153,78 @@ def model(
 
 @attrs.frozen(kw_only=True)
 class Person:
-    """Who plays the person, and where progress is printed."""
+    """Who plays the person, and where progress is printed.
+
+    ``interactive``: the person is asked at the terminal. ``prompts_on_screen``:
+    progress is printed on that terminal too, where each prompt shows its
+    question (so progress need not print it again).
+    """
 
     prompter: Prompter | None
     description: str
     emit: Callable[[str], None]
     interactive: bool = False
+    prompts_on_screen: bool = False
     #: Where progress goes when it is not the terminal prompter's screen.
     output: Output | None = None
+
+
+#: What the person line says of a run that asks nobody.
+_NOBODY = "nobody: {why}; prompts follow the detached policy (deny unless configured)"
 
 
 def person(
     options: RunOptions,
     script: AnswerScript | None,
     *,
-    terminal: bool,
+    promptability: Promptability,
     out: TextIO,
     stop: Stop,
 ) -> Person:
     """Who plays the person; at the terminal, a second Ctrl-C at a prompt requests ``stop``."""
-    if options.interactive and not terminal:
-        raise RunError("--tty: standard input and output are not a terminal")
-    if options.interactive or (options.interactive is None and script is None and terminal):
+    if options.interactive or (
+        options.interactive is None and script is None and promptability.promptable
+    ):
         try:
             prompter = TerminalPrompter(verbose=options.verbose, on_stop=stop.request)
         except TerminalUnavailableError as error:
-            raise RunError(f"{error} (or run with --answers FILE or --no-tty)") from None
-        # Progress goes above the prompt on screen, never through it.
+            raise RunError(f"{error} (or run with --answers FILE or --no-interactive)") from None
+        # Whether stdout is a terminal says where progress goes (RFD 104: a
+        # question of stdout's own), never whether the person is asked.
+        if out.isatty():
+            # Progress goes above the prompt on screen, never through it.
+            return Person(
+                prompter=prompter,
+                description="you, at this terminal",
+                emit=prompter.show,
+                interactive=True,
+                prompts_on_screen=True,
+            )
+        # Standard output is piped or redirected: the progress goes there, the
+        # prompts to the terminal (never into the data channel).
+        write = Output(out)
         return Person(
             prompter=prompter,
-            description="you, at this terminal",
-            emit=prompter.show,
+            description="you, at the controlling terminal (progress goes to standard output)",
+            emit=write,
             interactive=True,
+            output=write,
         )
 
     write = Output(out)
     if script is not None:
         return Person(
             prompter=script.prompter(),
-            description=f"scripted ({shown_path(script.path)})",
+            description=(
+                f"the answers file ({shown_path(script.path)}); what it does not answer "
+                "follows the detached policy"
+            ),
             emit=write,
             output=write,
         )
     return Person(
         prompter=None,
-        description="nobody (no terminal): questions go to the model, secrets are cancelled",
+        description=_NOBODY.format(why=promptability.why),
         emit=write,
         output=write,
     )
@@ -201,6 +246,18 @@ class WatchedPrompter:
                 call_id=prompt.tool_call_id,
             )
             raise PromptCancelled from None  # reported here; the coordinator need not log it
+
+    async def ask_delivery(self, prompt: ShowDeliveryPrompt) -> DeliveryAnswer:
+        if not isinstance(self.prompter, DeliveryPrompter):
+            raise PromptCancelled  # pragma: no cover - the run's prompters all ask deliveries
+        try:
+            return await self.prompter.ask_delivery(prompt)
+        except ScriptExhaustedError as error:  # pragma: no cover - an answers file stands in
+            self.progress.problem(
+                f"the answers file: {error} (the delivery was cancelled)",
+                call_id=prompt.tool_call_id,
+            )
+            raise PromptCancelled from None
 
     async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
         scripted = self.prompter if isinstance(self.prompter, ScriptedPrompter) else None
@@ -283,6 +340,7 @@ def unused_entries(
     if prompter is not None:
         unused += [f"permissions[{index}]" for index in prompter.unused_permissions]
         unused += [f"answers[{index}]" for index in prompter.unused_answers]
+        unused += [f"deliveries[{index}]" for index in prompter.unused_deliveries]
     if model is not None:
         unused += [f"model[{index}]" for index in model.unused]
     return unused

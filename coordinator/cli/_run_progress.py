@@ -9,14 +9,20 @@ Everything it says about a tool call comes from those facts:
 - the call that asked a question is the step's tool call (the step whose
   records hold the ``InquiryRequest``); an inquiry id is opaque (RFD 082) and
   never read;
-- who answered is the question's ``resolution`` (the person, the model, the
-  configuration, the turn's memory), and whether the turn now remembers the
-  answer is ``question.remembered``;
+- who answered is the question's ``resolution`` (the person, the answers
+  file, the model, the configuration, the turn's memory, the detached
+  policy's default), and whether the turn now remembers the answer is
+  ``question.remembered``;
+- where nobody could be asked and the detached policy decided, the mode is
+  the row's ``detached`` column (``question.detached``,
+  ``permission.detached``, ``delivery.detached``): the first time each kind
+  of prompt is decided so, a ``!`` line says which policy decided, once;
 - why a question went unanswered is its ``Cancelled`` record's reason, and
   the cause is ``question.failure``, what the tool was told;
 - a re-asked question is ``question.attempt`` of ``question.max_attempts``;
-- a call's outcome is ``outcome``; the permission line is ``permission``; a
-  secret question's default is one of ``notices``.
+- a call's outcome is ``outcome``; the permission line is ``permission``,
+  the delivery line ``delivery``; a secret question's default is one of
+  ``notices``.
 
 The players (:mod:`coordinator.cli._run_players`) add only what the facts
 cannot say: an answers file that does not fit the scenario (:meth:`Progress.problem`).
@@ -74,7 +80,7 @@ import orjson
 from coordinator._text import shown_line, shown_path, shown_reason, shown_text
 from coordinator.adapters import printable
 from coordinator.cli._check import to_null_device
-from coordinator.driver import CallOutcome, PermissionBy, Resolution
+from coordinator.driver import CallOutcome, DetachedMode, PermissionBy, PromptKind, Resolution
 from machines import (
     Answered,
     AskAssistant,
@@ -91,7 +97,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
-    from coordinator.driver import Permission, QuestionFacts, StepFacts
+    from coordinator.driver import Delivery, Permission, QuestionFacts, StepFacts
     from machines import Event, JsonValue, ToolCallRequest
 
 __all__ = ["CAUSE_LIMIT", "Output", "Progress", "failure_text"]
@@ -107,18 +113,36 @@ _CAUSE_HEAD = 100
 #: The outcomes that count as a failed tool call (the exit status says so).
 _FAILED_OUTCOMES = frozenset({CallOutcome.FAILED, CallOutcome.UNAVAILABLE})
 #: The resolutions of a question closed without an answer.
-_UNANSWERED = frozenset({Resolution.CANCELLED, Resolution.REFUSED, Resolution.FAILED})
+_UNANSWERED = frozenset(
+    {
+        Resolution.CANCELLED,
+        Resolution.REFUSED,
+        Resolution.FAILED,
+        Resolution.DENIED,
+        Resolution.WITHDRAWN,
+    }
+)
 
 _ANSWERED_BY = {
     Resolution.PERSON: "by the person",
+    Resolution.ANSWERS_FILE: "by the answers file",
     Resolution.MODEL: "by the model",
     Resolution.CONFIGURATION: "by configuration (a static answer)",
     Resolution.REMEMBERED: "from this turn's memory (an earlier Y or N)",
+    Resolution.DEFAULT: "with its default (nobody to ask: detached policy defaults)",
 }
 _WHY_UNANSWERED = {
     Resolution.CANCELLED: "",
     Resolution.FAILED: ": the model could not answer",
     Resolution.REFUSED: ": refused before anyone was asked",
+    Resolution.DENIED: ": nobody to ask, and the detached policy would not answer for them",
+    Resolution.WITHDRAWN: ": its tool call was stopped while it was open",
+}
+#: How the once-said policy line names each kind of prompt.
+_KIND_NAMES = {
+    PromptKind.RUN: "permission to run (run mode ask)",
+    PromptKind.DELIVER: "result delivery (result mode ask)",
+    PromptKind.TOOL: "questions for the person",
 }
 
 
@@ -216,6 +240,8 @@ class _Asked:
     #: Printed already, or shown by the person's prompt.
     shown: bool = False
     for_model: bool = False
+    #: Sent to the model by the detached policy, nobody being there to ask.
+    by_policy: bool = False
 
 
 class Progress:
@@ -254,6 +280,8 @@ class Progress:
         self._prompting: str | None = None
         self._held: list[tuple[str, list[str]]] = []
         self._last: str | None = None  # the call whose lines were printed last
+        #: The (kind, mode) pairs the detached policy's line was printed for.
+        self._policy_said: set[tuple[PromptKind, DetachedMode]] = set()
 
     @property
     def failed_calls(self) -> int:
@@ -315,7 +343,7 @@ class Progress:
     def step(self, facts: StepFacts) -> None:
         """Print what the step did (the coordinator's ``on_step``)."""
         call = facts.tool_call_id
-        lines: list[str] = []
+        lines: list[str] = self._policy(facts)
         if facts.permission is not None:
             lines += self._permission(call, facts.permission)
         question = facts.question
@@ -332,6 +360,8 @@ class Progress:
         if asked is not None and question is not None and question.resolution is not None:
             closed = self._open.pop(call)
             lines += self._resolved(asked, question, facts.records)
+        if facts.delivery is not None:
+            lines += self._delivery(call, facts.delivery)
         if facts.outcome is not None:
             lines += self._ended(call, facts, closed)
         prompt = any(isinstance(e, ShowQuestion | ShowPermissionPrompt) for e in facts.effects)
@@ -370,6 +400,7 @@ class Progress:
         """The ``?`` line, once it is known the person's prompt will not show it."""
         if any(isinstance(effect, AskAssistant) for effect in facts.effects):
             asked.for_model = True
+            asked.by_policy = facts.question is not None and facts.question.detached is not None
             return self._question_line(asked)
         to_prompt = any(isinstance(e, ShowQuestion | QueueQuestion) for e in facts.effects)
         if not to_prompt or not self.prompts_show_questions:
@@ -389,6 +420,8 @@ class Progress:
         notes = [asked.kind]
         if asked.for_model:
             notes.append("for the model")
+        if asked.by_policy:
+            notes.append("nobody to ask: detached policy auto")
         if asked.attempt:
             notes.append(asked.attempt)
         notes_shown = "; ".join(notes)
@@ -420,7 +453,7 @@ class Progress:
             if resolution is not Resolution.CANCELLED and question.failure:
                 lines.append(f"      cause: {_bounded(question.failure)}")
             return lines
-        self.answered_by[resolution.value] += 1
+        self.answered_by[resolution.value.replace("_", " ")] += 1
         answered = _first(records, Answered)
         if answered is None:  # redacted: no record holds a secret answer
             kind, shown = "redacted", "<secret>"
@@ -453,19 +486,50 @@ class Progress:
             return [f"  <- {label} {outcome.value}: {named} was not answered"]
         return [f"  <- {label} {outcome.value}", f"    cause: {_bounded(failure_text(content))}"]
 
+    def _policy(self, facts: StepFacts) -> list[str]:
+        """The line saying, once per kind of prompt and mode, that the detached policy decided."""
+        decided = []
+        if facts.permission is not None and facts.permission.detached is not None:
+            decided.append((PromptKind.RUN, facts.permission.detached))
+        if facts.delivery is not None and facts.delivery.detached is not None:
+            decided.append((PromptKind.DELIVER, facts.delivery.detached))
+        if facts.question is not None and facts.question.detached is not None:
+            decided.append((PromptKind.TOOL, facts.question.detached))
+        lines = []
+        for kind, mode in decided:
+            if (kind, mode) not in self._policy_said:
+                self._policy_said.add((kind, mode))
+                lines.append(
+                    f"  ! nobody can be asked here, so the detached policy decides "
+                    f"{_KIND_NAMES[kind]}: {mode.value} (docs/headless.md)"
+                )
+        return lines
+
+    def _delivery(self, call: str, delivery: Delivery) -> list[str]:
+        """The ``!`` line of a decision to deliver the call's result or withhold it."""
+        label = self._label(call)
+        said = "delivered" if delivery.delivered else "withheld"
+        if delivery.by is PermissionBy.DETACHED_POLICY and delivery.detached is not None:
+            return [f"  ! result of {label}: {said} (nobody to ask: {delivery.detached.value})"]
+        who = "the answers file" if delivery.by is PermissionBy.ANSWERS_FILE else "the person"
+        return [f"  ! result of {label}: {said} by {who}"]
+
     def _permission(self, call: str, permission: Permission) -> list[str]:
         """The ``!`` line of a decision to run the call or skip it (none for its run mode's)."""
         label = self._label(call)
-        if permission.by is PermissionBy.NO_TERMINAL:
-            nobody = 'run mode "ask", and nobody at a terminal to ask'
-            return [f"  ! {label}: {nobody}: it runs without asking (as JP does)"]
+        if permission.by is PermissionBy.DETACHED_POLICY and permission.detached is not None:
+            said = "it runs" if permission.run else "it is refused, and fails"
+            mode = permission.detached.value
+            return [f'  ! {label}: run mode "ask", and nobody to ask ({mode}): {said}']
         if permission.by is PermissionBy.REMEMBERED:
             said = "run" if permission.run else "skip"
             key = "Y" if permission.run else "N"
             return [f"  ! permission for {label}: {said}, from an earlier {key} in this turn"]
-        if permission.by is not PermissionBy.PERSON:
+        if permission.by not in (PermissionBy.PERSON, PermissionBy.ANSWERS_FILE):
             return []  # run mode unattended or skip: the outcome says a skip
         remembered = " (remembered for this turn)" if permission.remember else ""
+        if permission.by is PermissionBy.ANSWERS_FILE:
+            label += ", from the answers file"
         if permission.cancelled:
             said = "cancelled, so it is skipped"
         elif permission.run:

@@ -18,9 +18,11 @@ Exit statuses (``docs/cli.md`` lists them for users), the first that applies:
   cannot be written (a :class:`RunError`; nothing was written, or the error
   says what was);
 - :data:`EXIT_FAILED` (1): every turn completed, but a tool call failed (its
-  tool reported an error, could not run, or is not there) or a question
-  ended without an answer (cancelled, refused, or the model could not answer
-  it), or the answers file did not fit a prompt;
+  tool reported an error, could not run, or is not there; or nobody could be
+  asked and the detached policy refused its permission, its result or its
+  question) or a question ended without an answer (cancelled, refused,
+  denied, withdrawn, or the model could not answer it), or the answers file
+  did not fit a prompt;
 - :data:`EXIT_OK` (0): every turn completed, every tool call that ran
   succeeded and every question was answered. A call skipped, by its run
   mode or by the person (``n``, ``N``, ``r``, or an earlier ``N``), is not a
@@ -73,9 +75,11 @@ class RunError(CoordinatorError):
 class RunOptions:
     """What ``inquiry run`` was asked to do.
 
-    ``interactive``: ``None`` to prompt when stdin and stdout are terminals and
-    there is no answers file, ``True`` (``--tty``) to prompt whatever the
-    answers file says, ``False`` (``--no-tty``) never to prompt. ``backend``:
+    ``interactive``: ``None`` to prompt when a person can be asked (RFD 104:
+    ``/dev/tty`` opens, and no ``INQUIRY_NONINTERACTIVE``/``JP_NONINTERACTIVE``)
+    and there is no answers file, ``True`` (``--interactive``) to prompt
+    whatever the answers file says (and fail at once without a terminal),
+    ``False`` (``--no-interactive``) never to prompt. ``backend``:
     the command line's backend configuration (``backend_from_config`` keys),
     which replaces the scenario's. ``verbose`` (``--verbose``): show the
     internal ids of tool calls and inquiries in progress and prompts.

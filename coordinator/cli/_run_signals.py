@@ -11,7 +11,8 @@ between two steps of the coordinator, never inside one.
 
 The play loop (:mod:`coordinator.cli._run_play`) gives the stop its action:
 cancel the batch in hand. The coordinator then closes every open question
-(as cancelled by the user) and tool call (answered as interrupted), kills the
+(as withdrawn: nobody answered or cancelled it) and tool call (answered as
+interrupted), kills the
 tools' process groups, and saves; the loop plays no further turn and saves
 again. The run then exits with ``128 + N`` for signal ``N`` (SIGTERM 143,
 SIGHUP 129), as a shell reports a process that signal ended, and with 3 (a

@@ -12,8 +12,12 @@ through three protocols, each with a scripted stand-in for tests:
 - :class:`Prompter` asks the person (:class:`ScriptedPrompter`).
 - :class:`InquiryBackend` asks the model (:class:`ScriptedInquiryBackend`).
 
-Configuration (:class:`ToolsConfig`) says how each tool may run and where
-each question goes; it can never change a recorded source. Observers get
+Configuration (:class:`ToolsConfig`) says how each tool may run, whether its
+result needs a person's confirmation, where each question goes, and what
+happens to a prompt nobody can answer (the detached policy of RFD 049,
+``deny`` unless configured); it can never change a recorded source. Each
+response records the route that decided it in its entry's ``metadata``
+(``coordinator._recorded_routes`` reads it back). Observers get
 each machine step as typed :class:`StepFacts` (the rows that fired, the
 states after, how a call ended or a question was resolved). What a tool
 echoes of a secret is masked (``_masking``). See ``docs/driver.md``.
@@ -45,6 +49,7 @@ from coordinator.driver._backend import (
     latest_response_start,
 )
 from coordinator.driver._config import (
+    DetachedConfig,
     QuestionConfig,
     ToolConfig,
     ToolsConfig,
@@ -65,6 +70,7 @@ from coordinator.driver._executors import (
     reveal_answers,
 )
 from coordinator.driver._observing import (
+    Delivery,
     FiredRow,
     Permission,
     QuestionFacts,
@@ -73,11 +79,14 @@ from coordinator.driver._observing import (
     StepFacts,
 )
 from coordinator.driver._prompting import (
+    DeliveryAnswer,
+    DeliveryPrompter,
     Deny,
     PermissionAnswer,
     Permit,
     PromptCancelled,
     Prompter,
+    PromptUnanswered,
     QuestionAnswer,
     ScriptedPrompter,
     ScriptExhaustedError,
@@ -101,7 +110,16 @@ from coordinator.driver._toml_fields import (
 from coordinator.driver._tool_coordinator import ToolCoordinator
 
 # What a row means is a column of the machines' tables; the driver's observers read them here.
-from machines import CallOutcome, PermissionBy, Resolution
+from machines import (
+    CallOutcome,
+    DeliveryRuling,
+    DetachedMode,
+    DetachedPolicy,
+    PermissionBy,
+    PromptKind,
+    Resolution,
+    ResultMode,
+)
 
 __all__ = [
     "Ask",
@@ -111,7 +129,14 @@ __all__ = [
     "BuiltinTool",
     "CallOutcome",
     "Completed",
+    "Delivery",
+    "DeliveryAnswer",
+    "DeliveryPrompter",
+    "DeliveryRuling",
     "Deny",
+    "DetachedConfig",
+    "DetachedMode",
+    "DetachedPolicy",
     "Executor",
     "ExecutorResult",
     "Failure",
@@ -125,12 +150,15 @@ __all__ = [
     "PermissionBy",
     "Permit",
     "PromptCancelled",
+    "PromptKind",
+    "PromptUnanswered",
     "Prompter",
     "QuestionAnswer",
     "QuestionConfig",
     "QuestionFacts",
     "RecordedEntry",
     "Resolution",
+    "ResultMode",
     "ScriptExhaustedError",
     "ScriptedInquiryBackend",
     "ScriptedPrompter",

@@ -1,18 +1,36 @@
 """Tool and question configuration.
 
-Per tool: how it may run (``run = "ask" | "unattended" | "skip"``), and per
-question who answers it (``target = "user" | "assistant"``) and an optional
-static ``answer``. In TOML::
+Per tool: how it may run (``run = "ask" | "unattended" | "skip"``), whether
+its result reaches the model as it is or once a person confirms it
+(``result = "unattended" | "ask"``), what happens to a prompt when nobody
+can be asked (``detached``, RFD 049), and per question who answers it
+(``target = "user" | "assistant"``), an optional static ``answer``, and
+whether only a person may answer it (``exclusive``, overriding the tool's
+own mark, both ways). In TOML::
 
     [defaults]
     run = "ask"
+    detached = "deny"                # or a table: run, deliver, tool
 
     [tools.fs_modify_file]
     run = "ask"
+    result = "ask"
+
+    [tools.fs_modify_file.detached]
+    run = "auto"
+    tool = "defaults"
 
     [tools.fs_modify_file.questions.apply_changes]
     target = "user"
     answer = true
+    exclusive = true
+
+The detached policy is resolved per prompt kind in RFD 049's order, first
+match wins: ``tools.<name>.detached.<kind>``, ``tools.<name>.detached``
+(the scalar), ``defaults.detached.<kind>``, ``defaults.detached``, and
+``deny``. (A level is a scalar or a table, never both, so the tool's level
+is looked at before the defaults'.) ``park`` is refused, saying it is not
+available yet (``docs/headless.md``).
 
 Configuration decides *who answers*, never *who asked*: the recorded source of
 a question is fixed in code where a tool's result crosses the executor
@@ -35,6 +53,7 @@ import attrs
 
 from coordinator._errors import ConfigError
 from coordinator.driver._toml_fields import (
+    boolean,
     check_keys,
     choice,
     json_value,
@@ -44,8 +63,12 @@ from coordinator.driver._toml_fields import (
 )
 from machines import (
     CachedAnswer,
+    DetachedMode,
+    DetachedPolicy,
     InquiryFacts,
+    PromptKind,
     Question,
+    ResultMode,
     RunMode,
     StaticAnswer,
     Target,
@@ -54,6 +77,7 @@ from machines import (
 from machines.validators import mapping_of, of_type, optional_of_type
 
 __all__ = [
+    "DetachedConfig",
     "QuestionConfig",
     "ToolConfig",
     "ToolsConfig",
@@ -79,6 +103,74 @@ class QuestionConfig:
     answer: StaticAnswer | None = attrs.field(
         default=None, validator=optional_of_type(StaticAnswer)
     )
+    #: Only a person may answer it (``True``), or the model may after all
+    #: (``False``), whatever the tool said; ``None`` keeps the tool's mark.
+    exclusive: bool | None = attrs.field(default=None, validator=optional_of_type(bool))
+
+
+@attrs.frozen(kw_only=True)
+class DetachedConfig:
+    """One level's ``detached`` setting: a mode per prompt kind, or ``None`` where it says none.
+
+    ``detached = "auto"`` sets all three; the table form sets those it names.
+    """
+
+    run: DetachedMode | None = attrs.field(default=None, validator=optional_of_type(DetachedMode))
+    deliver: DetachedMode | None = attrs.field(
+        default=None, validator=optional_of_type(DetachedMode)
+    )
+    tool: DetachedMode | None = attrs.field(default=None, validator=optional_of_type(DetachedMode))
+
+    def mode(self, kind: PromptKind) -> DetachedMode | None:
+        """The mode this level sets for ``kind``, if it sets one."""
+        if kind is PromptKind.RUN:
+            return self.run
+        if kind is PromptKind.DELIVER:
+            return self.deliver
+        return self.tool
+
+
+#: A level that sets nothing.
+_NO_DETACHED = DetachedConfig()
+
+
+def _policy(*levels: DetachedConfig) -> DetachedPolicy:
+    """Each kind's mode from the first of ``levels`` that sets it, else ``deny`` (RFD 049)."""
+
+    def resolved(kind: PromptKind) -> DetachedMode:
+        for level in levels:
+            mode = level.mode(kind)
+            if mode is not None:
+                return mode
+        return DetachedMode.DENY
+
+    return DetachedPolicy(
+        run=resolved(PromptKind.RUN),
+        deliver=resolved(PromptKind.DELIVER),
+        tool=resolved(PromptKind.TOOL),
+    )
+
+
+# attrs makes these before it runs the validators: a field of the wrong type
+# (configuration built in Python) is left to them, to refuse with their words.
+
+
+def _resolved_policies(config: ToolsConfig) -> Mapping[str, DetachedPolicy]:
+    defaults = _default_level(config)
+    return {
+        name: _policy(tool.detached, defaults)
+        for name, tool in config.tools.items()
+        if isinstance(tool, ToolConfig) and isinstance(tool.detached, DetachedConfig)
+    }
+
+
+def _default_policy(config: ToolsConfig) -> DetachedPolicy:
+    return _policy(_default_level(config))
+
+
+def _default_level(config: ToolsConfig) -> DetachedConfig:
+    defaults = config.default_detached
+    return defaults if isinstance(defaults, DetachedConfig) else _NO_DETACHED
 
 
 #: A question nothing configures (one value, shared: every question asked looks it up).
@@ -90,6 +182,8 @@ class ToolConfig:
     """How a tool may run, and its questions' configuration."""
 
     run: RunMode | None = attrs.field(default=None, validator=optional_of_type(RunMode))
+    result: ResultMode | None = attrs.field(default=None, validator=optional_of_type(ResultMode))
+    detached: DetachedConfig = attrs.field(default=_NO_DETACHED, validator=of_type(DetachedConfig))
     questions: Mapping[str, QuestionConfig] = attrs.field(
         factory=dict, validator=mapping_of(QuestionConfig)
     )
@@ -97,10 +191,28 @@ class ToolConfig:
 
 @attrs.frozen(kw_only=True)
 class ToolsConfig:
-    """Every tool's configuration, and the run mode of tools not listed."""
+    """Every tool's configuration, and the defaults of tools that leave a setting out."""
 
     tools: Mapping[str, ToolConfig] = attrs.field(factory=dict, validator=mapping_of(ToolConfig))
     default_run: RunMode = attrs.field(default=RunMode.ASK, validator=of_type(RunMode))
+    default_result: ResultMode = attrs.field(
+        default=ResultMode.UNATTENDED, validator=of_type(ResultMode)
+    )
+    default_detached: DetachedConfig = attrs.field(
+        default=_NO_DETACHED, validator=of_type(DetachedConfig)
+    )
+    # Resolved once, as the configuration is made (it is frozen): each listed
+    # tool's policy, and the one every other tool has. Every call and every
+    # question asks for its tool's, which would otherwise be resolved anew.
+    _policies: Mapping[str, DetachedPolicy] = attrs.field(
+        init=False,
+        repr=False,
+        eq=False,
+        default=attrs.Factory(_resolved_policies, takes_self=True),
+    )
+    _default_policy: DetachedPolicy = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_default_policy, takes_self=True)
+    )
 
     def run_mode(self, tool_name: str) -> RunMode:
         """How ``tool_name`` may run."""
@@ -108,6 +220,24 @@ class ToolsConfig:
         if tool is not None and tool.run is not None:
             return tool.run
         return self.default_run
+
+    def result_mode(self, tool_name: str) -> ResultMode:
+        """Whether ``tool_name``'s result reaches the model as it is, or once a person confirms."""
+        tool = self.tools.get(tool_name)
+        if tool is not None and tool.result is not None:
+            return tool.result
+        return self.default_result
+
+    def detached(self, tool_name: str) -> DetachedPolicy:
+        """``tool_name``'s detached policy, each kind resolved in RFD 049's order."""
+        return self._policies.get(tool_name, self._default_policy)
+
+    def asked(self, tool_name: str, question: Question) -> Question:
+        """``question`` as asked here: its ``exclusive`` mark as configuration overrides it."""
+        exclusive = self.question(tool_name, question.id).exclusive
+        if exclusive is None or exclusive == question.exclusive:
+            return question
+        return attrs.evolve(question, exclusive=exclusive)
 
     def question(self, tool_name: str, question_id: str) -> QuestionConfig:
         """The configuration of one question (defaults when none is given)."""
@@ -127,6 +257,7 @@ class ToolsConfig:
             target=config.target,
             static_answer=config.answer,
             cached_answer=cached,
+            detached=self.detached(tool_name).tool,
         )
 
 
@@ -145,35 +276,72 @@ def _check_keys(data: Mapping[str, Any], allowed: set[str], origin: str, key: st
     check_keys(data, origin, key, allowed=allowed)
 
 
-def _enum(kind: type[RunMode | Target], value: object, origin: str, key: str) -> Any:
+def _enum(kind: type[RunMode | ResultMode | Target], value: object, origin: str, key: str) -> Any:
     return kind(choice(value, origin, key, [member.value for member in kind]))
+
+
+#: The mode issue 41's second part adds (a prompt parked for later): named, and refused.
+_NOT_YET = "park"
+
+
+def _mode(value: object, origin: str, key: str) -> DetachedMode:
+    if value == _NOT_YET:
+        raise ConfigError(
+            origin,
+            key,
+            "'park' (keep the prompt for someone to answer later) is not available in this "
+            "version; use 'auto', 'defaults' or 'deny' (see docs/headless.md)",
+        )
+    return DetachedMode(choice(value, origin, key, [mode.value for mode in DetachedMode]))
+
+
+def _detached(value: object, origin: str, key: str) -> DetachedConfig:
+    """``detached``: one mode for every kind, or a table of modes by kind (scalar-or-struct)."""
+    if not isinstance(value, Mapping):
+        mode = _mode(value, origin, key)
+        return DetachedConfig(run=mode, deliver=mode, tool=mode)
+    kinds = [kind.value for kind in PromptKind]
+    check_keys(value, origin, key, allowed=kinds)
+    modes = {name: _mode(value[name], origin, f"{key}.{name}") for name in kinds if name in value}
+    return DetachedConfig(**modes)
 
 
 def _question(value: object, origin: str, key: str) -> QuestionConfig:
     data = table(value, origin, key)
-    _check_keys(data, {"target", "answer"}, origin, key)
+    _check_keys(data, {"target", "answer", "exclusive"}, origin, key)
     target = Target.USER
     if "target" in data:
         target = _enum(Target, data["target"], origin, f"{key}.target")
     answer = None
     if "answer" in data:
         answer = StaticAnswer(json_value(data["answer"], origin, f"{key}.answer"))
+    exclusive = None
+    if "exclusive" in data:
+        exclusive = boolean(data["exclusive"], origin, f"{key}.exclusive")
     # Whether the answer fits is the question's business, known only when it
     # is asked: a misfit is recorded as invalid_static_answer then.
-    return QuestionConfig(target=target, answer=answer)
+    return QuestionConfig(target=target, answer=answer, exclusive=exclusive)
 
 
 def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
     data = table(value, origin, key)
-    _check_keys(data, {"run", "questions", *extra}, origin, key)
+    _check_keys(data, {"run", "result", "detached", "questions", *extra}, origin, key)
     run = _enum(RunMode, data["run"], origin, f"{key}.run") if "run" in data else None
+    result = (
+        _enum(ResultMode, data["result"], origin, f"{key}.result") if "result" in data else None
+    )
+    detached = (
+        _detached(data["detached"], origin, f"{key}.detached") if "detached" in data else None
+    )
     questions = {
         name: _question(
             config, origin, name_key(origin, f"{key}.questions", name, what="a question id")
         )
         for name, config in table(data.get("questions", {}), origin, f"{key}.questions").items()
     }
-    return ToolConfig(run=run, questions=questions)
+    return ToolConfig(
+        run=run, result=result, detached=detached or _NO_DETACHED, questions=questions
+    )
 
 
 def parse_tools_config(
@@ -190,15 +358,26 @@ def parse_tools_config(
     _check_keys(data, {"defaults", "tools"}, origin, "")
     extra = set(tool_keys)
     defaults = table(data.get("defaults", {}), origin, "defaults")
-    _check_keys(defaults, {"run"}, origin, "defaults")
+    _check_keys(defaults, {"run", "result", "detached"}, origin, "defaults")
     default_run = RunMode.ASK
     if "run" in defaults:
         default_run = _enum(RunMode, defaults["run"], origin, "defaults.run")
+    default_result = ResultMode.UNATTENDED
+    if "result" in defaults:
+        default_result = _enum(ResultMode, defaults["result"], origin, "defaults.result")
+    default_detached = _NO_DETACHED
+    if "detached" in defaults:
+        default_detached = _detached(defaults["detached"], origin, "defaults.detached")
     tools = {
         name: _tool(config, origin, name_key(origin, "tools", name, what="a tool name"), extra)
         for name, config in table(data.get("tools", {}), origin, "tools").items()
     }
-    return ToolsConfig(tools=tools, default_run=default_run)
+    return ToolsConfig(
+        tools=tools,
+        default_run=default_run,
+        default_result=default_result,
+        default_detached=default_detached,
+    )
 
 
 def load_tools_config(path: Path | str) -> ToolsConfig:

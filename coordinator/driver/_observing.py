@@ -15,8 +15,12 @@ meaning columns (``machines/_meanings.py``):
   the step that ended it);
 - :class:`Resolution`: how a question was decided (a row's ``resolution``,
   on the step that closed it);
-- :class:`Permission`: who let a tool run or skipped it (a row's
-  ``permission``), and, for the person, what they said with it;
+- :class:`Permission`: who let a tool run, skipped it or refused it (a
+  row's ``permission``), and, for the person, what they said with it;
+- :class:`Delivery`: who let a finished call's result reach the model or
+  withheld it (a row's ``delivery``);
+- the detached policy's mode wherever nobody could be asked and it decided
+  (a row's ``detached``: on the permission, the delivery, or the question);
 - :class:`QuestionFacts`: which question the step concerned, and its
   attempt and number against the tool call's limits;
 - :class:`SecretDefaultNotice`: a secret question came with a default.
@@ -44,6 +48,7 @@ from coordinator.stream import EventEntry
 from machines import (
     INQUIRY_MACHINE,
     CallOutcome,
+    DetachedMode,
     Effect,
     InquiryState,
     JsonValue,
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOTHING_TOLD",
+    "Delivery",
     "FiredRow",
     "Permission",
     "QuestionFacts",
@@ -77,7 +83,8 @@ class Permission:
     ``remember``: the person's ``Y`` or ``N``, remembered for the rest of the
     turn. ``cancelled``: the person cancelled the prompt, which skips the
     call. ``reason`` (``r``) and ``arguments`` (``e``, edited) are the
-    person's, as given.
+    person's (or the answers file's), as given. ``detached``: the detached
+    policy's mode, when nobody could be asked and it decided.
     """
 
     run: bool
@@ -86,6 +93,19 @@ class Permission:
     cancelled: bool = False
     reason: str | None = None
     arguments: Mapping[str, JsonValue] | None = None
+    detached: DetachedMode | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Delivery:
+    """A decision to deliver a finished call's result to the model, or to withhold it.
+
+    ``detached``: the detached policy's mode, when nobody could be asked.
+    """
+
+    delivered: bool
+    by: PermissionBy
+    detached: DetachedMode | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -119,7 +139,9 @@ class QuestionFacts:
     questions it has asked in all (``max_questions``). ``remembered``: the
     person's answer, closed in this step, is remembered for the turn.
     ``failure`` is what the tool call is told when the question was not
-    answered (``None`` otherwise).
+    answered (``None`` otherwise). ``detached`` is the detached policy's
+    mode when, nobody to ask, it decided in this step (to put the question
+    to the model, take its default, or refuse it).
     """
 
     inquiry_id: str | None
@@ -132,6 +154,7 @@ class QuestionFacts:
     resolution: Resolution | None = None
     remembered: bool = False
     failure: str | None = None
+    detached: DetachedMode | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -163,7 +186,8 @@ class StepFacts:
     inquiry's); ``entries`` what the step appended, in order.
     ``call_state`` is the tool call's state after the step; ``question``,
     the question it concerned, if any. ``outcome`` is set on the step that
-    ended the call, ``permission`` on the one that decided whether it runs.
+    ended the call, ``permission`` on the one that decided whether it runs,
+    ``delivery`` on the one that decided whether its result is delivered.
     """
 
     tool_call_id: str
@@ -176,6 +200,7 @@ class StepFacts:
     question: QuestionFacts | None = None
     outcome: CallOutcome | None = None
     permission: Permission | None = None
+    delivery: Delivery | None = None
     notices: tuple[SecretDefaultNotice, ...] = ()
 
     @property
@@ -219,10 +244,10 @@ def fired_row(fired: Fired) -> FiredRow:
     )
 
 
-def _permission(ruling: PermissionRuling, told: Told) -> Permission:
-    """A row's permission column; the person's completed with what they said."""
-    if ruling.by is not PermissionBy.PERSON:
-        return Permission(run=ruling.run, by=ruling.by)
+def _permission(ruling: PermissionRuling, detached: DetachedMode | None, told: Told) -> Permission:
+    """A row's permission column; the person's (or file's) completed with what they said."""
+    if ruling.by not in (PermissionBy.PERSON, PermissionBy.ANSWERS_FILE):
+        return Permission(run=ruling.run, by=ruling.by, detached=detached)
     return Permission(
         run=ruling.run,
         by=ruling.by,
@@ -247,7 +272,9 @@ def step_facts(
     recorded: list[RecordedEntry] = []
     outcome: CallOutcome | None = None
     decided: Permission | None = None
+    delivered: Delivery | None = None
     closed: Resolution | None = None
+    policy: DetachedMode | None = None
     for each in step.fired:
         row = fired_row(each)
         fired.append(row)
@@ -258,7 +285,14 @@ def step_facts(
         if each.row.resolution is not None:
             closed = each.row.resolution
         if each.row.permission is not None:
-            decided = _permission(each.row.permission, told)
+            decided = _permission(each.row.permission, each.row.detached, told)
+        if each.row.delivery is not None:
+            ruling = each.row.delivery
+            delivered = Delivery(
+                delivered=ruling.delivered, by=ruling.by, detached=each.row.detached
+            )
+        if each.machine == INQUIRY_MACHINE.name and each.row.detached is not None:
+            policy = each.row.detached
     inquiry = call.inquiries[-1] if call.inquiries else None
     question = None
     if inquiry is not None and any(row.machine == INQUIRY_MACHINE.name for row in fired):
@@ -275,6 +309,7 @@ def step_facts(
             # The person's answer, closed in this step, kept for the turn.
             remembered=closed is not None and inquiry.remembered,
             failure=inquiry.failure,
+            detached=policy,
         )
     return StepFacts(
         tool_call_id=call.id,
@@ -286,5 +321,6 @@ def step_facts(
         question=question,
         outcome=outcome,
         permission=decided,
+        delivery=delivered,
         notices=told.notices,
     )

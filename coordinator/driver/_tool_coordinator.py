@@ -8,9 +8,15 @@ the effects their steps return:
 
 - tools run in parallel (one asyncio task per run of a tool);
 - questions for the model go to the inquiry backend concurrently;
-- prompts for the person at the terminal show one at a time, in the order
+- prompts for the person at the terminal (permission to run, a question,
+  whether a result may reach the model) show one at a time, in the order
   they were queued; when its turn comes a queued prompt is checked against
-  what the turn remembered meanwhile, and may need no prompt at all.
+  what the turn remembered meanwhile, and may need no prompt at all. A
+  prompt nobody can answer (no terminal, or a prompter standing in for the
+  person with no reply) is decided by the tool's detached policy (RFD 049),
+  in the machines;
+- every response is appended with the route that decided it in its
+  ``metadata`` (:mod:`coordinator.driver._routes`).
 
 Rules:
 
@@ -29,10 +35,12 @@ Rules:
 3. Whatever happens — an explicit :meth:`ToolCoordinator.cancel`, the run's
    task being cancelled (once or again while it stops), an executor or
    prompter crashing or returning what it must not, the ``on_step``
-   callback raising — every open question is closed (``Cancelled(user)``;
-   one recorded before a restart and not yet asked again, ``interrupted``)
-   and every tool call gets its response before :meth:`ToolCoordinator.run`
-   (or :meth:`ToolCoordinator.continue_turn`) returns or raises.
+   callback raising — every open question is closed (``Cancelled(withdrawn)``:
+   nobody answered or cancelled it, its call was settled; one recorded
+   before a restart and not yet asked again, ``interrupted``) and every tool
+   call gets its response before :meth:`ToolCoordinator.run` (or
+   :meth:`ToolCoordinator.continue_turn`) returns or raises; a request to
+   the model still running is cancelled.
 4. A secret answer is revealed only inside the executor. Should a tool echo
    one back (in its output, an error, or a question's text, context,
    options or default), it is masked before anything is recorded
@@ -65,7 +73,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, assert_never, cast
 
 import attrs
 
@@ -90,7 +98,16 @@ from coordinator.driver._observing import (
     Told,
     step_facts,
 )
-from coordinator.driver._prompting import Deny, PermissionAnswer, PromptCancelled, QuestionAnswer
+from coordinator.driver._prompting import (
+    DeliveryAnswer,
+    DeliveryPrompter,
+    Deny,
+    PermissionAnswer,
+    PromptCancelled,
+    PromptUnanswered,
+    QuestionAnswer,
+)
+from coordinator.driver._routes import CallRoutes
 from coordinator.store import save_conversation
 from coordinator.stream import EventEntry, IncompleteTurn
 from machines import (
@@ -105,11 +122,13 @@ from machines import (
     InvalidAnswerError,
     JsonValue,
     Question,
+    QueueDeliveryPrompt,
     QueuePermissionPrompt,
     QueueQuestion,
     RecordedCall,
     RunTool,
     SecretValue,
+    ShowDeliveryPrompt,
     ShowPermissionPrompt,
     ShowQuestion,
     Step,
@@ -122,7 +141,7 @@ from machines import (
 from machines.validators import is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
     from coordinator.driver._backend import InquiryBackend
     from coordinator.driver._executors import Executor
@@ -191,6 +210,12 @@ class _QuestionDone:
 
 
 @attrs.frozen
+class _DeliveryDone:
+    index: int
+    answer: DeliveryAnswer | BaseException
+
+
+@attrs.frozen
 class _BackendDone:
     index: int
     inquiry_id: str
@@ -226,7 +251,13 @@ class _Crashed:
     error: BaseException
 
 
-_Event: TypeAlias = _ToolDone | _PermissionDone | _QuestionDone | _BackendDone | _Cancel | _Crashed
+_Event: TypeAlias = (
+    _ToolDone | _PermissionDone | _QuestionDone | _DeliveryDone | _BackendDone | _Cancel | _Crashed
+)
+#: A prompt waiting for the terminal.
+_Queued: TypeAlias = QueuePermissionPrompt | QueueQuestion | QueueDeliveryPrompt
+#: What a prompter answers.
+_Said = TypeVar("_Said", PermissionAnswer, QuestionAnswer, DeliveryAnswer)
 
 
 class _Batch:
@@ -237,7 +268,9 @@ class _Batch:
         self.responses: list[ToolCallResponse | None] = [None] * size
         self.events: asyncio.Queue[_Event] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
-        self.waiting: deque[tuple[int, QueuePermissionPrompt | QueueQuestion]] = deque()
+        self.waiting: deque[tuple[int, _Queued]] = deque()
+        #: Per call: who decided what so far, for the routes its responses record.
+        self.routes: list[CallRoutes] = []
         self.terminal_holder: int | None = None
         self.pumping = False
         #: The first exception ``on_step`` raised; the callback is not called again.
@@ -484,6 +517,8 @@ class ToolCoordinator:
                 available=name in self.tools,
                 max_attempts=self.max_attempts,
                 max_questions=self.max_questions,
+                detached=self.config.detached(name),
+                result_mode=self.config.result_mode(name),
             )
         else:
             call, step = ToolCall.resume(
@@ -495,8 +530,11 @@ class ToolCoordinator:
                 available=name in self.tools,
                 max_attempts=self.max_attempts,
                 max_questions=self.max_questions,
+                detached=self.config.detached(name),
+                result_mode=self.config.result_mode(name),
             )
         batch.calls.append(call)
+        batch.routes.append(CallRoutes())
         self._apply(batch, index, step)
         _raise_observer_error(batch)
 
@@ -569,13 +607,16 @@ class ToolCoordinator:
 
     def _apply(self, batch: _Batch, index: int, step: Step, told: Told = NOTHING_TOLD) -> None:
         stream = self.conversation.stream
+        call = batch.calls[index]
+        routes = batch.routes[index]
         # The machine has moved on: every record of the step goes in before
         # anyone is told of one, and a failing callback stops the batch only
         # after the step is carried out whole (see _raise_observer_error).
-        entries = [stream.append(record) for record in step.records]
+        # Each goes in with the route the row that emitted it says (_routes).
+        entries = routes.append(stream, step, call)
         if self.on_step is not None and batch.observer_error is None:
             try:
-                self.on_step(step_facts(batch.calls[index], step, entries, told))
+                self.on_step(step_facts(call, step, entries, told))
             except Exception as error:  # noqa: BLE001 - raised by run once the step is whole
                 batch.observer_error = error
         for effect in step.effects:
@@ -591,7 +632,7 @@ class ToolCoordinator:
                     self._masks.add(secrets)
                 work = self._execute(batch, index, unmasked_answers(effect, self._originals))
                 self._spawn(batch, work)
-            case QueuePermissionPrompt() | QueueQuestion():
+            case QueuePermissionPrompt() | QueueQuestion() | QueueDeliveryPrompt():
                 batch.save_due = True
                 batch.waiting.append((index, effect))
                 self._pump(batch)
@@ -603,6 +644,10 @@ class ToolCoordinator:
                 batch.save_due = True
                 batch.terminal_holder = index
                 self._spawn(batch, self._ask_question(batch, index, effect))
+            case ShowDeliveryPrompt():
+                batch.save_due = True
+                batch.terminal_holder = index
+                self._spawn(batch, self._ask_delivery(batch, index, effect))
             case AskAssistant():
                 batch.save_due = True
                 self._spawn(batch, self._ask_backend(batch, index, effect))
@@ -626,6 +671,10 @@ class ToolCoordinator:
                         continue
                     remembered = self._turn.remembered_permission(call.name)
                     step = call.terminal_ready(remembered_permission=remembered)
+                elif isinstance(queued, QueueDeliveryPrompt):
+                    if call.state is not ToolCallState.AWAITING_DELIVERY:
+                        continue
+                    step = call.terminal_ready()
                 else:
                     if call.inquiry is None or call.inquiry.id != queued.inquiry_id:
                         continue
@@ -664,28 +713,16 @@ class ToolCoordinator:
     async def _ask_permission(
         self, batch: _Batch, index: int, prompt: ShowPermissionPrompt
     ) -> None:
-        answer: PermissionAnswer | BaseException
-        try:
-            answer = await self._prompter().ask_permission(prompt)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            answer = error  # the prompter's own: the person could not answer
-        except Exception as error:  # noqa: BLE001 - the person could not answer
-            answer = error
+        answer = await _person_says(lambda: self._prompter().ask_permission(prompt))
         batch.events.put_nowait(_PermissionDone(index, answer))
 
     async def _ask_question(self, batch: _Batch, index: int, prompt: ShowQuestion) -> None:
-        answer: QuestionAnswer | BaseException
-        try:
-            answer = await self._prompter().ask_question(prompt)
-        except asyncio.CancelledError as error:
-            if _stopping():
-                raise
-            answer = error  # the prompter's own: the person could not answer
-        except Exception as error:  # noqa: BLE001 - the person could not answer
-            answer = error
+        answer = await _person_says(lambda: self._prompter().ask_question(prompt))
         batch.events.put_nowait(_QuestionDone(index, prompt.inquiry_id, answer))
+
+    async def _ask_delivery(self, batch: _Batch, index: int, prompt: ShowDeliveryPrompt) -> None:
+        answer = await _person_says(lambda: self._delivery_prompter().ask_delivery(prompt))
+        batch.events.put_nowait(_DeliveryDone(index, answer))
 
     async def _ask_backend(self, batch: _Batch, index: int, ask: AskAssistant) -> None:
         if self.backend is None:
@@ -722,6 +759,13 @@ class ToolCoordinator:
             raise RuntimeError("no prompter")
         return self.prompter
 
+    def _delivery_prompter(self) -> DeliveryPrompter:
+        prompter = self._prompter()
+        if not isinstance(prompter, DeliveryPrompter):
+            # A prompter written before result delivery: it fails this prompt, logged.
+            raise TypeError("the prompter cannot ask whether a result may reach the model")
+        return prompter
+
     # ------------------------------------------------------------ events
 
     def _handle(self, batch: _Batch, event: _Event) -> None:
@@ -735,18 +779,26 @@ class ToolCoordinator:
             return  # a late result for a call an interrupt already answered
         if isinstance(event, _ToolDone):
             self._tool_done(batch, event.index, call, event.result)
-        elif isinstance(event, _PermissionDone):
-            batch.terminal_holder = None
+        elif isinstance(event, _BackendDone):
+            if call.inquiry is not None and call.inquiry.id == event.inquiry_id:
+                self._apply(batch, event.index, self._backend_done(call, event))
+        else:
+            self._prompt_done(batch, call, event)
+
+    def _prompt_done(
+        self, batch: _Batch, call: ToolCall, event: _PermissionDone | _QuestionDone | _DeliveryDone
+    ) -> None:
+        """The prompt on screen was answered: the terminal is free for the next one."""
+        batch.terminal_holder = None
+        if isinstance(event, _PermissionDone):
             if call.state is ToolCallState.ASKING_PERMISSION:
                 self._apply(batch, event.index, *self._permission_done(call, event.answer))
-            self._pump(batch)
         elif isinstance(event, _QuestionDone):
-            batch.terminal_holder = None
             if call.inquiry is not None and call.inquiry.id == event.inquiry_id:
                 self._apply(batch, event.index, *self._question_done(call, event))
-            self._pump(batch)
-        elif call.inquiry is not None and call.inquiry.id == event.inquiry_id:
-            self._apply(batch, event.index, self._backend_done(call, event))
+        elif call.state is ToolCallState.CONFIRMING_DELIVERY:
+            self._apply(batch, event.index, self._delivery_done(call, event.answer))
+        self._pump(batch)
 
     def _tool_done(self, batch: _Batch, index: int, call: ToolCall, result: object) -> None:
         """Feed ``call`` what its tool did (``object``: an executor is the embedder's code)."""
@@ -790,7 +842,9 @@ class ToolCoordinator:
             return self._tool_failed(call, str(error))
         if masked.originals:
             self._originals[call.id, result.question.id] = masked.originals
-        question, told = self._secret_default(call, masked.question)
+        # Configuration has the last word on whether only a person may answer (RFD 049).
+        asked = self.config.asked(call.name, masked.question)
+        question, told = self._secret_default(call, asked)
         return _Asked(question, result.source, result.accumulated_answers, told)
 
     def _secret_default(self, call: ToolCall, question: Question) -> tuple[Question, Told]:
@@ -822,6 +876,8 @@ class ToolCoordinator:
     def _permission_done(
         self, call: ToolCall, answer: PermissionAnswer | BaseException
     ) -> tuple[Step, Told]:
+        if isinstance(answer, PromptUnanswered):
+            return call.unanswered(), NOTHING_TOLD  # nobody to answer: the detached policy
         if isinstance(answer, BaseException):
             if not isinstance(answer, PromptCancelled):
                 # The prompter's error may quote anything it saw, a secret included.
@@ -836,22 +892,48 @@ class ToolCoordinator:
             arguments=None if isinstance(answer, Deny) else answer.arguments,
         )
         if isinstance(answer, Deny):
-            return call.deny(remember=answer.remember, reason=answer.reason), told
-        return call.permit(remember=answer.remember, arguments=answer.arguments), told
+            step = call.deny(
+                remember=answer.remember, reason=answer.reason, from_file=answer.from_file
+            )
+            return step, told
+        step = call.permit(
+            remember=answer.remember, arguments=answer.arguments, from_file=answer.from_file
+        )
+        return step, told
 
     def _question_done(self, call: ToolCall, event: _QuestionDone) -> tuple[Step, Told]:
         answer = event.answer
+        if isinstance(answer, PromptUnanswered):
+            return call.unanswered_input(event.inquiry_id), NOTHING_TOLD
         if isinstance(answer, BaseException):
             if not isinstance(answer, PromptCancelled):
                 # RFD 082: a prompter failure cannot be told from a cancellation.
                 _LOG.warning("prompt for %s failed: %s", call.name, self._masks.mask(str(answer)))
             return call.cancel_input(event.inquiry_id), NOTHING_TOLD
         try:
-            step = call.answer(event.inquiry_id, answer.value, remember=answer.remember)
+            step = call.answer(
+                event.inquiry_id,
+                answer.value,
+                remember=answer.remember,
+                from_file=answer.from_file,
+            )
         except InvalidAnswerError as error:
             _LOG.warning("the prompter's answer was refused: %s", error)
             return call.cancel_input(event.inquiry_id), NOTHING_TOLD
         return step, Told(remember=answer.remember)
+
+    def _delivery_done(self, call: ToolCall, answer: DeliveryAnswer | BaseException) -> Step:
+        if isinstance(answer, PromptUnanswered):
+            return call.unanswered()
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, PromptCancelled):
+                _LOG.warning(
+                    "delivery prompt for %s failed: %s", call.name, self._masks.mask(str(answer))
+                )
+            return call.cancel_delivery()
+        if answer.deliver:
+            return call.deliver(from_file=answer.from_file)
+        return call.withhold(from_file=answer.from_file)
 
     def _backend_done(self, call: ToolCall, event: _BackendDone) -> Step:
         value = event.value
@@ -905,6 +987,22 @@ class ToolCoordinator:
             self._save()
         except Exception:  # noqa: BLE001 - the original error is what propagates
             _LOG.exception("could not save the conversation while closing the batch")
+
+
+async def _person_says(ask: Callable[[], Awaitable[_Said]]) -> _Said | BaseException:
+    """What the prompter answered, or what it raised: either way, the person could not answer.
+
+    A ``CancelledError`` is the prompter's own unless the batch is stopping
+    (:func:`_stopping`), when it goes on up.
+    """
+    try:
+        return await ask()
+    except asyncio.CancelledError as error:
+        if _stopping():
+            raise
+        return error
+    except Exception as error:  # noqa: BLE001 - a failing prompter is one the person did not answer
+        return error
 
 
 def _raise_observer_error(batch: _Batch) -> None:

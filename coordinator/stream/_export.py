@@ -97,6 +97,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import attrs
 import orjson
 
+from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_reason, shown_text
 from coordinator.stream._entries import (
     Compaction,
@@ -125,8 +126,10 @@ from machines import (
     TurnStart,
 )
 from machines.wording import (
+    DELIVERY_CANCELLED,
     INPUT_CANCELLED,
     INTERRUPTED,
+    RESULT_WITHHELD,
     SKIPPED_BY_CONFIGURATION,
     SKIPPED_BY_USER,
     SKIPPED_REMEMBERED,
@@ -134,6 +137,8 @@ from machines.wording import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from coordinator.stream._entries import StreamEntry
     from coordinator.stream._stream import Turn
     from machines import InquiryResponse
@@ -577,6 +582,8 @@ _CALL_ENDS = {
     ),
     INPUT_CANCELLED: "The person cancelled a question the tool asked: the tool did not finish.",
     INTERRUPTED: "The call was interrupted: the tool did not finish.",
+    RESULT_WITHHELD: "The tool ran, and its result was withheld from the model.",
+    DELIVERY_CANCELLED: "The tool ran, and the prompt delivering its result was cancelled.",
 }
 _SKIPPED_WITH_REASON = skipped_with_reason("")  # its wording, before the reason
 
@@ -588,7 +595,15 @@ def _call_end(response: ToolCallResponse) -> str | None:
     return _CALL_ENDS.get(response.content)
 
 
-def _tool_call(payload: ToolCallRequest | ToolCallResponse) -> list[str]:
+def _decided(metadata: Mapping[str, Any], decision: str | None, what: str) -> list[str]:
+    """The line saying who decided ``what``, as the entry's metadata records it (if it does)."""
+    route = recorded_route(metadata, decision)
+    return [] if route is None else [f"_{what}: {_code(str(route))}._"]
+
+
+def _tool_call(
+    payload: ToolCallRequest | ToolCallResponse, metadata: Mapping[str, Any]
+) -> list[str]:
     if isinstance(payload, ToolCallRequest):
         heading = f"### Tool call {_code(payload.name)} ({_code(payload.id)})"
         return [heading, _fence(_json(payload.arguments, indent=True), "json")]
@@ -596,6 +611,8 @@ def _tool_call(payload: ToolCallRequest | ToolCallResponse) -> list[str]:
     blocks = [f"### {what} ({_code(payload.id)})"]
     if (end := _call_end(payload)) is not None:
         blocks.append(f"_{end}_")
+    blocks += _decided(metadata, "permission", "Permission to run decided by")
+    blocks += _decided(metadata, "delivery", "Delivery of the result decided by")
     blocks.append(_fence(payload.content, "text"))
     return blocks
 
@@ -606,12 +623,15 @@ def _tool_call(payload: ToolCallRequest | ToolCallResponse) -> list[str]:
 _CLOSED_BY: dict[CancellationReason, str] = {
     CancellationReason.USER: (
         "the person cancelled it (Ctrl-C or end of input at the prompt), "
-        "or the run was interrupted"
+        "or the request to the model was cancelled"
     ),
     CancellationReason.BACKEND_ERROR: (
         "what was to answer it (the terminal prompter or the model) failed"
     ),
-    CancellationReason.NO_PROMPT_BACKEND: "only a person may answer it, and no terminal was there",
+    CancellationReason.NO_PROMPT_BACKEND: (
+        "only a person may answer it, and nobody could be asked (no terminal, or the detached "
+        "policy would not answer for them)"
+    ),
     CancellationReason.ASSISTANT_ROUTING_DENIED: (
         "only a person may answer it, and the configuration sent it to the assistant"
     ),
@@ -622,6 +642,10 @@ _CLOSED_BY: dict[CancellationReason, str] = {
     CancellationReason.INTERRUPTED: (
         "it waited when the process running the turn stopped, and was not asked again as it "
         "stood when the turn was continued"
+    ),
+    CancellationReason.WITHDRAWN: (
+        "its tool call was stopped while it was open (the run was stopped or failed); nobody "
+        "answered or cancelled it"
     ),
 }
 _REDACTED_BY = (
@@ -638,12 +662,15 @@ _MASKED_STRAY = (
 )
 
 
-def _response(response: InquiryResponse, masked: str | None) -> list[str]:
+def _response(
+    response: InquiryResponse, masked: str | None, metadata: Mapping[str, Any]
+) -> list[str]:
     """The blocks of one inquiry response; ``masked`` says why its answer is hidden, if it is."""
     blocks = [f"### Response ({_code(response.id)})"]
     if masked is not None:
         return [*blocks, _REDACTED, f"_{masked}_"]
     blocks.append(describe_inquiry_response(response))
+    blocks += _decided(metadata, None, "Decided by")
     if isinstance(response, Redacted):
         blocks.append(f"_{_REDACTED_BY}_")
     elif isinstance(response, Cancelled):
@@ -663,11 +690,11 @@ def _event(entry: EventEntry, *, masked: str | None) -> list[str]:
     if isinstance(payload, ChatResponse):
         return _chat_response(payload)
     if isinstance(payload, ToolCallRequest | ToolCallResponse):
-        return _tool_call(payload)
+        return _tool_call(payload, entry.metadata)
     if isinstance(payload, InquiryRequest):
         return _question(payload)
     if isinstance(payload, Answered | Cancelled | Redacted):
-        return _response(payload, masked)
+        return _response(payload, masked, entry.metadata)
     return []  # a turn start: its turn's heading stands for it
 
 

@@ -214,6 +214,7 @@ def _structure_recorded_question(value: Any, _: Any = None) -> InquiryQuestion:
         default=data.get("default"),
         id=data.get("id"),
         context=data.get("context"),
+        exclusive=data.get("exclusive"),
     )
 
 
@@ -222,8 +223,14 @@ def _unstructure_recorded_question(question: InquiryQuestion) -> dict[str, Any]:
         "text": question.text,
         "answer_type": _unstructure_answer_type(question.answer_type),
     }
-    # What is absent is omitted, as JP omits it.
-    optional = (("default", question.default), ("id", question.id), ("context", question.context))
+    # What is absent is omitted, as JP omits it; `exclusive` (RFD 049) is
+    # written only by a question that was, and a file's value is kept.
+    optional = (
+        ("default", question.default),
+        ("id", question.id),
+        ("context", question.context),
+        ("exclusive", question.exclusive),
+    )
     return out | {key: value for key, value in optional if value is not None}
 
 
@@ -237,18 +244,21 @@ def _structure_question(value: Any, _: Any = None) -> Question:
         answer_type=_structure_answer_type(answer_type),
         context=data.get("pre_amble"),
         default=data.get("default"),
+        # RFD 049: the tool marks a question only a person may answer; absent or null, it is not.
+        exclusive=False if data.get("exclusive") is None else data["exclusive"],
     )
 
 
 def unstructure_question(question: Question) -> dict[str, Any]:
     """Write a tool-facing question in the current (tagged) form."""
-    return {
+    out = {
         "id": question.id,
         "text": question.text,
         "pre_amble": question.context,
         "answer_type": _unstructure_answer_type(question.answer_type, options_as_objects=False),
         "default": question.default,
     }
+    return out | ({"exclusive": True} if question.exclusive else {})
 
 
 # ---------------------------------------------------------- conversation events

@@ -41,6 +41,14 @@ all); the person is shown the whole link by
 :class:`~coordinator.adapters.mcp.McpToolbox.prompter`. An empty reply
 confirms the person completed it (``accept``), ``decline`` refuses.
 
+Exclusive (RFD 049): MCP has no way to say a request is for a person only,
+so this client reads one: a form whose schema says ``"exclusive": true`` at
+its top (JSON Schema lets a schema carry keywords it does not define) is
+asked as exclusive questions, its decision and every field, and a URL
+request always is. When nobody can be asked, the detached policy ``auto``
+then fails such a question rather than put it to the model. The user's
+configuration overrides the mark, question by question, both ways.
+
 Secrets: the MCP specification forbids a form to ask for one (servers must
 use URL mode), and has no field marker for one. A string field is taken for
 a secret when the server marks it so anyway (``format: password``,
@@ -650,6 +658,9 @@ class FormFill:
         self.content: dict[str, JsonValue | SecretValue] = {}
         #: Why the last answer was refused, for the question asked again.
         self.note: str | None = None
+        #: The schema marks the form for a person only (``"exclusive": true``).
+        schema = request.schema or {}
+        self.exclusive = schema.get("exclusive") is True
 
     def __repr__(self) -> str:
         """The key and where the filling is; never an answer."""
@@ -723,6 +734,7 @@ class FormFill:
             ),
             default=ACCEPT,
             context="\n".join(lines),
+            exclusive=self.exclusive,
         )
 
     def _field_question(self, field: _Field) -> Question:
@@ -746,6 +758,7 @@ class FormFill:
             answer_type=field.answer_type(),
             default=field.question_default(),
             context="\n".join(lines),
+            exclusive=self.exclusive,
         )
 
 
@@ -798,6 +811,8 @@ class UrlFill:
             text=shown_links(self.request.message) or f"Open {shown}",
             answer_type=AnswerType.secret(),
             context="\n".join(lines),
+            # A link to open in a browser: a person's to follow, never the model's.
+            exclusive=True,
         )
 
     def take(self, answer: ToolAnswer) -> None:
