@@ -28,7 +28,7 @@ Rules:
 """
 
 from coordinator.adapters.mcp._forms import ACCEPT, DECLINE
-from coordinator.adapters.mcp._servers import DEFAULT_TIMEOUT, McpServer
+from coordinator.adapters.mcp._servers import DEFAULT_MAX_REPLY, DEFAULT_TIMEOUT, McpServer
 from coordinator.adapters.mcp._toolbox import McpToolbox, McpToolExecutor
 
 #: What to install for MCP servers.
@@ -37,6 +37,7 @@ MCP_EXTRA = "inquiry-coordinator[mcp]"
 __all__ = [
     "ACCEPT",
     "DECLINE",
+    "DEFAULT_MAX_REPLY",
     "DEFAULT_TIMEOUT",
     "MCP_EXTRA",
     "McpServer",
