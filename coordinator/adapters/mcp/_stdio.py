@@ -25,7 +25,9 @@ into lines; each line is one of
    are replaced. The server meant it as a message (a reply, likely) and
    broke it: a *fault*.
 4. **noise**: anything else (a library's progress line, a banner in
-   Latin-1, a JSON log line). Ignored and counted; the first line of noise,
+   Latin-1, a JSON log line; a line that does not open with ``{`` is not
+   even parsed, since every JSON-RPC message is an object). Ignored and
+   counted; the first line of noise,
    and the first that is not UTF-8, are each logged once per connection as
    a warning naming the server, never the line, which may echo a secret.
    A blank line is nothing at all.
@@ -145,21 +147,24 @@ class _Lines:
         return False
 
     async def _line(self, line: bytes) -> bool:
-        if not line.strip():
+        opening = line.lstrip()[:1]
+        if not opening:
             return True
         try:
-            text = line.decode("utf-8")
+            text: str | None = line.decode("utf-8")
         except UnicodeDecodeError:
-            if _message(line.decode("utf-8", errors="replace")) is not None:
+            text = None
+        # Every JSON-RPC message is an object: a line that opens otherwise is noise, unparsed.
+        message = _message(text) if opening == b"{" and text is not None else None
+        if message is not None:
+            await self.deliver.send(SessionMessage(message))
+            return True
+        if text is None and opening == b"{":  # a message, its bad bytes replaced: a broken one
+            readable = line.decode("utf-8", errors="replace")
+            if _message(readable) is not None:
                 self.report.fault = "sent a message that is not valid UTF-8"
                 return False
-            self._noise(not_utf8=True)
-            return True
-        message = _message(text)
-        if message is None:
-            self._noise(not_utf8=False)
-            return True
-        await self.deliver.send(SessionMessage(message))
+        self._noise(not_utf8=text is None)
         return True
 
     def _noise(self, *, not_utf8: bool) -> None:
