@@ -9,7 +9,11 @@ servers do), one that echoes the secret its form was given in its result
 (``register``: the driver masks it), and one that crashes mid-round-trip.
 ``raw`` serves a low-level ``Server`` whose ``requestState`` crosses the
 wire unsealed, so the test can see it echoed byte for byte. ``ops`` with
-``--ttl SECONDS`` seals ``requestState`` for that long only.
+``--ttl SECONDS`` seals ``requestState`` for that long only. ``unruly`` is
+no SDK server but a few lines of JSON-RPC written by hand (the SDK's server
+keeps its stdout clean): its tools write what a badly behaved server does
+on its stdout, lines that are not MCP, bytes that are not UTF-8, a reply of
+any size (:func:`unruly`).
 
 Every tool appends what it received (actions, never a secret) to
 ``received.jsonl`` in its working directory, so a test can see what the
@@ -356,10 +360,82 @@ async def _serve_raw() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+#: The tools of ``unruly``, and what each writes on its stdout for ``tools/call``.
+UNRULY_TOOLS = ("echo", "noisy", "latin1_noise", "mangled", "huge", "mutter")
+
+
+def _unruly_reply(message_id: object, text: bytes) -> bytes:
+    """A ``tools/call`` result of one text block, ``text`` put in as it is (JSON-escaped)."""
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(message_id).encode() + b","
+    return head + b'"result":{"content":[{"type":"text","text":"' + text + b'"}]}}\n'
+
+
+def _unruly_call(out: Any, message_id: object, tool: str, arguments: dict[str, Any]) -> None:
+    """Write what ``tool`` writes: noise, then the reply (or a reply that is itself the fault)."""
+    if tool == "noisy":  # a library printing progress on stdout, line after line
+        lines = int(arguments.get("lines", 1000))
+        out.write(b"".join(b"progress: step %d of the build\n" % n for n in range(lines)))
+    elif tool == "mutter":  # three lines of noise, and never a reply
+        out.write(b"thinking\nstill thinking\n{not json}\n")
+        return
+    elif tool == "latin1_noise":  # a banner in Latin-1, not UTF-8
+        out.write(b"d\xe9marrage du serveur\n")
+    elif tool == "mangled":  # the reply itself holds a byte that is not UTF-8
+        out.write(_unruly_reply(message_id, b"caf\xe9"))
+        return
+    elif tool == "huge":  # a reply of ``megabytes`` MiB, written a MiB at a time
+        megabytes = int(arguments.get("megabytes", 1))
+        head = _unruly_reply(message_id, b"")
+        cut = head.index(b'"}]}}')
+        out.write(head[:cut])
+        chunk = b"x" * (1 << 20)
+        for _ in range(megabytes):
+            out.write(chunk)
+        out.write(head[cut:])
+        out.flush()
+        return
+    out.write(_unruly_reply(message_id, f"{tool}: done".encode()))
+
+
+def unruly() -> None:
+    """A hand-written stdio server (legacy handshake) whose tools misbehave on its stdout."""
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        message_id, method = message.get("id"), message.get("method")
+        params = message.get("params") or {}
+        if message_id is None:
+            continue  # a notification
+        result: dict[str, Any] | None = None
+        if method == "initialize":
+            result = {
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "unruly", "version": "1"},
+            }
+        elif method == "tools/list":
+            schema = {"type": "object"}
+            result = {"tools": [{"name": name, "inputSchema": schema} for name in UNRULY_TOOLS]}
+        elif method == "tools/call":
+            _unruly_call(out, message_id, params["name"], params.get("arguments") or {})
+            out.flush()
+            continue
+        if result is None:  # server/discover among them: this server speaks the legacy era
+            error = {"code": -32601, "message": f"no method {method}"}
+            reply = {"jsonrpc": "2.0", "id": message_id, "error": error}
+        else:
+            reply = {"jsonrpc": "2.0", "id": message_id, "result": result}
+        out.write(json.dumps(reply).encode() + b"\n")
+        out.flush()
+
+
 def main(argv: list[str]) -> None:
     """Serve the server ``argv`` names, over stdio."""
     if argv[:1] == ["raw"]:
         anyio.run(_serve_raw)
+        return
+    if argv[:1] == ["unruly"]:
+        unruly()
         return
     name = argv[1] if len(argv) > 1 else "ops"
     ttl = float(argv[argv.index("--ttl") + 1]) if "--ttl" in argv else None

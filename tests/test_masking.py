@@ -19,22 +19,40 @@ from typing import TYPE_CHECKING
 import orjson
 import pytest
 from conftest import examples
+from coordinator_harness import (
+    UNATTENDED,
+    assert_invariants,
+    assistant_calls,
+    conversation_on_disk,
+    run,
+)
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from coordinator.driver._executors import (
+    Ask,
+    BuiltinExecutor,
+    BuiltinOutcome,
+    BuiltinTool,
+    Success,
+)
 from coordinator.driver._masking import (
     MASK,
+    SHORTEST_FORM,
     WHOLE_TEXT,
     SecretMasks,
     UnmaskableQuestionError,
     masks_for,
+    typed_forms,
     unmasked_answers,
 )
+from coordinator.driver._prompting import ScriptedPrompter
+from coordinator.driver._tool_coordinator import ToolCoordinator
 from coordinator.store import Conversation, load_conversation, save_conversation
-from machines import Question, RunTool, SecretValue
+from machines import JsonValue, Question, RunTool, SecretValue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
 # ------------------------------------------------------------------ encoders
@@ -377,6 +395,103 @@ def test_a_space_as_plus_is_read_only_where_a_secret_has_a_space() -> None:
     masks = SecretMasks()
     masks.add([SecretValue("open sesame")])
     assert masks.mask("q=open+sesame&r=a+b") == f"q={MASK}&r=a+b"
+
+
+#: Secrets as a person types or pastes them, each with the form a tool echoes.
+TYPED = {
+    "trailing-space": ("ghp_Zq8v4711 ", "ghp_Zq8v4711"),
+    "pasted-newline": ("ghp_Zq8v4711\n", "ghp_Zq8v4711"),
+    "crlf-and-tab": ("\tghp_Zq8v4711\r\n", "ghp_Zq8v4711"),
+    "leading-space-only-stripped": ("  pass phrase one", "pass phrase one"),
+    "double-quoted": ('"ghp_Zq8v4711"', "ghp_Zq8v4711"),
+    "single-quoted-spaced": (" ' ghp_Zq8v4711 ' \n", "ghp_Zq8v4711"),
+    "pin-and-newline": ("4711\n", "4711"),
+}
+
+
+@pytest.mark.parametrize(("typed", "echoed"), TYPED.values(), ids=TYPED.keys())
+@pytest.mark.parametrize(
+    "encoder",
+    [
+        str,
+        ENCODERS["python json.dumps"],
+        ENCODERS["python urllib quote"],
+        ENCODERS["php htmlspecialchars"],
+    ],
+    ids=["as-is", "json", "url", "html"],
+)
+def test_a_secret_a_tool_trims_or_unquotes_before_echoing_is_masked(
+    typed: str, echoed: str, encoder: Callable[[str], str]
+) -> None:
+    """Typed with spaces, a newline or quotes around; echoed trimmed, in any spelling: masked."""
+    masks = SecretMasks()
+    masks.add([SecretValue(typed)])
+    assert masks.mask(f"Logged in with [{encoder(echoed)}]; done.") == (
+        f"Logged in with [{MASK}]; done."
+    )
+
+
+@pytest.mark.parametrize("trim", [str.rstrip, str.lstrip, lambda text: text.rstrip("\n")])
+def test_a_secret_trimmed_at_one_end_only_is_masked_by_its_trimmed_form(
+    trim: Callable[[str], str],
+) -> None:
+    """A tool stripping one end (or a newline only) echoes the trimmed form and what is left."""
+    typed = "  ghp_Zq8v4711 \n"
+    masks = SecretMasks()
+    masks.add([SecretValue(typed)])
+    masked = masks.mask(f"[{trim(typed)}]")
+    assert "ghp_Zq8v4711" not in masked
+    assert MASK in masked
+
+
+class TrimsTheToken(BuiltinTool):
+    """Asks for a token, then says what it did with it, trimmed (as ``input().strip()`` does)."""
+
+    async def run(
+        self, arguments: Mapping[str, JsonValue], answers: Mapping[str, JsonValue]
+    ) -> BuiltinOutcome:
+        """Ask once; then echo the token trimmed, plain and as JSON."""
+        del arguments
+        if "token" not in answers:
+            return Ask(Question.secret("token", "Token?"))
+        token = str(answers["token"]).strip()
+        return Success(f"logged in as {token}; config {json.dumps({'token': token})}")
+
+
+def test_a_pasted_token_the_tool_trims_is_masked_in_what_is_recorded(tmp_path: Path) -> None:
+    """Pasted with a trailing space, echoed trimmed: neither the record nor the disk holds it."""
+    conversation = conversation_on_disk(tmp_path)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"login": BuiltinExecutor(TrimsTheToken())},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer("ghp_Zq8v4711x "),
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "login"))))
+    assert response.content == f'logged in as {MASK}; config {{"token": "{MASK}"}}'
+    assert_invariants(conversation, ["ghp_Zq8v4711x"])
+
+
+@pytest.mark.parametrize(
+    ("typed", "kept"),
+    [("ok\n", "ok"), (" 42 ", "42"), ('"abc"', "abc"), ("' no '", "no")],
+    ids=["two-letters", "two-digits", "three-quoted", "quoted-word"],
+)
+def test_a_trimmed_form_shorter_than_four_characters_is_not_masked(typed: str, kept: str) -> None:
+    """Below SHORTEST_FORM a trimmed form is a fragment any text holds: the typed one masks."""
+    assert SHORTEST_FORM == 4
+    masks = SecretMasks()
+    masks.add([SecretValue(typed)])
+    assert masks.mask(f"status {kept}, code {kept}") == f"status {kept}, code {kept}"
+    assert masks.mask(f"as typed: [{typed}]") == f"as typed: [{MASK}]"
+
+
+def test_typed_forms_are_the_typed_secret_trimmed_and_unquoted() -> None:
+    """What one typed secret masks: itself, trimmed, unquoted; the empty one, nothing."""
+    assert typed_forms(' "hunter2" \n') == {' "hunter2" \n', '"hunter2"', "hunter2"}
+    assert typed_forms("hunter2") == {"hunter2"}
+    assert typed_forms("'mismatched\"") == {"'mismatched\""}
+    assert typed_forms("") == set()
 
 
 def test_the_masks_never_show_a_secret() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -48,7 +49,7 @@ from machines import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import AsyncIterator, Mapping, Sequence
 
     from coordinator import Conversation
     from coordinator.driver import ToolsConfig
@@ -920,11 +921,33 @@ def test_executors_lists_every_tool_of_every_server(tmp_path: Path) -> None:
     ]
 
 
+@contextlib.asynccontextmanager
+async def served(app: Any) -> AsyncIterator[str]:
+    """``app`` (an MCP server's ASGI app) served over HTTP in this process: its MCP url."""
+    import uvicorn  # noqa: PLC0415 - the MCP SDK's own dependency, for the HTTP tests alone
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    serving = asyncio.create_task(server.serve())
+    for _ in range(3000):  # uvicorn says it has started only by a flag
+        if server.started:
+            break
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        await serving
+
+
 def test_a_server_reached_over_streamable_http_asks_as_one_over_stdio(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """url: the same MRTR round trips over streamable HTTP (the server in this process)."""
-    import uvicorn  # noqa: PLC0415 - the MCP SDK's own dependency, for this test alone
     from mcp_servers import ops as ops_server  # noqa: PLC0415
 
     monkeypatch.chdir(tmp_path)  # where the in-process server notes what it received
@@ -932,30 +955,14 @@ def test_a_server_reached_over_streamable_http_asks_as_one_over_stdio(
     prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("dev")
 
     async def over_http() -> Play:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        app = ops_server("web", None).streamable_http_app()
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-        )
-        serving = asyncio.create_task(server.serve())
-        for _ in range(3000):  # uvicorn says it has started only by a flag
-            if server.started:
-                break
-            await asyncio.sleep(0.01)
-        try:
-            url = McpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", timeout=30)
+        async with served(ops_server("web", None).streamable_http_app()) as url:
             return await play(
                 conversation,
-                [url],
+                [McpServer(name="web", url=url, timeout=30)],
                 [("call_1", "deploy", {"service": "api"})],
                 tools={"deploy": ("web", "deploy")},
                 prompter=prompter,
             )
-        finally:
-            server.should_exit = True
-            await serving
 
     result = asyncio.run(over_http())
     assert result.responses[0].content == "web: deployed api to dev"

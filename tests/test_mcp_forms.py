@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from coordinator.adapters.mcp._exchange import Reply, Request
-from coordinator.adapters.mcp._forms import FormFill, UrlFill, fill_for, legacy_key
+from coordinator.adapters.mcp._forms import Fill, FormFill, UrlFill, fill_for, legacy_key
 from machines import AnswerKind, Question, SecretValue, ToolAnswer
 
 
@@ -123,6 +123,19 @@ def test_titled_options_keep_their_titles_as_descriptions() -> None:
         ("value", {"type": "string", "writeOnly": True}),
         ("value", {"type": "string", "format": "password"}),
         ("pin", {"type": "string"}),
+        # The issue's names, and the rule's three ways (words, endings, pairs).
+        ("pass_phrase", {"type": "string"}),
+        ("auth_code", {"type": "string"}),
+        ("bearer", {"type": "string"}),
+        ("githubtoken", {"type": "string"}),
+        ("dbPassword", {"type": "string"}),
+        ("APIKey", {"type": "string"}),
+        ("recovery-code", {"type": "string"}),
+        ("value", {"type": "string", "title": "Seed phrase"}),
+        ("mfa", {"type": "string"}),
+        ("session_cookie", {"type": "string"}),
+        ("otp", {"type": "integer"}),
+        ("card_cvv", {"type": "number"}),
     ],
 )
 def test_a_field_marked_or_named_a_secret_is_a_secret_question(
@@ -142,11 +155,83 @@ def test_a_field_marked_or_named_a_secret_is_a_secret_question(
     assert "MCP forbids servers to ask for one in a form" in question.context
 
 
-@pytest.mark.parametrize("name", ["username", "pinned", "tokens_used", "description"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "username",
+        "pinned",
+        "tokens_used",
+        "description",
+        "keyboard_layout",
+        "monkey",
+        "author",
+        "authority",
+        "spinner",
+        "bypass",
+        "compass",
+        "passenger",
+        "sort_key",
+        "country_code",
+    ],
+)
 def test_ordinary_names_are_not_secrets(name: str) -> None:
-    """A name merely containing a secret word's letters is not a secret."""
+    """A name merely containing a secret word's letters is not a secret; nor a bare key or code."""
     question = field_question(form({name: {"type": "string"}}, [name]))
     assert question.answer_type.kind is AnswerKind.TEXT
+
+
+def configured(properties: dict[str, Any], *secret_fields: str) -> Fill | str:
+    """A form of ``properties`` (all required), with ``secret_fields`` configured."""
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    request = Request(key="k", mode="form", message="Fill this in", schema=schema)
+    return fill_for(request, server="srv", tool="tool", secret_fields=frozenset(secret_fields))
+
+
+def test_a_field_the_configuration_names_is_a_secret_whatever_it_is_called() -> None:
+    """secret_fields: 'nickname' is asked as a secret, and the warning says the configuration."""
+    fill = configured({"nickname": {"type": "string"}, "note": {"type": "string"}}, "nickname")
+    assert isinstance(fill, FormFill)
+    question = field_question(fill)
+    assert question.answer_type.is_secret
+    assert question.context is not None
+    assert "the configuration names it a secret (secret_fields)" in question.context
+    fill.take(SecretValue("Zq8v"))
+    following = fill.question()
+    assert following is not None
+    assert not following.answer_type.is_secret  # only the field named
+
+
+def test_a_number_asked_as_a_secret_is_sent_as_a_number_and_never_quoted() -> None:
+    """An integer PIN: a secret question; '12a' refused without quoting it; 4711 sent as 4711."""
+    fill = form({"pin": {"type": "integer", "minimum": 0, "default": 1234}}, ["pin"])
+    question = field_question(fill)
+    assert question.answer_type.is_secret
+    assert question.default is None  # a secret's default would be recorded
+    context = refusal(fill, SecretValue("12a"))
+    assert "the answer is not a whole number" in context
+    assert "12a" not in context
+    fill.take(SecretValue(" 4711 "))
+    assert fill.question() is None
+    reply = fill.reply()
+    assert "4711" not in repr(reply)
+    assert reply.revealed() == {"pin": 4711}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "boolean"},
+        {"type": "string", "enum": ["a", "b"]},
+        {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+    ],
+    ids=["boolean", "select", "multi-select"],
+)
+def test_a_field_answered_by_choosing_cannot_be_configured_a_secret(spec: dict[str, Any]) -> None:
+    """secret_fields naming a boolean or a select: the form cannot be asked, saying why."""
+    assert configured({"choice": spec}, "choice") == (
+        "field 'choice' is named a secret (secret_fields), but it is answered by choosing, "
+        "not typing, so it cannot be asked as one"
+    )
 
 
 def test_a_secret_name_on_a_boolean_or_select_is_no_secret() -> None:

@@ -12,6 +12,7 @@ from mcp_servers import LEAKY_TOKEN
 from run_helpers import PROJECT, cli, every_byte, outcomes, payloads, responses, write
 
 from coordinator import ConfigError, load_conversation
+from coordinator.adapters.mcp import DEFAULT_MAX_REPLY
 from coordinator.cli._scenario import load_scenario
 from machines import Answered, CancellationReason, Cancelled, InquiryRequest, Redacted
 
@@ -225,7 +226,8 @@ MCP_SCENARIO_ERRORS = [
     pytest.param(
         DEPLOY.replace("args = [", "cwd = '.'\nargs = ["),
         "mcp_servers.ops.cwd",
-        "unknown key (expected one of: args, command, env, start_timeout, stderr, timeout, url)",
+        "unknown key (expected one of: args, command, env, max_reply, secret_fields, "
+        "start_timeout, stderr, timeout, url)",
         id="unknown-key",
     ),
     pytest.param(
@@ -282,6 +284,30 @@ MCP_SCENARIO_ERRORS = [
         "expected an array of strings, got an integer",
         id="args-not-array",
     ),
+    pytest.param(
+        DEPLOY.replace("args = [", "max_reply = 0\nargs = ["),
+        "mcp_servers.ops.max_reply",
+        "expected a whole number of bytes, 1 or more",
+        id="max-reply-zero",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'max_reply = "16M"\nargs = ['),
+        "mcp_servers.ops.max_reply",
+        "expected a whole number of bytes, 1 or more",
+        id="max-reply-text",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'secret_fields = "pin"\nargs = ['),
+        "mcp_servers.ops.secret_fields",
+        "expected an array of strings, got a string",
+        id="secret-fields-string",
+    ),
+    pytest.param(
+        DEPLOY.replace("args = [", 'secret_fields = ["pin", ""]\nargs = ['),
+        "mcp_servers.ops.secret_fields[1]",
+        "a field's name must not be empty",
+        id="secret-fields-empty-name",
+    ),
 ]
 
 
@@ -319,6 +345,20 @@ def test_python_means_the_interpreter_running_inquiry(tmp_path: Path) -> None:
     assert server.command == (sys.executable, str(SERVERS), "ops", "ops")
     assert scenario.tools["deploy"].mcp_server == "ops"
     assert scenario.tools["deploy"].mcp_tool == "deploy"
+
+
+def test_max_reply_and_secret_fields_reach_the_server(tmp_path: Path) -> None:
+    """The bound on a reply and the fields named secret are the server's; the bound's default."""
+    scenario = load_scenario(
+        write(
+            tmp_path / "scenario.toml",
+            DEPLOY.replace("args = [", 'max_reply = 4096\nsecret_fields = ["nickname"]\nargs = ['),
+        )
+    )
+    server = scenario.mcp_servers["ops"]
+    assert (server.max_reply, server.secret_fields) == (4096, frozenset({"nickname"}))
+    plain = load_scenario(write(tmp_path / "plain.toml", DEPLOY)).mcp_servers["ops"]
+    assert (plain.max_reply, plain.secret_fields) == (DEFAULT_MAX_REPLY, frozenset())
 
 
 def test_mcp_servers_without_the_sdk_are_refused_before_anything_runs(

@@ -54,7 +54,13 @@ import attrs
 from coordinator._errors import ConfigError, os_reason
 from coordinator._text import shown_path
 from coordinator.adapters import ASK_USER_PARAMETERS, LocalTool, check_arguments, schema_problem
-from coordinator.adapters.mcp import MCP_EXTRA, McpServer, os_text_problem, variable_name_problem
+from coordinator.adapters.mcp import (
+    DEFAULT_MAX_REPLY,
+    MCP_EXTRA,
+    McpServer,
+    os_text_problem,
+    variable_name_problem,
+)
 from coordinator.adapters.providers import (
     ANSWER_INQUIRY,
     ProviderConfigError,
@@ -122,7 +128,17 @@ _TOOL_KEYS = frozenset(
         "max_output",
     }
 )
-_MCP_SERVER_KEYS = ("command", "args", "env", "url", "timeout", "start_timeout", "stderr")
+_MCP_SERVER_KEYS = (
+    "command",
+    "args",
+    "env",
+    "url",
+    "timeout",
+    "start_timeout",
+    "stderr",
+    "max_reply",
+    "secret_fields",
+)
 _LOCAL_ONLY = ("command", "parameters", "options", "timeout", "max_output")
 _DEFAULT_TIMEOUT = 60.0
 _LONGEST_TIMEOUT = 1e9  # seconds; past this a number is a mistake, not a timeout
@@ -475,6 +491,10 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
                 data.get("start_timeout", _DEFAULT_TIMEOUT), origin, f"{key}.start_timeout"
             ),
             stderr=stderr,
+            max_reply=_bytes(data.get("max_reply", DEFAULT_MAX_REPLY), origin, f"{key}.max_reply"),
+            secret_fields=_field_names(
+                data.get("secret_fields", []), origin, f"{key}.secret_fields"
+            ),
         )
     except ValueError as error:  # the url: not http or https
         raise ConfigError(origin, f"{key}.url", str(error)) from None
@@ -499,6 +519,15 @@ def _environment(value: object, origin: str, key: str) -> dict[str, str]:
         if (problem := os_text_problem(variables[name])) is not None:
             raise ConfigError(origin, where, f"its value {problem}")
     return variables
+
+
+def _field_names(value: object, origin: str, key: str) -> list[str]:
+    """The form fields an MCP server's ``secret_fields`` names: strings, none empty."""
+    names = _strings(value, origin, key)
+    for index, name in enumerate(names):
+        if not name:
+            raise ConfigError(origin, f"{key}[{index}]", "a field's name must not be empty")
+    return names
 
 
 def _strings(value: object, origin: str, key: str) -> list[str]:

@@ -68,6 +68,26 @@ over the conversation loaded again, is masked. They are not shared between
 conversations: another user's conversation in the same process must not
 see where this one's secret appears.
 
+A secret is masked as it was typed, and in the forms a tool commonly makes
+of what was typed before it uses it, and so echoes (:func:`typed_forms`):
+*trimmed* of the whitespace around it (Python's ``strip()``, Go's
+``TrimSpace``, JavaScript's ``trim()``, a shell's ``read``: a token pasted
+with a trailing space or newline), and *unquoted*, trimmed of one pair of
+matching quotes around it (``"..."`` or ``'...'``, as a dotenv or shell
+parser reads a value pasted from a configuration file) and of the
+whitespace inside them. Each form is masked in every spelling above, as
+the secret is. A form that strips only one end, or only a newline, holds
+the trimmed form and is masked by it. A form is masked only when it keeps
+at least :data:`SHORTEST_FORM` characters: a shorter one (``a``, ``ok``,
+``42``, from a secret typed as ``"ok"`` or ``42\n``) is a fragment nearly
+every text holds, and masking it would cut every later output of the
+conversation to pieces. Four is the length of the shortest secret people
+commonly type, a PIN, so a PIN pasted with a newline is masked when the
+tool echoes it trimmed. Not covered: a tool that changes a secret's case,
+takes out its inner spaces or dashes (a card or licence number
+normalised), normalises its Unicode, or prints a part of it (``****1234``,
+its own choice of what to show).
+
 Limits: an encoding not listed above is not decoded (base64, hex dumps,
 shell quoting, a secret split across lines or spelled with Unicode
 normalised otherwise), nor one more than :data:`DEPTH` layers deep; in a
@@ -103,11 +123,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEPTH",
     "MASK",
+    "SHORTEST_FORM",
     "WHOLE_TEXT",
     "MaskedQuestion",
     "SecretMasks",
     "UnmaskableQuestionError",
     "masks_for",
+    "typed_forms",
     "unmasked_answers",
 ]
 
@@ -117,6 +139,26 @@ MASK: Final = "<secret>"
 DEPTH: Final = 3
 #: A text up to this long is decoded whole; a longer one around its secrets' anchors.
 WHOLE_TEXT: Final = 4096
+#: The fewest characters a form of a secret other than the one typed must keep to be masked.
+SHORTEST_FORM: Final = 4
+#: The quotes a value pasted from a configuration file may come in.
+_QUOTES: Final = ('"', "'")
+
+
+def typed_forms(secret: str) -> set[str]:
+    """``secret`` as typed, and trimmed and unquoted as a tool may echo it (module docstring).
+
+    A form other than the typed one is left out when it keeps fewer than
+    :data:`SHORTEST_FORM` characters; the empty secret has no form at all.
+    """
+    if not secret:
+        return set()
+    trimmed = secret.strip()
+    unquoted = trimmed
+    if len(trimmed) > 1 and trimmed[0] == trimmed[-1] and trimmed[0] in _QUOTES:
+        unquoted = trimmed[1:-1].strip()
+    return {secret} | {form for form in (trimmed, unquoted) if len(form) >= SHORTEST_FORM}
+
 
 # The escapes of each family, one alternative per kind; the first that
 # matches at a position wins.
@@ -416,13 +458,13 @@ class SecretMasks:
         return f"SecretMasks(<{len(self._secrets)} secrets>)"
 
     def add(self, secrets: Iterable[SecretValue]) -> None:
-        """Mask ``secrets`` too, from now on (the empty secret masks nothing)."""
+        """Mask ``secrets`` too, each in its :func:`typed_forms`, from now on."""
         with self._lock:
             known = {secret.reveal() for secret in self._secrets}
-            added = [s for s in secrets if s.reveal() and s.reveal() not in known]
+            added = {form for secret in secrets for form in typed_forms(secret.reveal())} - known
             if not added:
                 return
-            every = {*known, *(secret.reveal() for secret in added)}
+            every = known | added
             ordered = sorted(every, key=len, reverse=True)
             self._secrets = tuple(SecretValue(secret) for secret in ordered)
             anchors = [_anchor(secret) for secret in ordered]

@@ -33,6 +33,7 @@ to refuse it before anything runs.
 
 from coordinator.adapters.mcp._forms import ACCEPT, DECLINE
 from coordinator.adapters.mcp._servers import (
+    DEFAULT_MAX_REPLY,
     DEFAULT_TIMEOUT,
     McpServer,
     os_text_problem,
@@ -46,6 +47,7 @@ MCP_EXTRA = "inquiry-coordinator[mcp]"
 __all__ = [
     "ACCEPT",
     "DECLINE",
+    "DEFAULT_MAX_REPLY",
     "DEFAULT_TIMEOUT",
     "MCP_EXTRA",
     "McpServer",

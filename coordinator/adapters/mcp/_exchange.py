@@ -1,7 +1,8 @@
 """What passes between a tool call and its server, in this package's own shapes.
 
-The SDK's types stay in :mod:`coordinator.adapters.mcp._session`, the only
-module that imports the SDK (it is optional). Everything else speaks these:
+The SDK's types stay in :mod:`coordinator.adapters.mcp._session` and
+:mod:`coordinator.adapters.mcp._stdio`, the only modules that import the SDK
+(it is optional). Everything else speaks these:
 a :class:`Request` the server made (a form or a URL), the :class:`Reply` it
 is told, and what one round of a call ended with: the driver's
 :class:`~coordinator.driver.Completed`, :class:`InputRequired`, or a
@@ -24,6 +25,7 @@ __all__ = [
     "InputRequired",
     "Reply",
     "Request",
+    "SecretNumber",
     "ServerError",
     "Unaskable",
 ]
@@ -52,16 +54,41 @@ class Unaskable:
     why: str
 
 
+class SecretNumber:
+    """A secret a form asks for as a number (a PIN, a code): shown nowhere, sent as that number."""
+
+    __slots__ = ("_number",)
+
+    def __init__(self, number: float) -> None:
+        """Wrap ``number``; only :meth:`reveal` gives it back."""
+        self._number = number
+
+    def reveal(self) -> float:
+        """The number: called only where the reply is handed to the SDK."""
+        return self._number
+
+    def __repr__(self) -> str:
+        """Never the number."""
+        return "SecretNumber(<secret>)"
+
+    __str__ = __repr__
+
+    def __format__(self, format_spec: str) -> str:
+        """Never the number, whatever the format."""
+        return repr(self)
+
+
 @attrs.frozen(kw_only=True, repr=False)
 class Reply:
     """What the server is told: ``accept`` (with ``content`` for a form), ``decline``, ``cancel``.
 
-    ``content`` may hold a secret (a :class:`~machines.SecretValue`) until
-    :meth:`revealed` hands it to the SDK; the ``repr`` never shows it.
+    ``content`` may hold a secret (a :class:`~machines.SecretValue`, or a
+    :class:`SecretNumber`) until :meth:`revealed` hands it to the SDK; the
+    ``repr`` never shows it.
     """
 
     action: Literal["accept", "decline", "cancel"]
-    content: Mapping[str, JsonValue | SecretValue] | None = None
+    content: Mapping[str, JsonValue | SecretValue | SecretNumber] | None = None
 
     def __repr__(self) -> str:
         """The action, and the fields answered by name only."""
@@ -73,7 +100,7 @@ class Reply:
         if self.content is None:
             return None
         return {
-            name: value.reveal() if isinstance(value, SecretValue) else value
+            name: value.reveal() if isinstance(value, SecretValue | SecretNumber) else value
             for name, value in self.content.items()
         }
 

@@ -50,12 +50,35 @@ then fails such a question rather than put it to the model. The user's
 configuration overrides the mark, question by question, both ways.
 
 Secrets: the MCP specification forbids a form to ask for one (servers must
-use URL mode), and has no field marker for one. A string field is taken for
-a secret when the server marks it so anyway (``format: password``,
-``writeOnly: true``) or names it so (its name or title says password,
-passphrase, token, secret, API key, private key, credential, PIN, OTP): it
-is asked as a secret question (never echoed, recorded, remembered or sent to
-the model), with a warning in its context and the decision's.
+use URL mode), and has no field marker for one. A string, integer or number
+field is taken for a secret when the server marks it so anyway (``format:
+password``, ``writeOnly: true``), when the configuration names it
+(``McpServer.secret_fields``), or when its name or title says so
+(:func:`_secret_name`). It is asked as a secret question (never echoed,
+recorded, remembered or sent to the model; a number is sent as the number
+typed, and a refusal never quotes it), with a warning in its context and the
+decision's. A boolean, select or multi-select field the configuration names
+cannot be asked as a secret (its options are the question): the call fails,
+saying so.
+
+The rule for names: the name and the title are cut into words (at ``_``,
+``-``, spaces and other punctuation, digits, and camelCase humps:
+``githubToken`` is ``github`` ``token``, ``APIKey`` is ``api`` ``key``),
+lower-cased, and a field is a secret when
+
+1. a word is one of :data:`SECRET_WORDS` (``pass_phrase``, ``auth_code``,
+   ``bearer``, ``pin``);
+2. a word ends with one of :data:`SECRET_ENDINGS`, names glued into one word
+   (``githubtoken``, ``dbpassword``); no common word ends so; or
+3. two words side by side are one of :data:`SECRET_PAIRS`, a key or a code
+   said to be whose (``api_key``, ``private key``, ``recovery_code``,
+   ``seed phrase``).
+
+Whole words, never substrings: ``keyboard``, ``monkey``, ``author``,
+``authority``, ``spinner``, ``bypass``, ``compass``, ``passenger``,
+``pinned``, ``username`` and ``tokens_used`` (``tokens``: a count) are not
+secrets; nor is ``key`` or ``code`` alone (a sort key, a country code). A
+name the rule misses is named in the configuration.
 
 Nothing here talks to a server: requests and replies are this package's own
 shapes (:mod:`coordinator.adapters.mcp._exchange`).
@@ -76,7 +99,7 @@ import attrs
 import orjson
 
 from coordinator._text import shown_links, shown_url
-from coordinator.adapters.mcp._exchange import Reply, Request
+from coordinator.adapters.mcp._exchange import Reply, Request, SecretNumber
 from machines import (
     JSON_LEAVES,
     AnswerType,
@@ -98,6 +121,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPT",
     "DECLINE",
+    "SECRET_ENDINGS",
+    "SECRET_PAIRS",
+    "SECRET_WORDS",
     "Fill",
     "FormFill",
     "UrlFill",
@@ -109,30 +135,73 @@ __all__ = [
 ACCEPT: Final = "accept"
 DECLINE: Final = "decline"
 
-#: Words in a field's name or title that make it a secret.
-_SECRET_WORDS = frozenset(
+#: Words that make a field a secret when its name or title holds one (module docstring).
+SECRET_WORDS: Final = frozenset(
     {
         "password",
         "passwd",
         "passphrase",
+        "passcode",
+        "pass",
         "pwd",
+        "pw",
         "token",
         "secret",
+        "secrets",
         "apikey",
         "credential",
         "credentials",
+        "creds",
+        "bearer",
+        "auth",
+        "authorization",
+        "cookie",
+        "mnemonic",
         "pin",
         "otp",
         "totp",
+        "hotp",
+        "mfa",
+        "cvv",
+        "cvc",
     }
 )
-_SECRET_PAIRS = frozenset(
+#: Endings of a word that make a field a secret: names glued into one word.
+SECRET_ENDINGS: Final = (
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "token",
+    "secret",
+    "apikey",
+    "credential",
+    "credentials",
+)
+#: Two words side by side that make a field a secret: a key or a code, said to be whose.
+SECRET_PAIRS: Final = frozenset(
     {
         ("api", "key"),
         ("private", "key"),
         ("access", "key"),
         ("secret", "key"),
+        ("signing", "key"),
+        ("encryption", "key"),
+        ("master", "key"),
+        ("session", "key"),
+        ("ssh", "key"),
+        ("license", "key"),
+        ("licence", "key"),
         ("client", "secret"),
+        ("access", "code"),
+        ("recovery", "code"),
+        ("backup", "code"),
+        ("security", "code"),
+        ("verification", "code"),
+        ("authentication", "code"),
+        ("login", "code"),
+        ("seed", "phrase"),
+        ("recovery", "phrase"),
     }
 )
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -218,7 +287,7 @@ class _Omitted:
     """An optional field left out."""
 
 
-_Parsed: TypeAlias = "JsonValue | SecretValue | _Invalid | _Omitted"
+_Parsed: TypeAlias = "JsonValue | SecretValue | SecretNumber | _Invalid | _Omitted"
 
 
 @attrs.frozen(kw_only=True)
@@ -251,14 +320,14 @@ class _Field:
             return AnswerType.boolean()
         if self.kind is _Kind.SELECT:
             return AnswerType.select(self.options)
-        if self.kind is _Kind.SECRET:
+        if self.kind is _Kind.SECRET or self.secret_because is not None:
             return AnswerType.secret()
         return AnswerType.text()
 
     def question_default(self) -> JsonValue:
         """The schema's default as this field's question takes it; ``None`` if it does not fit."""
         default = self.default
-        if self.kind is _Kind.SECRET or default is None:
+        if self.secret_because is not None or default is None:
             return None  # a secret question has no default: it would be recorded
         if self.kind is _Kind.MULTI and isinstance(default, list):
             values = [str(item) for item in default]
@@ -287,7 +356,7 @@ class _Field:
         """The value the server is sent for ``answer``, or why it does not fit."""
         if self.kind in (_Kind.BOOLEAN, _Kind.SELECT):
             return answer  # the engine checked it fits the question
-        if self.kind is _Kind.SECRET:
+        if self.secret_because is not None:  # a string or a number, asked as a secret
             return self._secret(answer)
         text = answer if isinstance(answer, str) else ""
         if not text.strip() and not self.required:
@@ -302,31 +371,41 @@ class _Field:
         return _Invalid(problem) if problem else text
 
     def _secret(self, answer: ToolAnswer) -> _Parsed:
+        if self.kind is not _Kind.SECRET:
+            return self._secret_number(answer)
         secret = answer if isinstance(answer, SecretValue) else SecretValue(str(answer))
         if not secret.reveal() and not self.required:
             return _Omitted()
         problem = _length_problem(secret.reveal(), self.min_length, self.max_length)
         return _Invalid(problem) if problem else secret
 
-    def _number(self, text: str) -> _Parsed:
+    def _secret_number(self, answer: ToolAnswer) -> _Parsed:
+        text = (answer.reveal() if isinstance(answer, SecretValue) else str(answer)).strip()
+        if not text and not self.required:
+            return _Omitted()
+        number = self._number(text, shown="the answer")  # a refusal never quotes a secret
+        return SecretNumber(number) if isinstance(number, int | float) else number
+
+    def _number(self, text: str, *, shown: str | None = None) -> _Parsed:
+        said = shown or repr(text)
         number: int | float
         try:
             number = int(text)
         except ValueError:
             if self.kind is _Kind.INTEGER:
-                return _Invalid(f"{text!r} is not a whole number")
+                return _Invalid(f"{said} is not a whole number")
             try:
                 number = float(text)
             except ValueError:
-                return _Invalid(f"{text!r} is not a number")
+                return _Invalid(f"{said} is not a number")
             if not math.isfinite(number):
-                return _Invalid(f"{text!r} is not a finite number")
+                return _Invalid(f"{said} is not a finite number")
         if isinstance(number, int) and abs(number) > _LARGEST_INTEGER:
-            return _Invalid(f"{text!r} is too large a number")
+            return _Invalid(f"{said} is too large a number")
         if (self.minimum is not None and number < self.minimum) or (
             self.maximum is not None and number > self.maximum
         ):
-            return _Invalid(f"{text!r} is not{_number_range(self.minimum, self.maximum)}")
+            return _Invalid(f"{said} is not{_number_range(self.minimum, self.maximum)}")
         return number
 
     def _values(self, text: str) -> _Parsed:
@@ -439,20 +518,26 @@ def _words(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
-def _secret_because(name: str, spec: Mapping[str, Any]) -> str | None:
+def _secret_because(name: str, spec: Mapping[str, Any], *, marked: bool) -> str | None:
+    """Why a string or number field is a secret (the warning says it); ``None``: it is not."""
+    if marked:
+        return "the configuration names it a secret (secret_fields)"
     if spec.get("format") == "password":
         return "its format is 'password'"
     if spec.get("writeOnly") is True:
         return "it is marked writeOnly"
     for label in (name, spec.get("title")):
-        if not isinstance(label, str):
-            continue
-        words = _words(label)
-        if any(word in _SECRET_WORDS for word in words) or any(
-            pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
-        ):
+        if isinstance(label, str) and _secret_name(label):
             return f"it is called {label!r}"
     return None
+
+
+def _secret_name(label: str) -> bool:
+    """Whether ``label``, a field's name or title, names a secret (the module's rule)."""
+    words = _words(label)
+    return any(word in SECRET_WORDS or word.endswith(SECRET_ENDINGS) for word in words) or any(
+        pair in SECRET_PAIRS for pair in itertools.pairwise(words)
+    )
 
 
 def _optional_text(spec: Mapping[str, Any], key: str) -> str | None:
@@ -503,14 +588,13 @@ def _title(value: object) -> str | None:
 
 
 def _string(spec: Mapping[str, Any], common: dict[str, Any]) -> _Field | None:
-    secret = _secret_because(common["name"], spec)
+    secret = common["secret_because"]
     format_ = spec.get("format")
     return _Field(
         kind=_Kind.SECRET if secret else _Kind.TEXT,
         min_length=_size(spec, "minLength"),
         max_length=_size(spec, "maxLength"),
         format=format_ if isinstance(format_, str) and format_ in _FORMAT_CHECKS else None,
-        secret_because=secret,
         **common,
     )
 
@@ -552,19 +636,30 @@ _READERS: Final[Mapping[str, Callable[[Mapping[str, Any], dict[str, Any]], _Fiel
 }
 
 
-def _field(name: str, spec: object, required: bool) -> _Field | str:
-    """The field ``name``, or why it cannot be asked."""
+#: The kinds of field a person types the answer to: only these can be asked as secrets.
+_TYPED: Final = ("string", "integer", "number")
+
+
+def _field(name: str, spec: object, *, required: bool, marked: bool) -> _Field | str:
+    """The field ``name`` (``marked`` a secret by the configuration), or why it cannot be asked."""
     if not isinstance(spec, dict):
         return f"field {name!r} is not described by a JSON object"
     kind = spec.get("type")
+    options = _choices(spec)
+    typed = kind in _TYPED and (kind != "string" or options is None)
+    if marked and not typed:
+        return (
+            f"field {name!r} is named a secret (secret_fields), but it is answered by "
+            "choosing, not typing, so it cannot be asked as one"
+        )
     common: dict[str, Any] = {
         "name": name,
         "title": _optional_text(spec, "title"),
         "description": _optional_text(spec, "description"),
         "required": required,
         "default": spec.get("default") if is_json(spec.get("default")) else None,
+        "secret_because": _secret_because(name, spec, marked=marked) if typed else None,
     }
-    options = _choices(spec)
     if kind in ("string", None) and options is not None:
         if len({option.value for option in options}) != len(options):
             return f"field {name!r} offers the same value twice"
@@ -590,7 +685,7 @@ def _schema_problem(schema: object) -> str | None:
     return None
 
 
-def _fields(schema: object) -> tuple[_Field, ...] | str:
+def _fields(schema: object, secret_fields: frozenset[str]) -> tuple[_Field, ...] | str:
     """The form's fields, in the schema's order, or why it cannot be asked."""
     if (problem := _schema_problem(schema)) is not None or not isinstance(schema, dict):
         return problem or "its schema is not a JSON object"
@@ -599,7 +694,7 @@ def _fields(schema: object) -> tuple[_Field, ...] | str:
     for name, spec in schema.get("properties", {}).items():
         if not isinstance(name, str) or not name:
             return "its schema has a field without a name"
-        field = _field(name, spec, required=name in required)
+        field = _field(name, spec, required=name in required, marked=name in secret_fields)
         if isinstance(field, str):
             return field
         fields.append(field)
@@ -655,7 +750,7 @@ class FormFill:
         #: -1: the decision; then the index of the field being asked.
         self.position = -1
         self.declined = False
-        self.content: dict[str, JsonValue | SecretValue] = {}
+        self.content: dict[str, JsonValue | SecretValue | SecretNumber] = {}
         #: Why the last answer was refused, for the question asked again.
         self.note: str | None = None
         #: The schema marks the form for a person only (``"exclusive": true``).
@@ -832,12 +927,17 @@ class UrlFill:
         return Reply(action=self.action or "decline")
 
 
-def fill_for(request: Request, *, server: str, tool: str) -> Fill | str:
-    """How to fill ``request``, or why it cannot be asked (a malformed form, a bad link)."""
+def fill_for(
+    request: Request, *, server: str, tool: str, secret_fields: frozenset[str] = frozenset()
+) -> Fill | str:
+    """How to fill ``request``, or why it cannot be asked (a malformed form, a bad link).
+
+    ``secret_fields`` names the form's fields to ask as secrets, whatever they are called.
+    """
     if request.mode == "url":
         problem = _url_problem(request.url or "")
         return problem or UrlFill(request, server=server, tool=tool)
-    fields = _fields(request.schema)
+    fields = _fields(request.schema, secret_fields)
     if isinstance(fields, str):
         return fields
     return FormFill(request, fields, server=server, tool=tool)

@@ -1,4 +1,4 @@
-"""What it takes to reach one MCP server: a command started over stdio, or a URL.
+r"""What it takes to reach one MCP server: a command started over stdio, or a URL.
 
 A server started over stdio gets the SDK's short list of environment
 variables (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``)
@@ -15,6 +15,20 @@ variable's name that is empty or holds ``=`` (the environment is a list of
 ``NAME=value`` strings, so the name would end at the first ``=``).
 :func:`os_text_problem` and :func:`variable_name_problem` say why, for the
 scenario reader to name the key at fault.
+
+``max_reply`` bounds one message from the server: a line of its stdout, or
+over HTTP a response body or an event of its stream. A larger one fails the
+calls it would have answered, saying so, and the run goes on
+(:mod:`coordinator.adapters.mcp._stdio`). The default,
+:data:`DEFAULT_MAX_REPLY` (16 MiB), is four times a local tool's output
+bound: a reply is JSON, escaped (a quote or a newline takes two bytes, a
+character beyond ASCII up to twelve as ``\u`` escapes), and may carry an
+image or a file as base64 (a third larger again); and a reply costs the run
+about six times its size while the SDK parses it (a 15 MiB reply took a
+run's peak from 71 MB to 161 MB), within what a run may take.
+
+``secret_fields`` names form fields this server's tools ask for that are
+secrets, whatever the server calls or marks them (``docs/mcp.md``).
 """
 
 from __future__ import annotations
@@ -27,10 +41,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ["DEFAULT_TIMEOUT", "McpServer", "os_text_problem", "variable_name_problem"]
+__all__ = [
+    "DEFAULT_MAX_REPLY",
+    "DEFAULT_TIMEOUT",
+    "McpServer",
+    "os_text_problem",
+    "variable_name_problem",
+]
 
 #: Seconds a server may take to answer one request, and to start.
 DEFAULT_TIMEOUT = 60.0
+#: The most bytes one message from a server may take (see the module's docstring).
+DEFAULT_MAX_REPLY = 16 * 1024 * 1024
 
 
 def os_text_problem(text: str) -> str | None:
@@ -86,6 +108,22 @@ def _timeout(_instance: Any, _attribute: Any, value: float) -> None:
         raise ValueError("an McpServer timeout must be a number of seconds greater than 0")
 
 
+def _max_reply(_instance: Any, _attribute: Any, value: int) -> None:
+    if type(value) is not int:
+        raise TypeError("McpServer.max_reply must be a whole number of bytes")
+    if value < 1:
+        raise ValueError("McpServer.max_reply must be a number of bytes greater than 0")
+
+
+def _field_names(value: Iterable[str]) -> frozenset[str]:
+    if isinstance(value, str):
+        raise TypeError("McpServer.secret_fields must be a collection of names, not a string")
+    names = frozenset(value)
+    if not all(isinstance(name, str) and name for name in names):
+        raise TypeError("McpServer.secret_fields must hold field names (non-empty strings)")
+    return names
+
+
 def _name(_instance: Any, _attribute: Any, value: str) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError("McpServer.name must be a non-empty string")
@@ -99,6 +137,8 @@ class McpServer:
     process runs). ``timeout`` bounds each request to it (time spent waiting
     for a person's answer never counts), ``start_timeout`` starting it and
     the handshake (a server fetched by ``npx`` or ``uvx`` may take a while).
+    ``max_reply`` bounds the bytes of one message from it; ``secret_fields``
+    names the form fields of its tools that are always asked as secrets.
     """
 
     name: str = attrs.field(validator=_name)
@@ -109,6 +149,8 @@ class McpServer:
     timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
     start_timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_timeout)
     stderr: Path | None = attrs.field(default=None, validator=_path)
+    max_reply: int = attrs.field(default=DEFAULT_MAX_REPLY, validator=_max_reply)
+    secret_fields: frozenset[str] = attrs.field(factory=frozenset, converter=_field_names)
 
     def __attrs_post_init__(self) -> None:
         """Exactly one way to reach the server."""

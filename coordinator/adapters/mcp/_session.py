@@ -1,4 +1,4 @@
-"""One connection to one MCP server, over the official SDK (the only module importing it).
+"""One connection to one MCP server, over the official SDK (imported here and in _stdio).
 
 Theory of operation: the SDK's transports and sessions live in anyio task
 groups, which must be entered and left by the same task. So a
@@ -14,6 +14,13 @@ tool asks by sending ``elicitation/create`` while its call is in flight);
 ``legacy`` goes straight to ``initialize``. On a legacy connection the SDK
 calls :attr:`Connection.elicit` for each ``elicitation/create``, possibly
 several at once; on a modern one there is none to answer.
+
+A server started over stdio is reached through this package's own
+transport (:mod:`coordinator.adapters.mcp._stdio`), which bounds each
+message and reads past what is not one; one over HTTP through the SDK's,
+each message bounded alike (:func:`_http_transport`). Either way
+``McpServer.max_reply`` is the bound, and a connection a fault ended says
+why in the error of each call it fails.
 
 The client declares the elicitation capability (form and URL) and nothing
 else: no sampling, no roots. Errors leave here as
@@ -33,12 +40,12 @@ import anyio
 import httpx2
 import mcp_types as types
 import orjson
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from coordinator._errors import os_reason
-from coordinator._text import redact, shown_path, shown_url, unshown_url_parts
+from coordinator._text import redact, shown_links, shown_path, shown_url, unshown_url_parts
 from coordinator.adapters.mcp._exchange import (
     ErrorKind,
     InputRequired,
@@ -47,10 +54,11 @@ from coordinator.adapters.mcp._exchange import (
     ServerError,
     Unaskable,
 )
+from coordinator.adapters.mcp._stdio import StdoutReport, stdio_transport
 from coordinator.driver import Completed
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
     from mcp.client.session import ClientRequestContext, ClientSession
 
@@ -64,6 +72,9 @@ _LOG = logging.getLogger("coordinator.mcp")
 #: How long a server may take to stop once its stdin is closed (the SDK then
 #: terminates its process group, then kills it: four seconds in all).
 _CLOSE_WAIT = 10.0
+#: An HTTP server's client: the SDK's own timeouts (seconds), a read long
+#: enough for a stream the server holds open.
+_HTTP_TIMEOUT, _HTTP_READ_TIMEOUT = 30.0, 300.0
 
 
 class Connection:
@@ -80,6 +91,8 @@ class Connection:
         self.mode = "legacy" if legacy else "auto"
         self.elicit: Callable[[Request], Awaitable[Reply | str]] | None = None
         self.broken = False
+        #: What the server's stdout held besides messages, and the fault that ended it, if any.
+        self.stdout = StdoutReport(server=server.name)
         self._session: ClientSession | None = None
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -165,14 +178,13 @@ class Connection:
     def _transport(self, errlog: TextIO) -> Any:
         server = self.server
         if server.url is not None:
-            return streamable_http_client(server.url)
-        parameters = StdioServerParameters(
-            command=server.command[0],
-            args=list(server.command[1:]),
-            env=dict(server.env) or None,
-            cwd=server.cwd,
-        )
-        return stdio_client(parameters, errlog=errlog)
+            return _http_transport(server.url, server.max_reply)
+        return stdio_transport(server, errlog, self.stdout, self._on_fault)
+
+    def _on_fault(self) -> None:
+        """The transport ended the connection (a reply too long, or broken): stop the server."""
+        self.broken = True
+        self._closing.set()
 
     def _errlog(self) -> TextIO:
         """Where the server's stderr goes: the file named for it, appended to, or nowhere."""
@@ -187,7 +199,9 @@ class Connection:
         if url is not None:
             return self._reach_error(leaf, url)
         cwd = self.server.cwd
-        if isinstance(leaf, FileNotFoundError) and cwd is not None and not cwd.is_dir():
+        if self.stdout.fault is not None:
+            why = f"it {self.stdout.fault}, and the connection was closed"
+        elif isinstance(leaf, FileNotFoundError) and cwd is not None and not cwd.is_dir():
             why = f"its working directory {shown_path(cwd)} is not there"
         elif isinstance(leaf, FileNotFoundError):
             why = f"its program was not found ({shown_path(self.server.command[0])})"
@@ -308,17 +322,14 @@ class Connection:
 
     def _timeout(self, what: str) -> ServerError:
         return ServerError(
-            f"{self._named()} did not {what} within {self.server.timeout:g} s", ErrorKind.TIMEOUT
+            f"{self._named()} did not {what} within {self.server.timeout:g} s"
+            f"{self.stdout.noted()}",
+            ErrorKind.TIMEOUT,
         )
 
     def _failure(self, error: BaseException, what: str) -> ServerError:
         if not isinstance(error, MCPError) or error.code == types.CONNECTION_CLOSED:
-            self.broken = True
-            return ServerError(
-                f"{self._named()} closed the connection while trying to {what} "
-                "(it may have crashed); the call did not complete",
-                ErrorKind.CLOSED,
-            )
+            return self._closed(error, what)
         if error.code == types.REQUEST_TIMEOUT:
             return self._timeout(what)
         data = error.data
@@ -338,6 +349,29 @@ class Connection:
             f"{self._named()} could not {what}: {error.message} (error {error.code})"
         )
 
+    def _closed(self, error: BaseException, what: str) -> ServerError:
+        """The connection ended under a request: why, as far as is known."""
+        self.broken = True
+        named = self._named()
+        if self.stdout.fault is not None:
+            text = (
+                f"{named} {self.stdout.fault} while asked to {what}: "
+                "the connection was closed, and the call did not complete"
+            )
+        elif isinstance(error, MCPError) and error.message != _CLOSED:
+            # The SDK's HTTP transport says why (an event over max_reply, a
+            # redirect it would not follow, whose location may hold a token).
+            text = (
+                f"{named}: the connection failed while trying to {what} "
+                f"({shown_links(error.message)}); the call did not complete"
+            )
+        else:
+            text = (
+                f"{named} closed the connection while trying to {what} "
+                "(it may have crashed); the call did not complete"
+            )
+        return ServerError(text, ErrorKind.CLOSED)
+
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
@@ -353,6 +387,82 @@ class Connection:
         if isinstance(reply, str):
             return types.ErrorData(code=types.INVALID_PARAMS, message=reply)
         return types.ElicitResult(action=reply.action, content=reply.revealed())
+
+
+#: What the SDK says of a connection that ended, when it knows nothing more.
+_CLOSED = "Connection closed"
+
+
+class ReplyTooLargeError(httpx2.StreamError):
+    """An HTTP server's reply ran past ``max_reply``: the SDK fails the request it answered.
+
+    A :class:`httpx2.StreamError`, the error the SDK's transport turns into
+    the failure of the request whose body it was reading.
+    """
+
+
+class _BoundedBody(httpx2.AsyncByteStream):
+    """A response body read to ``limit`` bytes at most; past them, :class:`ReplyTooLargeError`."""
+
+    def __init__(self, body: httpx2.AsyncByteStream, limit: int) -> None:
+        self._body = body
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
+        async for chunk in self._body:
+            read += len(chunk)
+            if read > self._limit:
+                raise ReplyTooLargeError(
+                    f"the reply is larger than {self._limit:,} bytes (its max_reply)"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
+
+class _BoundedBodies(httpx2.AsyncBaseTransport):
+    """HTTP whose JSON response bodies (one MCP message each) are bounded.
+
+    An event stream is not: it carries many messages, each bounded by the
+    SDK's own ``max_sse_event_size``.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._http = httpx2.AsyncHTTPTransport()
+        self._limit = limit
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._http.handle_async_request(request)
+        kind = response.headers.get("content-type", "").lower()
+        if not kind.startswith("application/json") or not isinstance(
+            response.stream, httpx2.AsyncByteStream
+        ):
+            return response
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_BoundedBody(response.stream, self._limit),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, limit: int) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport, each message from the server bounded by ``limit``."""
+    client = httpx2.AsyncClient(
+        timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+        transport=_BoundedBodies(limit),
+    )
+    async with (
+        client,
+        streamable_http_client(url, http_client=client, max_sse_event_size=limit) as streams,
+    ):
+        yield streams
 
 
 def _elicitation(key: str, params: types.ElicitRequestParams) -> Request:

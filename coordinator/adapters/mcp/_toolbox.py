@@ -265,7 +265,10 @@ class _Call:
         if isinstance(step, Unaskable):
             why = step.why
         else:
-            fill = fill_for(step, server=self.server.config.name, tool=self.name)
+            config = self.server.config
+            fill = fill_for(
+                step, server=config.name, tool=self.name, secret_fields=config.secret_fields
+            )
             if not isinstance(fill, str):
                 return fill
             why = f"a request that cannot be answered: {fill}"
@@ -378,9 +381,10 @@ class _Call:
             if self.task.done():
                 return await self._finished()
             if (left := deadline - loop.time()) <= 0:
+                noted = self.connection.stdout.noted() if self.connection is not None else ""
                 raise ServerError(
                     f"{self.server.named} did not answer within {self.server.config.timeout:g} s "
-                    f"while running tool '{self.tool}'",
+                    f"while running tool '{self.tool}'{noted}",
                     ErrorKind.TIMEOUT,
                 )
             getter = loop.create_task(self.inbox.get())
