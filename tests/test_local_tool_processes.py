@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import pytest
-from process_helpers import PATIENCE
+from process_helpers import PATIENCE, is_running
 
 from coordinator import LocalTool, LocalToolExecutor
 from coordinator.adapters import _local_tools as local_tools
@@ -203,10 +203,8 @@ def test_a_cancel_during_the_stop_closes_the_pipes(
         while not _noted(tool_pid):  # noqa: ASYNC110 - a file, not an event
             await asyncio.sleep(0.01)
         pid = int(_noted(tool_pid))
-        with contextlib.suppress(ProcessLookupError):
-            while True:  # until the timeout has killed the tool and it is reaped
-                os.kill(pid, 0)
-                await asyncio.sleep(0.01)
+        while is_running(pid):  # noqa: ASYNC110 - a process, not an event: until the timeout kills it
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

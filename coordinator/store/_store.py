@@ -68,7 +68,15 @@ from coordinator.store._append import (
 from coordinator.store._atomic import UnsyncedError, alive, atomic_write, remove_stale_temps
 from coordinator.store._create import create_directory
 from coordinator.store._files import FileReader, open_regular, read_regular
-from coordinator.store._lock import LOCK_FILE, WriterLock, acquire, read_record, release
+from coordinator.store._lock import (
+    LOCK_FILE,
+    LockFileError,
+    WriterLock,
+    acquire,
+    read_record,
+    release,
+)
+from coordinator.store._running import RUNNING_FILE
 from coordinator.stream._entries import ConfigDelta
 from coordinator.stream._event_ids import new_event_id
 from coordinator.stream._stream import ConversationStream
@@ -205,12 +213,17 @@ class Conversation:
     def files(self) -> tuple[Path, ...]:
         """The files of this conversation where it was last loaded from or saved to.
 
-        Its directory's three files, and the file its stream was read from when
-        that is another (``backup.json``); none before it was loaded or saved.
+        Its directory's three files, the store's own beside them (the lock
+        file, the record of running tools), and the file its stream was read
+        from when that is another (``backup.json``); none before it was
+        loaded or saved. Nothing written on the conversation's behalf (an
+        export) may replace one of them.
         """
         if self.path is None:
             return ()
-        own = tuple(self.path / name for name in (EVENTS, METADATA, BASE_CONFIG))
+        own = tuple(
+            self.path / name for name in (EVENTS, METADATA, BASE_CONFIG, LOCK_FILE, RUNNING_FILE)
+        )
         return own if self._stream_file is None else (self._stream_file, *own)
 
     @property
@@ -599,10 +612,10 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     # Everything is decided before anything is written: a refusal leaves every file as it was.
     plans = _plans(conversation, directory, may_append=True)
     lock = _lock_for(conversation, directory, plans)
-    if lock is None or not lock.writable or _moved(plans):
-        # Appended to only under a lock that can hold an undo record; and
+    if lock is None or _moved(plans):
+        # Appended to only under the lock, which holds the undo record; and
         # decided again if a dead writer's append was undone, or a file changed.
-        plans = _plans(conversation, directory, may_append=lock is not None and lock.writable)
+        plans = _plans(conversation, directory, may_append=lock is not None)
 
     result = _carry_out(conversation, directory, plans, lock)
     conversation.path = directory
@@ -676,9 +689,17 @@ def _lock_for(
     none: it leaves the directory exactly as it was.
     """
     writes = any(plan.write or plan.append is not None for plan in plans)
-    if not writes and _stat(directory / LOCK_FILE) is None:
+    if writes:
+        return _hold_lock(conversation, directory, create=True)
+    if _stat(directory / LOCK_FILE) is None:
         return conversation._lock if conversation._lock_directory == _identity(directory) else None
-    return _hold_lock(conversation, directory, create=writes)
+    try:
+        return _hold_lock(conversation, directory, create=False)
+    except LockFileError as error:
+        # Taken to repair what a dead writer left; a lock file no writer may
+        # trust directs no repair, and a save that writes nothing needs no lock.
+        _LOG.warning("%s (this save writes nothing, and repairs nothing)", error)
+        return None
 
 
 def _identity(directory: Path) -> tuple[int, int] | None:
