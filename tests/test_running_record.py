@@ -29,6 +29,7 @@ import pytest
 from conftest import CountingIds, FixedClock
 from process_helpers import PATIENCE, is_running, other_process_saves
 
+import coordinator.store._files
 import coordinator.store._lock
 import coordinator.store._running
 from coordinator import Conversation, StreamFormatError, load_conversation, save_conversation
@@ -242,7 +243,7 @@ def test_a_record_another_user_owns_is_left_alone(
     """This user's tool, listed in a file another user owns: left; in one of ours, stopped."""
     directory = _conversation(tmp_path / "conv")
     _noted(directory, _dead_pid(), (tool.pid, _start_time(tool.pid)))
-    real_read_small_file = coordinator.store._running.read_small_file
+    real_read_small_file = coordinator.store._files.read_small_file
 
     def owned_by_another(path: Path, read: Any) -> Any:
         def as_another(fd: int, status: os.stat_result) -> Any:
