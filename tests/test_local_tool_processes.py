@@ -367,11 +367,9 @@ def test_a_runner_killed_by_sigkill_takes_its_tools_group_with_it(tmp_path: Path
 #: A parent of the guard, run with --poll (as where there is no PR_SET_PDEATHSIG): prints its pid.
 _POLLED = """
 import os, subprocess, sys, time
-status, end = os.pipe()
 guard = subprocess.Popen(
-    [sys.executable, "-I", "-S", sys.argv[1], str(os.getpid()), str(end), "--poll", "--",
-     "sleep", "600"],
-    pass_fds=(end,), start_new_session=True,
+    [sys.executable, "-I", "-S", sys.argv[1], str(os.getpid()), "--poll", "--", "sleep", "600"],
+    start_new_session=True,
 )
 print(guard.pid, flush=True)
 time.sleep(600)

@@ -113,6 +113,8 @@ _PLACEHOLDER = re.compile(r"\{\{(tool|context)\}\}")
 IDEMPOTENCY_KEY_VARIABLE = "INQUIRY_IDEMPOTENCY_KEY"
 #: The guard every tool runs under, run as a file (it imports nothing of this package).
 _GUARD = Path(_tool_guard.__file__)
+#: The most digits an errno the guard reports has.
+_ERRNO_DIGITS = 5
 
 
 def idempotency_key(
@@ -359,24 +361,20 @@ async def _abandon(
         transport.close()
 
 
-def _guarded(status: int, argv: Sequence[str]) -> list[str]:
-    """The command that runs ``argv`` under the guard, which says on ``status`` why it failed."""
-    return [sys.executable, "-I", "-S", str(_GUARD), str(os.getpid()), str(status), "--", *argv]
+def _guarded(argv: Sequence[str]) -> list[str]:
+    """The command that runs ``argv`` under the guard (see :mod:`~._tool_guard`)."""
+    return [sys.executable, "-I", "-S", str(_GUARD), str(os.getpid()), "--", *argv]
 
 
-def _start_failure(status: int, returncode: int | None) -> OSError | None:
-    """Why the guard could not start the tool, once it has exited: the errno it wrote, if any."""
-    if returncode != _tool_guard.EXEC_FAILED:
+def _start_failure(pipes: _ToolPipes, returncode: int | None) -> OSError | None:
+    """Why the guard could not start the tool, as it said on stderr (exiting so), or ``None``."""
+    said = bytes(pipes.output[2])
+    if returncode != _tool_guard.EXEC_FAILED or not said.startswith(_tool_guard.FAILURE_MARK):
         return None
-    os.set_blocking(status, False)
-    try:
-        written = os.read(status, 32)
-    except BlockingIOError:
+    number = said.removeprefix(_tool_guard.FAILURE_MARK)
+    if not number.isdigit() or len(number) > _ERRNO_DIGITS:
         return None
-    if not written.isdigit():
-        return None  # the tool itself exited so: it ran
-    number = int(written)
-    return OSError(number, os.strerror(number))
+    return OSError(int(number), os.strerror(int(number)))
 
 
 def _signal_name(number: int) -> str:
@@ -511,40 +509,31 @@ class LocalToolExecutor:
                     "contains a NUL byte."
                 )
         pipes = _ToolPipes(self.tool.max_output)
-        # The guard writes here why the tool could not be started, if it could not.
-        status, status_end = os.pipe()
-        try:
-            starting = asyncio.ensure_future(
-                asyncio.get_running_loop().subprocess_exec(
-                    lambda: pipes,
-                    *_guarded(status_end, argv),
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    cwd=self._root,
-                    env=self._environment(call, answers),
-                    start_new_session=True,  # so a stop reaches the tool's children too
-                    pass_fds=(status_end,),
-                )
+        starting = asyncio.ensure_future(
+            asyncio.get_running_loop().subprocess_exec(
+                lambda: pipes,
+                *_guarded(argv),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self._root,
+                env=self._environment(call, answers),
+                start_new_session=True,  # so a stop reaches the tool's children too
             )
-            try:
-                transport, _ = await asyncio.shield(starting)
-            finally:
-                os.close(status_end)  # the guard has its own now
+        )
+        try:
+            transport, _ = await asyncio.shield(starting)
         except asyncio.CancelledError:
             # Not left to asyncio: cancelled while it connects the new process's
             # pipes, it kills the process but not its group, and then may wait
             # for ever (Python 3.11). The start is let finish, then stopped here.
-            os.close(status)
             with contextlib.suppress(BaseException):
                 await asyncio.shield(asyncio.ensure_future(_abandon(starting, pipes)))
             raise
         except OSError as error:
-            os.close(status)
             problem = self._start_problem(error, argv[0])
             return _error(f"Tool '{name}' could not be started: {problem}.")
         except ValueError as error:
-            os.close(status)
             # A NUL byte in the environment given, say; Python's message quotes no value.
             return _error(f"Tool '{name}' could not be started: {error}.")
         pid = transport.get_pid()
@@ -552,7 +541,7 @@ class LocalToolExecutor:
             self._running.started(pid)
         try:
             result = await self._watch(call, answers, transport, pipes, request)
-            failed = _start_failure(status, transport.get_returncode())
+            failed = _start_failure(pipes, transport.get_returncode())
             if failed is not None:
                 problem = self._start_problem(failed, argv[0])
                 return _error(f"Tool '{name}' could not be started: {problem}.")
@@ -560,7 +549,6 @@ class LocalToolExecutor:
         finally:
             # Whatever happened, even a second cancel during the stop: the
             # pipes are closed here, never left to a process that outlives the tool.
-            os.close(status)
             transport.close()
             if self._running is not None:
                 self._running.ended(pid)

@@ -6,7 +6,7 @@ that asked for them had died, and a continued run would run the same call
 again. So :class:`~coordinator.adapters._local_tools.LocalToolExecutor`
 never starts a tool directly; it starts this file::
 
-    python -I -S _tool_guard.py RUNNER STATUS_FD [--poll] -- ARGV...
+    python -I -S _tool_guard.py RUNNER [--poll] -- ARGV...
 
 in a new session, so that the guard leads the tool's process group. The
 guard:
@@ -17,9 +17,11 @@ guard:
 2. forks the tool, which asks for SIGKILL when the guard ends (a guard
    killed alone takes its tool with it), checks that the guard is its
    parent, and execs ``ARGV`` (searched on the ``PATH`` of its environment).
-   An exec that fails writes its errno to ``STATUS_FD`` (the runner reads it
-   once the guard has exited with :data:`EXEC_FAILED`, and says the tool
-   could not be started, as it would have);
+   An exec that fails writes :data:`FAILURE_MARK` and its errno on stderr,
+   where the tool printed nothing, and the guard exits with
+   :data:`EXEC_FAILED`: the runner, finding both, says the tool could not be
+   started, as it would have (a pipe of its own for this would cost every
+   running tool one more file descriptor in the runner);
 3. waits for the tool and ends as it did: the same exit status, or killed by
    the same signal, so that the runner sees the tool's own ending;
 4. when the runner ends (the signal comes, and its parent is no longer
@@ -56,12 +58,15 @@ import signal
 import sys
 import time
 
-__all__ = ["DEATH_SIGNAL", "EXEC_FAILED", "POLL", "main"]
+__all__ = ["DEATH_SIGNAL", "EXEC_FAILED", "FAILURE_MARK", "POLL", "main"]
 
 #: What the guard asks the kernel to send it when its parent ends.
 DEATH_SIGNAL = signal.SIGUSR1
-#: The guard's exit status when the tool could not be started (its errno is on ``STATUS_FD``).
+#: The guard's exit status when the tool could not be started.
 EXEC_FAILED = 127
+#: What starts the guard's stderr, then the errno in digits, when the tool could not be
+#: started (a NUL first: no tool's text output begins so).
+FAILURE_MARK = b"\0inquiry tool guard: exec failed, errno "
 #: How often a guard without ``PR_SET_PDEATHSIG`` looks at its parent, in seconds.
 POLL = 0.2
 
@@ -89,9 +94,7 @@ def _end_group(runner: int) -> None:
         os.killpg(0, signal.SIGKILL)
 
 
-def _start_tool(
-    argv: list[str], status_fd: int, ignored: set[signal.Signals], *, watched: bool
-) -> int:
+def _start_tool(argv: list[str], ignored: set[signal.Signals], *, watched: bool) -> int:
     """Fork the tool (see the module's docstring, step 2); its pid."""
     guard = os.getpid()
     child = os.fork()
@@ -106,7 +109,7 @@ def _start_tool(
             signal.signal(number, signal.SIG_IGN if number in ignored else signal.SIG_DFL)
         os.execvpe(argv[0], argv, os.environ)  # noqa: S606 - the tool's argv, as configured
     except OSError as error:
-        os.write(status_fd, str(error.errno or 0).encode())
+        os.write(2, FAILURE_MARK + str(error.errno or 0).encode())
     finally:
         os._exit(EXEC_FAILED)
 
@@ -129,19 +132,16 @@ def _end_as(status: int) -> None:
 
 def main(arguments: list[str]) -> None:
     """Guard the tool ``arguments`` name (see the module's docstring); never returns."""
-    runner, status_fd = int(arguments[0]), int(arguments[1])
-    rest = arguments[2:]
+    runner, rest = int(arguments[0]), arguments[1:]
     poll = rest[0] == "--poll"
     argv = rest[2:] if poll else rest[1:]
     ignored = {number for number in _PASSED_ON if signal.getsignal(number) == signal.SIG_IGN}
-    os.set_inheritable(status_fd, False)  # noqa: FBT003 - closed by the tool's exec: a failure writes
     signal.signal(DEATH_SIGNAL, lambda *_: _end_group(runner))
     watched = not poll and _death_signal(DEATH_SIGNAL)
     _end_group(runner)  # ended before the kernel was asked to say so
     for number in _PASSED_ON:
         signal.signal(number, signal.SIG_IGN)
-    child = _start_tool(argv, status_fd, ignored, watched=watched)
-    os.close(status_fd)
+    child = _start_tool(argv, ignored, watched=watched)
     while True:
         if watched:
             _, status = os.waitpid(child, 0)  # the death signal's handler runs meanwhile

@@ -27,6 +27,7 @@ The whole story, with every error, is in ``docs/storage.md``.
 """
 
 from coordinator.store._lock import ConversationLockedError
+from coordinator.store._log import Durability
 from coordinator.store._store import (
     Conversation,
     Layout,
@@ -38,6 +39,7 @@ from coordinator.store._store import (
 __all__ = [
     "Conversation",
     "ConversationLockedError",
+    "Durability",
     "Layout",
     "SaveResult",
     "load_conversation",

@@ -223,7 +223,7 @@ def repair(lock: WriterLock, path: Path) -> tuple[os.stat_result, os.stat_result
     no file there (stale, now cleared). Raises :class:`StreamFormatError`
     as :func:`version_to_read` does, leaving the file and the record.
     """
-    record = UndoRecord.decode(lock.found or b"")
+    record = UndoRecord.decode((lock.found or b"").partition(b"\n")[0])
     try:
         fd = None if record is None else os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:

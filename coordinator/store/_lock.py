@@ -86,13 +86,17 @@ __all__ = [
     "named_holder",
     "read_record",
     "release",
+    "settle_log",
 ]
 
 _LOG = logging.getLogger("coordinator")
 
 LOCK_FILE = ".inquiry.lock"
-#: The most of a lock file read: a pid line and one undo record.
-_READ_AT_MOST = 1 << 16
+#: The file whose appends the lock file's records and logs are about.
+EVENTS = "events.json"
+#: The most of a lock file read: a pid line, and an undo record or a log
+#: (which ``coordinator.store._log.LOG_LIMIT`` keeps to a quarter of this).
+_READ_AT_MOST = 1 << 20
 #: The lock file's mode when created: others may read who writes it, nobody may write it.
 _MODE = 0o644
 #: The permission bits that let users other than the owner write a file.
@@ -127,9 +131,12 @@ class ConversationLockedError(CoordinatorError):
 class WriterLock:
     """The lock this process holds on one conversation directory.
 
-    ``header`` is the length of the pid line (an undo record follows it);
-    ``found`` is the undo record a dead writer left, until the store has
-    repaired what it describes.
+    ``header`` is the length of the pid line (an undo record, or a log,
+    follows it: :mod:`coordinator.store._append`, :mod:`coordinator.store._log`);
+    ``found`` is the lines a dead writer left there, until the store has
+    repaired what they describe; ``log_bytes`` is the length of the log this
+    process has written since the last checkpoint, and ``log_file`` the
+    device and inode of the file it is about.
     """
 
     directory: Path
@@ -139,6 +146,8 @@ class WriterLock:
     header: int = 0
     found: bytes | None = None
     users: int = 0
+    log_bytes: int = 0
+    log_file: tuple[int, int] | None = None
     # A record was cleared without a sync: it could reappear after a power
     # loss, so it is synced away before the file it describes is replaced.
     unsynced_clear: bool = False
@@ -158,10 +167,29 @@ class WriterLock:
             _sync_new_entry(self.directory)
             self.unsynced_entry = False
 
+    def add_line(self, line: bytes, file: tuple[int, int], *, sync: bool) -> None:
+        """Append ``line`` to the log after the pid line (about ``file``), synced if ``sync``."""
+        write_all(self.fd, line, self.header + self.log_bytes)
+        self.log_bytes += len(line)
+        self.log_file = file
+        if sync:
+            os.fsync(self.fd)
+            self.unsynced_clear = False
+            if self.unsynced_entry:
+                _sync_new_entry(self.directory)
+                self.unsynced_entry = False
+
+    def sync(self) -> None:
+        """Make the log written so far durable."""
+        os.fsync(self.fd)
+        self.unsynced_clear = False
+
     def clear_record(self, *, durably: bool = False) -> None:
-        """Remove the undo record (synced only when ``durably``: see ``unsynced_clear``)."""
+        """Remove the undo record or the log (synced when ``durably``: see ``unsynced_clear``)."""
         os.ftruncate(self.fd, self.header)
         self.found = None
+        self.log_bytes = 0
+        self.log_file = None
         if durably:
             os.fsync(self.fd)
         self.unsynced_clear = not durably
@@ -458,10 +486,32 @@ def _release_now(lock: WriterLock) -> None:
     del _HELD[lock.key]
     # Not settled: a record cleared unsynced names this very file, whole, should
     # it come back; only a writer replacing the file must settle it first, and does.
+    try:
+        settle_log(lock)
+    except OSError as error:
+        _LOG.debug("%s: its log was not checkpointed: %s", lock.directory, os_reason(error))
     with contextlib.suppress(OSError):
         _unname(lock)  # before closing: no other writer can have the file yet
     with contextlib.suppress(OSError):
         os.close(lock.fd)
+
+
+def settle_log(lock: WriterLock) -> None:
+    """Sync the file this process's log is about, then clear the log (see :mod:`~._log`).
+
+    Left as it is when the file is not there any more, or is another: a
+    later reader or writer reads the log for what it is worth.
+    """
+    if not lock.log_bytes or lock.log_file is None or lock.owner != os.getpid():
+        return
+    fd = os.open(lock.directory / EVENTS, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        status = os.fstat(fd)
+        if (status.st_dev, status.st_ino) == lock.log_file:
+            os.fsync(fd)
+            lock.clear_record()
+    finally:
+        os.close(fd)
 
 
 def _unname(lock: WriterLock) -> None:
@@ -485,10 +535,11 @@ def _unname(lock: WriterLock) -> None:
 
 
 def read_record(directory: Path) -> bytes | None:
-    """The undo record in ``directory``'s lock file, if a whole one is there (for readers).
+    """The lines after the pid line of ``directory``'s lock file, whole ones only (for readers).
 
-    A lock file a writer would not trust (see the module's docstring) is
-    warned about when it holds a record, which is then not acted on.
+    An undo record, or a log. A lock file a writer would not trust (see the
+    module's docstring) is warned about when it holds any, which are then
+    not acted on.
     """
     path = directory / LOCK_FILE
     return read_small_file(path, lambda fd, status: _record_to_read(path, fd, status))
@@ -512,7 +563,7 @@ def _record_to_read(path: Path, fd: int, status: os.stat_result) -> bytes | None
 
 
 def _record_of(content: bytes) -> bytes | None:
-    """The second line of ``content``, when it is whole (a torn record was never acted on)."""
+    """The whole lines of ``content`` after its first (a torn last line is never acted on)."""
     _, _, rest = content.partition(b"\n")
-    record, newline, _ = rest.partition(b"\n")
-    return record + newline if newline and record else None
+    whole = rest[: rest.rfind(b"\n") + 1]
+    return whole or None
