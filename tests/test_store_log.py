@@ -19,27 +19,22 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 from conftest import CountingIds, FixedClock
+from coordinator_harness import conversation_on_disk
 
 from coordinator import Conversation, StreamFormatError, load_conversation, save_conversation
 from coordinator.store import Durability
 from coordinator.store._lock import LOCK_FILE
 from coordinator.store._store import dump_json
 from coordinator.wire import encode_stream
-from machines import ChatRequest, ChatResponse
+from machines import ChatResponse
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 
-def _saved(directory: Path, count: int = 3) -> Conversation:
-    """A new conversation of ``count`` messages, saved to ``directory`` (by this very object)."""
-    conversation = Conversation.new(
-        metadata={"title": "t"}, base_config={}, clock=FixedClock(), new_id=CountingIds()
-    )
-    for number in range(count):
-        conversation.stream.append(ChatRequest(content=f"message {number}"))
-    save_conversation(conversation, directory)
-    return conversation
+def _saved(directory: Path) -> Conversation:
+    """A conversation saved to ``directory`` by this very object (its file is the store's own)."""
+    return conversation_on_disk(directory)
 
 
 def _bytes(conversation: Conversation) -> bytes:
@@ -66,14 +61,21 @@ def _syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return synced
 
 
+def _watched(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Conversation, int, int, list[int]]:
+    """A saved conversation, the inodes of its lock file and events.json, and each sync after."""
+    conversation = _saved(directory)
+    lock, events = (directory / LOCK_FILE).stat().st_ino, (directory / "events.json").stat().st_ino
+    return conversation, lock, events, _syncs(monkeypatch)
+
+
 def test_a_logged_save_syncs_the_lock_file_once_and_writes_the_whole_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One sync a save, of the log; events.json is a full rewrite's bytes; a full save syncs it."""
     directory = tmp_path / "conv"
-    conversation = _saved(directory)
-    lock, events = (directory / LOCK_FILE).stat().st_ino, (directory / "events.json").stat().st_ino
-    synced = _syncs(monkeypatch)
+    conversation, lock, events, synced = _watched(directory, monkeypatch)
     for number in range(3):
         conversation.stream.append(ChatResponse.message(f"logged {number}"))
         result = save_conversation(conversation, durability=Durability.LOGGED)
@@ -95,9 +97,7 @@ def test_a_written_save_syncs_nothing_once_the_log_has_begun(
 ) -> None:
     """The log's first line is synced (its base), later WRITTEN ones not; close syncs the file."""
     directory = tmp_path / "conv"
-    conversation = _saved(directory)
-    lock, events = (directory / LOCK_FILE).stat().st_ino, (directory / "events.json").stat().st_ino
-    synced = _syncs(monkeypatch)
+    conversation, lock, events, synced = _watched(directory, monkeypatch)
     for number in range(3):
         conversation.stream.append(ChatResponse.message(f"written {number}"))
         save_conversation(conversation, durability=Durability.WRITTEN)

@@ -44,7 +44,7 @@ sync. So does letting go of the lock, and a save whose line would take the
 log past :data:`LOG_LIMIT`.
 
 After a crash, readers read the version the log gives, in memory, writing
-nothing; the next writer to take the lock repairs the file on disk
+nothing; the next writer, at its first save, repairs the file on disk
 (:func:`repair_log`): the log's version written at its base, the file cut
 to its size, synced, the log cleared. What a log line holds is acted on
 only as :mod:`coordinator.store._lock` trusts the lock file, and only when
@@ -61,13 +61,13 @@ import enum
 import hashlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import attrs
 import orjson
 
 from coordinator._errors import StreamFormatError
-from coordinator.store._append import TAIL
+from coordinator.store._append import TAIL, UndoRecord, appendable
 from coordinator.store._atomic import write_all
 
 if TYPE_CHECKING:
@@ -111,65 +111,27 @@ class Durability(enum.Enum):
 
 
 @attrs.frozen
-class LogLine:
-    """One save's entries in the log (see the module's docstring)."""
+class LogLine(UndoRecord):
+    """One save's entries in the log: an undo record's fields, and the bytes appended."""
 
-    device: int
-    inode: int
-    size: int
-    new_size: int
-    digest: str
-    pid: int
+    KEY: ClassVar[str] = "logged"
+
     data: bytes
 
-    @property
-    def start(self) -> int:
-        """Where its data goes in the file: every byte before is the version it follows."""
-        return self.size - len(TAIL)
-
-    def encode(self) -> bytes:
-        """The line, as the lock file holds it."""
-        fields = {
-            "device": self.device,
-            "inode": self.inode,
-            "size": self.size,
-            "new_size": self.new_size,
-            "digest": self.digest,
-            "pid": self.pid,
-            "data": self.data.decode(),
-        }
-        return orjson.dumps({"logged": fields}) + b"\n"
+    def _fields(self) -> dict[str, Any]:
+        return {**super()._fields(), "data": self.data.decode()}
 
     @classmethod
-    def decode(cls, line: bytes) -> LogLine | None:
-        """The log line ``line`` holds, or ``None`` when it holds none that makes sense."""
-        try:
-            raw: Any = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return None
-        fields = raw.get("logged") if type(raw) is dict else None
-        names = [field.name for field in attrs.fields(cls)]
-        if type(fields) is not dict or sorted(fields) != sorted(names):
-            return None
-        numbers = [fields[name] for name in names if name not in ("digest", "data")]
-        if any(type(value) is not int or value < 0 for value in numbers):
-            return None
-        if type(fields["digest"]) is not str or type(fields["data"]) is not str:
-            return None
-        data = fields["data"].encode()
-        line_ = cls(**{**fields, "data": data})
-        if (
-            line_.size < len(TAIL)
-            or line_.new_size != line_.start + len(data)
-            or hashlib.sha256(data).hexdigest() != line_.digest
-            or not _shaped_as_an_append(data)
-        ):
-            return None
-        return line_
+    def _made(cls, values: dict[str, Any]) -> Self:
+        return cls(**{**values, "data": values["data"].encode()})
 
-    def describes(self, status: os.stat_result) -> bool:
-        """Whether this line is about the file of ``status``."""
-        return (self.device, self.inode) == (status.st_dev, status.st_ino)
+    def holds_together(self) -> bool:
+        """Its sizes, digest and bytes agree, and the bytes are shaped as an append's."""
+        return (
+            self.new_size == self.start + len(self.data)
+            and hashlib.sha256(self.data).hexdigest() == self.digest
+            and _shaped_as_an_append(self.data)
+        )
 
 
 def _shaped_as_an_append(data: bytes) -> bool:
@@ -236,22 +198,10 @@ def log_append(
     """
     fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        status = os.fstat(fd)
-        if (
-            (status.st_size, status.st_mtime_ns, status.st_ino) != expected
-            or status.st_size < len(TAIL)
-            or os.pread(fd, len(TAIL), status.st_size - len(TAIL)) != TAIL
-        ):
+        status = appendable(fd, expected)
+        if status is None:
             return None
-        line = LogLine(
-            device=status.st_dev,
-            inode=status.st_ino,
-            size=status.st_size,
-            new_size=status.st_size - len(TAIL) + len(data),
-            digest=hashlib.sha256(data).hexdigest(),
-            pid=os.getpid(),
-            data=data,
-        )
+        line = LogLine.of(status, data, data=data)
         encoded = line.encode()
         if lock.log_bytes + len(encoded) > LOG_LIMIT:
             if not lock.log_bytes:
