@@ -75,6 +75,7 @@ def _lines(path: Path) -> list[str] | None:
     return lines or None
 
 
+@pytest.mark.timeout(max(120, 10 * LOOPS))  # each iteration starts Python twice, or more
 def test_a_keyed_side_effect_happens_once_however_the_run_is_killed_and_continued(
     tmp_path: Path, ends: contextlib.ExitStack
 ) -> None:

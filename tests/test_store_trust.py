@@ -104,7 +104,7 @@ def test_an_undo_record_another_user_planted_cuts_nothing(
     loaded = load_conversation(directory)
     assert len(loaded.stream) == ENTRIES
     assert "is owned by another user" in caplog.text
-    assert "the undo record in it is not acted on" in caplog.text
+    assert "what it records is not acted on" in caplog.text
     loaded.stream.append(ChatResponse.message("the victim's"))
     with pytest.raises(StreamFormatError) as caught:
         save_conversation(loaded)

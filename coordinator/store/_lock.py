@@ -555,7 +555,7 @@ def _record_to_read(path: Path, fd: int, status: os.stat_result) -> bytes | None
     if problem is None:
         return record
     _LOG.warning(
-        "%s: %s; the undo record in it is not acted on (events.json is read as it is)",
+        "%s: %s; what it records is not acted on (events.json is read as it is)",
         path,
         problem,
     )

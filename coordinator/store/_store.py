@@ -275,7 +275,9 @@ class Conversation:
 
         Raises :class:`~coordinator.store.ConversationLockedError` when
         another process holds it. A conversation never saved has no
-        directory yet: its first save takes the lock.
+        directory yet: its first save takes the lock. Nothing is written:
+        what a dead writer left there (a torn append, a log) is put right by
+        the first save.
         """
         if self.path is not None:
             _hold_lock(self, self.path, create=True, repair=False)
