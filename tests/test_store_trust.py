@@ -165,6 +165,8 @@ def test_a_lock_file_that_cannot_be_opened_is_no_way_around_the_lock(
 
     def mode_000(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         if Path(os.fsdecode(path)) == lock:
+            if flags & os.O_CREAT and flags & os.O_EXCL:  # it exists, whatever its mode
+                raise FileExistsError(errno.EEXIST, "File exists", os.fsdecode(path))
             raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
         return real_open(path, flags, *args, **kwargs)
 

@@ -291,16 +291,14 @@ def _open(path: Path, *, create: bool) -> tuple[int, bool] | None:
         try:
             return os.open(path, flags | os.O_CREAT | os.O_EXCL, _MODE), True
         except FileExistsError:
-            pass
+            pass  # opened as it is, below, which says what is wrong with it
         except OSError as error:
-            if os.path.lexists(path):
-                pass  # opened as an existing file below, which says what is wrong with it
-            elif error.errno in _CANNOT_CREATE:
-                # A directory this writer may not create a file in: no lock, and
-                # no write of this save can succeed there either (it says so).
+            if error.errno in _CANNOT_CREATE:
+                # A directory this writer may not create a file in (an existing
+                # file is EEXIST whatever its mode): no lock, and no write of
+                # this save can succeed there either, nor anyone's (it says so).
                 return None
-            else:
-                raise
+            raise
     try:
         return os.open(path, flags), False
     except FileNotFoundError:
