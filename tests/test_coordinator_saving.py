@@ -125,7 +125,7 @@ def test_no_tool_runs_when_its_request_cannot_be_saved(
     conversation = conversation_on_disk(tmp_path)
     tool = LooksAtTheDisk(conversation)
 
-    def refuse(_: Conversation) -> None:
+    def refuse(_: Conversation, **__: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(_tool_coordinator, "save_conversation", refuse)

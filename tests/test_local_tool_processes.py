@@ -7,16 +7,19 @@ import contextlib
 import gc
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import threading
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import pytest
-from process_helpers import PATIENCE
+from process_helpers import PATIENCE, is_running, wait_for
 
+import coordinator.adapters
 from coordinator import LocalTool, LocalToolExecutor
 from coordinator.adapters import _local_tools as local_tools
 from coordinator.driver import Completed
@@ -203,10 +206,8 @@ def test_a_cancel_during_the_stop_closes_the_pipes(
         while not _noted(tool_pid):  # noqa: ASYNC110 - a file, not an event
             await asyncio.sleep(0.01)
         pid = int(_noted(tool_pid))
-        with contextlib.suppress(ProcessLookupError):
-            while True:  # until the timeout has killed the tool and it is reaped
-                os.kill(pid, 0)
-                await asyncio.sleep(0.01)
+        while is_running(pid):  # noqa: ASYNC110 - a process, not an event: until the timeout kills it
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -314,3 +315,99 @@ def test_a_nul_byte_in_the_command_is_a_start_failure(tmp_path: Path) -> None:
     assert message == (
         "Tool 'demo' could not be started: argument 1 of its command contains a NUL byte."
     )
+
+
+# ------------------------------------------------------ the runner dies (the guard)
+
+#: A runner of one local tool (``sys.argv[1]``, Python code) in ``sys.argv[2]``; the test kills it.
+_RUNNER = """
+import asyncio, sys
+from pathlib import Path
+import coordinator.adapters
+from coordinator import LocalTool, LocalToolExecutor
+from machines import ToolCallRequest
+tool = LocalTool(name="t", command=[sys.executable, "-c", sys.argv[1]], timeout=600)
+executor = LocalToolExecutor(tool, root=Path(sys.argv[2]))
+asyncio.run(executor.execute(ToolCallRequest(id="c", name="t", arguments={}), {}))
+"""
+
+#: A tool that leaves a child in its group and works on, noting both pids.
+_WITH_A_CHILD = """
+import subprocess, time
+child = subprocess.Popen(["sleep", "600"])
+with open("pids", "w") as file:
+    file.write(f"{__import__('os').getpid()} {child.pid}")
+time.sleep(600)
+"""
+
+
+def _pids_in(path: Path) -> list[int] | None:
+    text = _noted(path)
+    return [int(pid) for pid in text.split()] if len(text.split()) == 2 else None
+
+
+def test_a_runner_killed_by_sigkill_takes_its_tools_group_with_it(tmp_path: Path) -> None:
+    """The tool and the child it left in its group end with the runner, not 600 s later."""
+    with subprocess.Popen([sys.executable, "-c", _RUNNER, _WITH_A_CHILD, str(tmp_path)]) as runner:
+        try:
+            pids = wait_for(
+                lambda: _pids_in(tmp_path / "pids"), "the tool's start", process=runner
+            )
+            runner.kill()
+            runner.wait(timeout=PATIENCE)
+            for pid in pids:
+                wait_for(partial(_ended, pid), f"{pid}'s end")
+        finally:
+            runner.kill()
+            for pid in _pids_in(tmp_path / "pids") or []:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+#: A parent of the guard, run with --poll (as where there is no PR_SET_PDEATHSIG): prints its pid.
+_POLLED = """
+import os, subprocess, sys, time
+guard = subprocess.Popen(
+    [sys.executable, "-I", "-S", sys.argv[1], str(os.getpid()), "--poll", "--", "sleep", "600"],
+    start_new_session=True,
+)
+print(guard.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_guard_that_polls_ends_its_group_when_its_runner_dies(tmp_path: Path) -> None:
+    """Without the parent-death signal, the guard looks at its parent and still ends the tool."""
+    guard = Path(coordinator.adapters.__file__).with_name("_tool_guard.py")
+    with subprocess.Popen(
+        [sys.executable, "-c", _POLLED, str(guard)], stdout=subprocess.PIPE, cwd=tmp_path
+    ) as parent:
+        try:
+            assert parent.stdout is not None
+            leader = int(parent.stdout.readline())
+            wait_for(lambda: _members(leader) or None, "the tool under the guard")
+            members = _members(leader)
+            parent.kill()
+            parent.wait(timeout=PATIENCE)
+            for pid in [leader, *members]:
+                wait_for(partial(_ended, pid), f"{pid}'s end")
+        finally:
+            parent.kill()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(leader, signal.SIGKILL)
+
+
+def _ended(pid: int) -> bool | None:
+    """True once process ``pid`` no longer runs (for ``wait_for``)."""
+    return None if is_running(pid) else True
+
+
+def _members(group: int) -> list[int]:
+    """The running processes of process group ``group`` but its leader."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != group:
+            with contextlib.suppress(OSError):
+                if os.getpgid(int(entry.name)) == group and is_running(int(entry.name)):
+                    found.append(int(entry.name))
+    return found

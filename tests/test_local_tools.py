@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import sys
 import textwrap
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from coordinator_harness import (
     payloads,
     run,
 )
-from process_helpers import PATIENCE
+from process_helpers import PATIENCE, is_running
 
 from coordinator import LocalTool, LocalToolExecutor, ScriptedPrompter, ToolCoordinator
 from coordinator.adapters import check_arguments
@@ -411,8 +410,7 @@ def test_a_cancelled_run_kills_the_tool(tmp_path: Path) -> None:
             await task
 
     run(scenario())
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), 0)
+    assert not is_running(int(pid_file.read_text()))
 
 
 SECRET_TOOL = """
@@ -480,3 +478,26 @@ def test_local_tool_echoing_its_secret_on_failure_is_masked_even_escaped(tmp_pat
     assert response.is_error
     assert orjson.loads(response.content)["stderr"] == "login failed with <secret>\n"
     assert_invariants(conversation, [secret, 'hunter\\"2\\\\x'])
+
+
+KEY_TOOL = """
+    import json, os
+    print(json.dumps({"type": "success", "content": os.environ["INQUIRY_IDEMPOTENCY_KEY"]}))
+"""
+
+
+def test_each_run_of_a_call_gets_its_idempotency_key_in_its_environment(tmp_path: Path) -> None:
+    """SHA-256 of [conversation id, call id, answers carried]: one run's, again when it reruns."""
+    executor = _tool(tmp_path, KEY_TOOL)
+    first = _execute(executor)
+    again = _execute(executor)
+    answered = _execute(executor, {"apply": True})
+    assert isinstance(first, Completed)
+    assert isinstance(again, Completed)
+    assert isinstance(answered, Completed)
+    expected = hashlib.sha256(orjson.dumps(["conv-1", "call_1", 0])).hexdigest()
+    assert first.content == again.content == expected
+    assert answered.content == hashlib.sha256(orjson.dumps(["conv-1", "call_1", 1])).hexdigest()
+    other = LocalToolExecutor(executor.tool, root=tmp_path, conversation_id="conv-2")
+    assert isinstance(moved := _execute(other), Completed)
+    assert moved.content != first.content

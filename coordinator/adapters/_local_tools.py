@@ -35,13 +35,22 @@ seconds more and the pipes are closed; such a process is neither waited for
 nor killed (it is no longer the tool's to stop).
 
 The tool inherits the environment its executor is given (by default this
-process's, all of it): what a tool may see is the caller's decision.
+process's, all of it): what a tool may see is the caller's decision. To it
+the executor adds :data:`IDEMPOTENCY_KEY_VARIABLE`, the call's idempotency
+key (:func:`idempotency_key`: the same for every run of one call with the
+same answers, across a kill of the process and a continued turn), so that a
+tool whose side effect must happen once (a payment, a deploy) can refuse to
+repeat it.
 
-Given a :class:`~coordinator.store._running.RunningTools` (``inquiry run``
-gives one for the conversation's directory), the executor notes each tool's
-process group there while it runs: should this process die without stopping
-it (SIGKILL), the next writer of the conversation stops it before going on,
-so that a continued call never runs beside the run it replaces.
+A tool never runs on its own: it runs under a guard
+(:mod:`coordinator.adapters._tool_guard`) that leads its process group and
+kills that group when this process dies, even by SIGKILL. Given a
+:class:`~coordinator.store._running.RunningTools` (``inquiry run`` gives one
+for the conversation's directory), the executor also gives each tool the
+run's token and notes its group there while it runs, so that a next writer
+taking over at once waits for the group to be gone (and stops a group that
+checks out as this run's, should the guard not have yet): a continued call
+never runs beside the run it replaces.
 """
 
 from __future__ import annotations
@@ -49,12 +58,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import hashlib
 import logging
 import os
 import re
 import shlex
 import shutil
 import signal
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,6 +74,7 @@ import attrs
 import orjson
 
 from coordinator._text import shown_path
+from coordinator.adapters import _tool_guard
 from coordinator.driver import Completed, ExecutorResult, NeedsInput, reveal_answers
 from coordinator.wire import WireError, structure_question
 from machines import InquirySource, SecretValue, ToolAnswer, ToolCallRequest
@@ -70,7 +82,14 @@ from machines import InquirySource, SecretValue, ToolAnswer, ToolCallRequest
 if TYPE_CHECKING:
     from coordinator.store import RunningTools
 
-__all__ = ["LocalTool", "LocalToolExecutor", "check_arguments", "schema_problem"]
+__all__ = [
+    "IDEMPOTENCY_KEY_VARIABLE",
+    "LocalTool",
+    "LocalToolExecutor",
+    "check_arguments",
+    "idempotency_key",
+    "schema_problem",
+]
 
 _LOG = logging.getLogger("coordinator.local_tools")
 
@@ -89,6 +108,28 @@ _SHOWN_TYPE = 40
 #: ``{{tool}}`` and ``{{context}}``, found in one pass so that one's JSON is
 #: never searched for the other.
 _PLACEHOLDER = re.compile(r"\{\{(tool|context)\}\}")
+
+#: The environment variable a tool finds its call's idempotency key in.
+IDEMPOTENCY_KEY_VARIABLE = "INQUIRY_IDEMPOTENCY_KEY"
+#: The guard every tool runs under, run as a file (it imports nothing of this package).
+_GUARD = Path(_tool_guard.__file__)
+#: The most digits an errno the guard reports has.
+_ERRNO_DIGITS = 5
+
+
+def idempotency_key(
+    conversation_id: str | None, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]
+) -> str:
+    """The idempotency key of one run of ``call``'s tool: hex SHA-256 of a JSON array.
+
+    The array is ``[conversation_id, call id, attempt]``, the attempt being
+    how many answers the run carries (0 on its first run, one more after each
+    question answered). A run of the call is known by those: killed and
+    continued, the call runs again with the answers it had, and gets the same
+    key; a question answered gets the next one. ``conversation_id`` is the
+    executor's (``null`` when it has none).
+    """
+    return hashlib.sha256(orjson.dumps([conversation_id, call.id, len(answers)])).hexdigest()
 
 
 def _argv(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -320,6 +361,22 @@ async def _abandon(
         transport.close()
 
 
+def _guarded(argv: Sequence[str]) -> list[str]:
+    """The command that runs ``argv`` under the guard (see :mod:`~._tool_guard`)."""
+    return [sys.executable, "-I", "-S", str(_GUARD), str(os.getpid()), "--", *argv]
+
+
+def _start_failure(pipes: _ToolPipes, returncode: int | None) -> OSError | None:
+    """Why the guard could not start the tool, as it said on stderr (exiting so), or ``None``."""
+    said = bytes(pipes.output[2])
+    if returncode != _tool_guard.EXEC_FAILED or not said.startswith(_tool_guard.FAILURE_MARK):
+        return None
+    number = said.removeprefix(_tool_guard.FAILURE_MARK)
+    if not number.isdigit() or len(number) > _ERRNO_DIGITS:
+        return None
+    return OSError(int(number), os.strerror(int(number)))
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -366,8 +423,9 @@ class LocalToolExecutor:
         The caller decides what tools inherit: leave out what they must not
         see (``inquiry run`` leaves out the answers file's secrets and the
         model backend's API key), since a tool may print anything it can read.
-        ``running`` is told of each tool process while it runs (see the
-        module's docstring).
+        ``running`` is told of each tool process while it runs, and its
+        :attr:`~coordinator.store._running.RunningTools.environment` is added
+        to each tool's (see the module's docstring).
         """
         self.tool = tool
         self._root = root.resolve()
@@ -424,6 +482,18 @@ class LocalToolExecutor:
         ]
         return await self._run(call, answers, argv, request)
 
+    def _environment(
+        self, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]
+    ) -> dict[str, str]:
+        """The tool's environment: the one given (or this process's), and what is added."""
+        environment = dict(os.environ if self._env is None else self._env)
+        if self._running is not None:
+            environment.update(self._running.environment)
+        environment[IDEMPOTENCY_KEY_VARIABLE] = idempotency_key(
+            self._conversation_id, call, answers
+        )
+        return environment
+
     async def _run(
         self,
         call: ToolCallRequest,
@@ -442,12 +512,12 @@ class LocalToolExecutor:
         starting = asyncio.ensure_future(
             asyncio.get_running_loop().subprocess_exec(
                 lambda: pipes,
-                *argv,
+                *_guarded(argv),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self._root,
-                env=self._env,
+                env=self._environment(call, answers),
                 start_new_session=True,  # so a stop reaches the tool's children too
             )
         )
@@ -470,7 +540,12 @@ class LocalToolExecutor:
         if self._running is not None:
             self._running.started(pid)
         try:
-            return await self._watch(call, answers, transport, pipes, request)
+            result = await self._watch(call, answers, transport, pipes, request)
+            failed = _start_failure(pipes, transport.get_returncode())
+            if failed is not None:
+                problem = self._start_problem(failed, argv[0])
+                return _error(f"Tool '{name}' could not be started: {problem}.")
+            return result
         finally:
             # Whatever happened, even a second cancel during the stop: the
             # pipes are closed here, never left to a process that outlives the tool.

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_AWAITING_MODEL",
     "EXIT_INCOMPLETE_TURN",
+    "MAY_HAVE_COMPLETED",
     "exit_status",
     "incomplete_lines",
     "incomplete_summary",
@@ -85,6 +86,13 @@ EXIT_INCOMPLETE_TURN = 3
 EXIT_AWAITING_MODEL = 4
 #: How much of a question's text a line of the report quotes.
 TEXT_SHOWN = 72
+#: What is said of an open call whose tool was running when its run stopped
+#: (killed): its side effect may be done, and its next run has the same
+#: idempotency key (``docs/local-tools.md``), by which a tool can refuse to repeat it.
+MAY_HAVE_COMPLETED = (
+    "may have completed (its tool was running when the run stopped; "
+    "it runs again under the same idempotency key)"
+)
 
 
 def pairing_summary(pairing: Pairing) -> dict[str, Any]:
@@ -130,6 +138,9 @@ def _open_call(call: OpenCall) -> dict[str, Any]:
         "id": call.tool_call.id,
         "tool": call.tool_call.name,
         "ran": call.ran,
+        # Neither waiting for an answer nor closed: its tool was (or was about
+        # to be) running when the run stopped, and may have done its work.
+        "may_have_completed": call.waiting is None and declined is None,
         "asked": dict(call.recorded.asked),
         "answered": sorted(call.replay),
         "ask_again": sorted(call.reask),
@@ -198,6 +209,8 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
         lines.append(f"    finished (kept, not run again): {done}")
     for call in summary["open_calls"]:
         how = "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
+        if call["may_have_completed"]:
+            how = f"{MAY_HAVE_COMPLETED}; runs again"
         if call["declined"] is not None:
             reason = shown_reason(call["declined"]["reason"])
             how = f"its question was cancelled ({reason}); it ends so"

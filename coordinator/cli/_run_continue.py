@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordinator._text import shown_path
-from coordinator.cli._check import quoted_text
+from coordinator.cli._check import MAY_HAVE_COMPLETED, quoted_text
 from coordinator.cli._command_lines import command_line, sanitize_line
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
@@ -180,6 +180,8 @@ class Continuation:
                 f", with its answers to {', '.join(sorted(call.replay))}" if call.replay else ""
             )
             how = "runs again" + answered if call.ran else "runs (nothing recorded of it)"
+            if call.waiting is None and call.declined is None:
+                how = f"{MAY_HAVE_COMPLETED}; runs again{answered}"
             # Printed with the call's id: the continued run names what the stopped one left.
             if call.declined is not None:
                 how = "ends as its last question was closed, without running again"

@@ -31,7 +31,9 @@ Rules:
    save covers every step handled in between. A tool call's response is
    saved before the driver next waits for anything (so a finished tool is
    not run again should the process die), and everything when the batch
-   ends.
+   ends. Saves before work starts are synced (``Durability.LOGGED``: one
+   sync, into the lock file's log); the others survive the process's death
+   (``Durability.WRITTEN``), and are synced by the embedder's next save.
 3. Whatever happens — an explicit :meth:`ToolCoordinator.cancel`, the run's
    task being cancelled (once or again while it stops), an executor or
    prompter crashing or returning what it must not, the ``on_step``
@@ -108,7 +110,7 @@ from coordinator.driver._prompting import (
     QuestionAnswer,
 )
 from coordinator.driver._routes import CallRoutes
-from coordinator.store import save_conversation
+from coordinator.store import Durability, save_conversation
 from coordinator.stream import EventEntry, IncompleteTurn
 from machines import (
     DEFAULT_MAX_ATTEMPTS,
@@ -460,8 +462,9 @@ class ToolCoordinator:
             while not batch.done:
                 if batch.save_due or (batch.results_due and batch.events.empty()):
                     # Before the event loop runs what the steps started (rule 2).
+                    durability = Durability.LOGGED if batch.save_due else Durability.WRITTEN
                     batch.save_due = batch.results_due = False
-                    self._save_changes()
+                    self._save_changes(durability)
                 self._handle(batch, await batch.events.get())
                 _raise_observer_error(batch)
         except BaseException:
@@ -475,7 +478,7 @@ class ToolCoordinator:
                 # Reached even when the task is cancelled again while its tools
                 # stop: the coordinator must take the next batch all the same.
                 self._batch = None
-        self._save()
+        self._save_changes(Durability.WRITTEN)
         return [response for response in batch.responses if response is not None]
 
     def _take_up(self, batch: _Batch, incomplete: IncompleteTurn) -> None:
@@ -969,18 +972,18 @@ class ToolCoordinator:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _save(self) -> None:
+    def _save(self, durability: Durability = Durability.FILES) -> None:
         if self.autosave:
-            save_conversation(self.conversation)
+            save_conversation(self.conversation, durability=durability)
             stream = self.conversation.stream
             self._saved = (stream, stream.revision)
 
-    def _save_changes(self) -> None:
+    def _save_changes(self, durability: Durability) -> None:
         """Save, unless nothing was appended since the last save (rule 2)."""
         stream = self.conversation.stream
         saved = self._saved
         if saved is None or saved[0] is not stream or saved[1] != stream.revision:
-            self._save()
+            self._save(durability)
 
     def _save_quietly(self) -> None:
         try:

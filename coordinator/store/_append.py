@@ -30,8 +30,8 @@ between. After a crash at any moment, the record says what to do:
   refused, naming the record, rather than read as either version.
 
 A reader (who holds no lock) reads the version the record says, in memory,
-writing nothing (:func:`version_to_read`). The next writer to take the lock
-repairs the file on disk (:func:`repair`): it puts the three bytes back and
+writing nothing (:func:`version_to_read`). The next writer, at its first
+save, repairs the file on disk (:func:`repair`): it puts the three bytes back and
 truncates the file to its old size, or keeps a whole append, then clears the
 record. So a torn append is never read as a broken file and never silently
 taken for a whole one: it is undone. It is undone only once its writer is
@@ -50,7 +50,7 @@ import hashlib
 import logging
 import os
 import stat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import attrs
 import orjson
@@ -64,7 +64,15 @@ if TYPE_CHECKING:
 
     from coordinator.store._lock import WriterLock
 
-__all__ = ["TAIL", "UndoRecord", "append", "appended_bytes", "repair", "version_to_read"]
+__all__ = [
+    "TAIL",
+    "UndoRecord",
+    "append",
+    "appendable",
+    "appended_bytes",
+    "repair",
+    "version_to_read",
+]
 
 _LOG = logging.getLogger("coordinator")
 
@@ -74,7 +82,15 @@ TAIL = b"\n]\n"
 
 @attrs.frozen
 class UndoRecord:
-    """What an append in progress does to which file (see the module's docstring)."""
+    """What an append in progress does to which file (see the module's docstring).
+
+    A line of the lock file, ``{KEY: {...its fields...}}``; a
+    :class:`~coordinator.store._log.LogLine` is one with the appended bytes
+    as well.
+    """
+
+    #: What the line's one key is.
+    KEY: ClassVar[str] = "append"
 
     device: int
     inode: int
@@ -83,38 +99,71 @@ class UndoRecord:
     digest: str
     pid: int
 
+    @classmethod
+    def of(cls, status: os.stat_result, appended: bytes, **more: Any) -> Self:
+        """The record of this process appending ``appended`` to the file of ``status``."""
+        return cls(
+            device=status.st_dev,
+            inode=status.st_ino,
+            size=status.st_size,
+            new_size=status.st_size - len(TAIL) + len(appended),
+            digest=hashlib.sha256(appended).hexdigest(),
+            pid=os.getpid(),
+            **more,
+        )
+
     @property
     def start(self) -> int:
         """Where the append's bytes begin: every byte before is the old version's."""
         return self.size - len(TAIL)
 
     def encode(self) -> bytes:
-        """The record as the lock file's second line."""
-        return orjson.dumps({"append": attrs.asdict(self)}) + b"\n"
+        """The record as a line of the lock file."""
+        return orjson.dumps({self.KEY: self._fields()}) + b"\n"
+
+    def _fields(self) -> dict[str, Any]:
+        return attrs.asdict(self)
 
     @classmethod
-    def decode(cls, line: bytes) -> UndoRecord | None:
+    def decode(cls, line: bytes) -> Self | None:
         """The record ``line`` holds, or ``None`` when it holds none that makes sense."""
         try:
             raw: Any = orjson.loads(line)
         except orjson.JSONDecodeError:
             return None
-        fields = raw.get("append") if type(raw) is dict else None
+        fields = raw.get(cls.KEY) if type(raw) is dict else None
         names = [field.name for field in attrs.fields(cls)]
         if type(fields) is not dict or sorted(fields) != sorted(names):
             return None
         values = {name: fields[name] for name in names}
-        numbers = [value for name, value in values.items() if name != "digest"]
+        numbers = [value for name, value in values.items() if name not in _TEXTS]
         if any(type(value) is not int or value < 0 for value in numbers):
             return None
-        if type(values["digest"]) is not str:
+        if any(type(values[name]) is not str for name in _TEXTS if name in values):
             return None
-        record = cls(**values)
-        return record if len(TAIL) <= record.size < record.new_size else None
+        record = cls._made(values)
+        return (
+            record
+            if len(TAIL) <= record.size < record.new_size and record.holds_together()
+            else None
+        )
+
+    @classmethod
+    def _made(cls, values: dict[str, Any]) -> Self:
+        """The record of the values a line holds, checked for their types."""
+        return cls(**values)
+
+    def holds_together(self) -> bool:
+        """Whether what the record says holds together (the sizes aside)."""
+        return True
 
     def describes(self, status: os.stat_result) -> bool:
         """Whether this record is about the file of ``status``."""
         return (self.device, self.inode) == (status.st_dev, status.st_ino)
+
+
+#: The fields of a record (or log line) that are text, not numbers.
+_TEXTS = ("digest", "data")
 
 
 def appended_bytes(entries_json: bytes) -> bytes:
@@ -140,22 +189,10 @@ def append(
     """
     fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        status = os.fstat(fd)
-        if (
-            not stat.S_ISREG(status.st_mode)
-            or (status.st_size, status.st_mtime_ns, status.st_ino) != expected
-            or status.st_size < len(TAIL)
-            or os.pread(fd, len(TAIL), status.st_size - len(TAIL)) != TAIL
-        ):
+        status = appendable(fd, expected)
+        if status is None:
             return None
-        record = UndoRecord(
-            device=status.st_dev,
-            inode=status.st_ino,
-            size=status.st_size,
-            new_size=status.st_size - len(TAIL) + len(data),
-            digest=hashlib.sha256(data).hexdigest(),
-            pid=os.getpid(),
-        )
+        record = UndoRecord.of(status, data)
         lock.write_record(record.encode())
         try:
             write_all(fd, data, record.start)
@@ -167,6 +204,24 @@ def append(
         return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def appendable(fd: int, expected: tuple[int, int, int]) -> os.stat_result | None:
+    """The status of the file open on ``fd``, when it may be appended to; else ``None``.
+
+    It must be a regular file that is ``expected`` (size, mtime in
+    nanoseconds, inode), checked on the open file just before the append,
+    and end as JP's layout does.
+    """
+    status = os.fstat(fd)
+    if (
+        not stat.S_ISREG(status.st_mode)
+        or (status.st_size, status.st_mtime_ns, status.st_ino) != expected
+        or status.st_size < len(TAIL)
+        or os.pread(fd, len(TAIL), status.st_size - len(TAIL)) != TAIL
+    ):
+        return None
+    return status
 
 
 def _put_back(lock: WriterLock, fd: int, record: UndoRecord, path: Path, error: OSError) -> None:
@@ -223,7 +278,7 @@ def repair(lock: WriterLock, path: Path) -> tuple[os.stat_result, os.stat_result
     no file there (stale, now cleared). Raises :class:`StreamFormatError`
     as :func:`version_to_read` does, leaving the file and the record.
     """
-    record = UndoRecord.decode(lock.found or b"")
+    record = UndoRecord.decode((lock.found or b"").partition(b"\n")[0])
     try:
         fd = None if record is None else os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:

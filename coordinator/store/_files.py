@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
     "MAX_FILE_SIZE_VARIABLE",
     "FileReader",
+    "LockFileError",
     "file_kind",
     "max_file_size",
     "open_file",
@@ -75,6 +76,15 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+class LockFileError(StreamFormatError):
+    """A file of the store's own that no writer may trust: nothing was written.
+
+    The lock file, or the record of running tools beside it, is not what
+    the store makes (see :mod:`coordinator.store._lock`); the message names
+    it and says why.
+    """
 
 
 def max_file_size() -> int:

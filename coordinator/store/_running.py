@@ -1,74 +1,93 @@
-"""The tools a writer runs, noted beside its lock: the next writer stops what a dead one left.
+"""The tools a writer runs, noted beside its lock, and what the next writer checks of them.
 
-Theory of operation: a local tool leads a process group of its own, which
-its writer kills when it stops the tool (a cancel, a timeout, Ctrl-C). A
-writer killed by SIGKILL (or a crash) stops nothing: its tools work on,
-and a run that continues the turn would run the same open call beside the
-one left running. So, while a tool runs, its writer notes the tool's group
-in ``.inquiry.running`` beside the lock file (:class:`RunningTools`),
-with what tells its leader from a process given the same pid later: the
-leader's start time (``/proc/<pid>/stat``) and the boot it started in. When
-a writer takes the directory's lock afresh (:func:`coordinator.store._lock.acquire`)
-and the file names a holder that no longer runs, :func:`stop_leftovers`
-kills (SIGKILL) every group it lists whose leader is still that same
-process, waits for each group to be gone, and removes the file, before the
-writer goes on; it logs a warning naming what it stopped.
+Theory of operation: a local tool runs under a guard that leads its process
+group and kills that group when the writer dies
+(:mod:`coordinator.adapters._tool_guard`), so a writer killed by SIGKILL
+takes its tools with it. The guard acts a moment after the death, though,
+and a writer that takes over at once (``inquiry run --continue-turn`` right
+after a kill) must not run a call beside the run it replaces. So, while a
+tool runs, its writer notes the tool's group in ``.inquiry.running`` beside
+the lock file (:class:`RunningTools`), and a writer that takes the lock
+afresh (:func:`coordinator.store._lock.acquire`) and finds a record of a
+writer that no longer runs waits for those groups to be gone, killing
+(SIGKILL) a group still there: :func:`stop_leftovers`.
+
+The file is anyone's who may write the directory (copied, unpacked or
+cloned with the conversation, or planted), so what it says directs nothing
+by itself. A group is stopped only when its leader checks out as a tool of
+the very run that wrote the record: the run gives its tools a token in
+their environment (:data:`TOKEN_VARIABLE`, a random value of its own) and
+notes only the token's SHA-256; the leader must run as this user (whose
+``/proc/<pid>/environ`` only this user and root may read), hold that token
+in its environment, lead its own group, in a session and group that are not
+this process's, and have started when the record says, in this boot.
+Nobody else knows the token: a forged record names processes whose
+environment does not hold it, and is left alone. What is said is what
+happened: a group is reported stopped only when a process of it was
+running and was killed (a tool that had exited is not "stopped").
 
 Rules:
 
-1. A group is killed only while its leader is the process that was
-   noted: the same pid, start time and boot, checked just before the kill.
-   A leader that exited has left its group, which its writer would not have
-   stopped either; a pid in use again is another program's. The window left
-   is the one between that check and the kill: nothing holds the pid
-   meanwhile, but the leader, its writer dead, is reparented (to init, or a
-   subreaper) and reaped as soon as it exits, and only then can its pid be
-   given to another process. The pidfd taken before the check, where there
-   is one, is how the kill waits for that leader to exit.
+1. The check is made just before the kill, with the leader pinned by a
+   pidfd where there is one: between the two, the leader (its writer dead,
+   reparented to init or a subreaper) can only exit, and its pid be given
+   to another process once it is reaped; the kill is then of a group the
+   pidfd shows has lost its leader, and is not made.
 2. The holder's own groups are never touched while it runs (it may have let
-   the lock go and still be at work), nor this process's.
+   the lock go and still be at work), nor this process's group or session.
 3. Where there is no ``/proc`` (not Linux), nothing is noted, and so nothing
-   stopped.
-4. The file is bookkeeping: failing to write, read or remove it never fails
-   a tool or a save. It is replaced without a sync: a crash of the machine
-   ends the processes too, and a new boot voids the record.
-5. Only a record this user wrote is acted on: one owned by another user
-   (who may write the directory) is left alone, so that nobody can list a
-   process group of this user's for the next writer to kill. Its pids must
-   be pids (positive, within ``pid_t``), or it is no record at all.
+   stopped here: the guard's watch is all there is.
+4. The file is bookkeeping: failing to write or remove it never fails a tool
+   or a save. It is replaced without a sync: a crash of the machine ends the
+   processes too, and a new boot voids the record. It is written by its
+   owner alone (mode ``0600``: the token's hash is nobody else's business).
+5. Something that is not a regular file where the record should be (a
+   directory, a FIFO, a link) is an error: the writer refuses to go on
+   (:class:`~coordinator.store._files.LockFileError`, naming it), rather
+   than silently stop nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
+import secrets
 import select
 import signal
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 
 from coordinator._errors import os_reason
 from coordinator.store._atomic import temp_beside, write_all
-from coordinator.store._files import read_small_file
+from coordinator.store._files import LockFileError, file_kind, read_small_file
 
-__all__ = ["RUNNING_FILE", "RunningTools", "stop_leftovers"]
+__all__ = ["RUNNING_FILE", "TOKEN_VARIABLE", "RunningTools", "stop_leftovers"]
 
 _LOG = logging.getLogger("coordinator")
 
 RUNNING_FILE = ".inquiry.running"
+#: The environment variable that carries a run's token to each of its tools.
+TOKEN_VARIABLE = "INQUIRY_RUN_TOKEN"  # noqa: S105 - its name; the value is made per run
 #: The most of the file read: it lists the tools running at once.
 _READ_AT_MOST = 1 << 20
+#: The most of a process's environment read for the token.
+_ENVIRON_AT_MOST = 1 << 20
 #: Beyond the largest pid (``pid_t`` is 32 bits): a number noted from here on names no process.
 _PID_BEYOND = 1 << 31
 #: How long a killed group is waited for before the writer goes on regardless.
 STOP_WAIT = 5.0
 #: ``/proc/<pid>/stat`` fields, counted from the first after the name (field 3, the state).
-_STATE, _PGRP, _START = 0, 5 - 3, 22 - 3
+_STATE, _PGRP, _SESSION, _START = 0, 5 - 3, 6 - 3, 22 - 3
 _PROC = Path("/proc")
+#: The states of a process that has ended (a zombie, not yet reaped) or is ending.
+_ENDED = (b"Z", b"X")
 
 
 def _stat_fields(pid: int) -> list[bytes] | None:
@@ -98,12 +117,17 @@ def _boot() -> str | None:
         return None
 
 
+def _digest(token: bytes) -> str:
+    return hashlib.sha256(token).hexdigest()
+
+
 class RunningTools:
     """The process groups of the tools this process runs for one conversation directory.
 
-    :meth:`started` and :meth:`ended` are told of each tool's process (the
-    leader of its group); the groups running are kept in the directory's
-    :data:`RUNNING_FILE`, for the next writer should this one die.
+    :attr:`environment` is what each tool's environment gets (the run's
+    token); :meth:`started` and :meth:`ended` are told of each tool's
+    process (the leader of its group); the groups running are kept in the
+    directory's :data:`RUNNING_FILE`, for the next writer should this one die.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -112,7 +136,14 @@ class RunningTools:
         self._boot = _boot()
         self._pid = os.getpid()
         self._start = _start_time(self._pid)
+        token = secrets.token_hex(16)
+        self._token = _digest(token.encode())
+        self.environment: dict[str, str] = {TOKEN_VARIABLE: token}
         self._groups: dict[int, int] = {}
+
+    def __repr__(self) -> str:
+        """The record's place, never the token."""
+        return f"RunningTools({str(self._path)!r})"
 
     def started(self, pid: int) -> None:
         """The tool process ``pid`` (which leads its own group) has started."""
@@ -137,6 +168,7 @@ class RunningTools:
                 {
                     "holder": {"pid": self._pid, "start": self._start},
                     "boot": self._boot,
+                    "token": self._token,
                     "groups": [{"pgid": g, "start": s} for g, s in self._groups.items()],
                 }
             )
@@ -146,7 +178,7 @@ class RunningTools:
             # the temporary file is new (O_EXCL), and the rename replaces a link.
             temporary = temp_beside(self._path)
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(temporary, flags, 0o644)
+            fd = os.open(temporary, flags, 0o600)
             try:
                 try:
                     write_all(fd, body, 0)
@@ -161,25 +193,39 @@ class RunningTools:
             _LOG.debug("%s: not written: %s", self._path, os_reason(error))
 
 
-def stop_leftovers(directory: Path) -> None:
-    """Stop the tools a dead writer of ``directory`` left running.
+@attrs.frozen
+class _Record:
+    """What ``.inquiry.running`` says: its writer, the boot, the token's hash, the groups."""
 
-    Never raises of its own (an interruption, as Ctrl-C, goes through): what
-    cannot be read or stopped is left as it is (logged at debug level).
+    holder: int
+    holder_start: int
+    boot: str
+    token: str
+    groups: tuple[tuple[int, int], ...]
+
+
+def stop_leftovers(directory: Path) -> None:
+    """Stop the tools a dead writer of ``directory`` left running, as its record shows them.
+
+    Raises :class:`LockFileError` when something that is not a regular
+    file is where the record should be (rule 5); otherwise never raises of
+    its own (an interruption, as Ctrl-C, goes through): what cannot be read
+    or checked is left as it is (logged at debug level).
     """
     path = directory / RUNNING_FILE
+    _refuse_non_file(path)
     record = _read(path)
     if record is None:
         return
-    holder, boot, groups = record
-    holder_pid, holder_start = holder
-    if holder_pid == os.getpid():
+    if record.holder == os.getpid():
         return  # this process's own tools (rule 2)
-    same_boot = boot == _boot()
-    if same_boot and _start_time(holder_pid) == holder_start:
+    same_boot = record.boot == _boot()
+    if same_boot and _start_time(record.holder) == record.holder_start:
         return  # the holder runs on: its tools are its own (rule 2)
     # Of another boot, every process noted is gone: the record is only removed.
-    stopped = tuple(pgid for pgid, start in groups if same_boot and _stop(pgid, start))
+    stopped = tuple(
+        pgid for pgid, start in record.groups if same_boot and _stop(pgid, start, record.token)
+    )
     with contextlib.suppress(OSError):
         path.unlink()
     if stopped:
@@ -190,13 +236,30 @@ def stop_leftovers(directory: Path) -> None:
             directory,
             count,
             "" if count == 1 else "s",
-            holder_pid,
+            record.holder,
             ", ".join(map(str, stopped)),
         )
 
 
-def _read(path: Path) -> tuple[tuple[int, int], str, list[tuple[int, int]]] | None:
-    """The record in ``path`` (holder, boot, groups), or ``None`` when there is none to use."""
+def _refuse_non_file(path: Path) -> None:
+    """Rule 5: refuse what is where the record should be, unless it is a regular file (or none)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise LockFileError(path, f"cannot be looked at: {os_reason(error)}") from error
+    if not stat.S_ISREG(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else file_kind(mode)
+        raise LockFileError(
+            path,
+            f"is not a regular file but {kind}; not writing to this conversation (the record "
+            "of running tools must be a file of its own: remove what is there)",
+        )
+
+
+def _read(path: Path) -> _Record | None:
+    """The record in ``path``, or ``None`` when there is none to use."""
     try:
         found = read_small_file(
             path, lambda fd, status: (status.st_uid, os.read(fd, _READ_AT_MOST))
@@ -207,17 +270,20 @@ def _read(path: Path) -> tuple[tuple[int, int], str, list[tuple[int, int]]] | No
         return None
     owner, content = found
     if owner != os.geteuid():
-        _LOG.debug("%s: written by another user (uid %d); left alone (rule 5)", path, owner)
+        _LOG.debug("%s: written by another user (uid %d); left alone", path, owner)
         return None
     try:
         value: Any = orjson.loads(content)
-        holder = (_pid(value["holder"]["pid"]), _int(value["holder"]["start"]))
-        groups = [(_pid(group["pgid"]), _int(group["start"])) for group in value["groups"]]
-        boot = _str(value["boot"])
+        return _Record(
+            holder=_pid(value["holder"]["pid"]),
+            holder_start=_int(value["holder"]["start"]),
+            boot=_str(value["boot"]),
+            token=_str(value["token"]),
+            groups=tuple((_pid(group["pgid"]), _int(group["start"])) for group in value["groups"]),
+        )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         _LOG.debug("%s: not a record of running tools (%r); left alone", path, error)
         return None
-    return holder, boot, groups
 
 
 def _str(value: object) -> str:
@@ -235,35 +301,80 @@ def _int(value: object) -> int:
 def _pid(value: object) -> int:
     pid = _int(value)
     if pid >= _PID_BEYOND:
-        raise ValueError(value)  # else past _int, only to overflow in os.killpg (rule 5)
+        raise ValueError(value)  # else past _int, only to overflow in os.killpg
     return pid
 
 
-def _stop(pgid: int, start: int) -> bool:
-    """Kill the group ``pgid`` if its leader is the process that started at ``start``."""
+def _checks_out(pgid: int, start: int, token: str) -> bool:
+    """Whether process ``pgid`` is a running tool of the run whose token hashes to ``token``.
+
+    See the module's docstring: this user's, leading its group, outside this
+    process's group and session, started at ``start``, its environment
+    holding the token.
+    """
+    fields = _stat_fields(pgid)
+    if fields is None or len(fields) <= _START or fields[_STATE] in _ENDED:
+        return False  # gone, or ended: its group is no tool's to stop
+    session = os.getsid(0)
+    try:
+        leads = int(fields[_PGRP]) == pgid
+        outside = pgid not in (os.getpgrp(), session) and int(fields[_SESSION]) != session
+        started = int(fields[_START]) == start
+        ours = (_PROC / str(pgid)).stat().st_uid == os.geteuid()
+    except (OSError, ValueError):
+        return False
+    return leads and outside and started and ours and _holds_token(pgid, token)
+
+
+def _holds_token(pid: int, token: str) -> bool:
+    """Whether process ``pid``'s environment holds :data:`TOKEN_VARIABLE` with the token hashed."""
+    try:
+        with (_PROC / str(pid) / "environ").open("rb") as environ:
+            variables = environ.read(_ENVIRON_AT_MOST).split(b"\0")
+    except OSError:
+        return False  # another user's, or gone
+    prefix = f"{TOKEN_VARIABLE}=".encode()
+    return any(
+        secrets.compare_digest(_digest(variable[len(prefix) :]), token)
+        for variable in variables
+        if variable.startswith(prefix)
+    )
+
+
+def _stop(pgid: int, start: int, token: str) -> bool:
+    """Kill the group ``pgid`` if its leader checks out (see ``_checks_out``); whether it was."""
     pinned = None
     # OverflowError too: a number beyond pid_t names no process to stop.
     with contextlib.suppress(OSError, OverflowError, AttributeError):
         # Taken before the check, so that once it passes, the pidfd is the
-        # noted leader's, and the wait after the kill is for that leader's exit
-        # (rule 1: it does not keep the pid from being reused).
+        # checked leader's, and the wait after the kill is for that leader's exit.
         pinned = os.pidfd_open(pgid)
     try:
-        if _start_time(pgid) != start:
-            return False  # exited (its group is no longer the tool's), or another process now
+        if not _checks_out(pgid, start, token):
+            return False
+        if pinned is not None and not _still_there(pinned):
+            return False  # exited (and reaped) between the check and now (rule 1)
         try:
             os.killpg(pgid, signal.SIGKILL)
-        except OSError as error:
-            _LOG.debug("tool process group %d: not stopped: %s", pgid, os_reason(error))
-            return False
-        except OverflowError:
-            _LOG.debug("tool process group %d: not stopped: no such pid", pgid)
+        except (OSError, OverflowError) as error:
+            _LOG.debug("tool process group %d: not stopped: %s", pgid, error)
             return False
         _wait_gone(pgid, pinned)
         return True
     finally:
         if pinned is not None:
             os.close(pinned)
+
+
+def _still_there(pinned: int) -> bool:
+    """Whether the process of the pidfd ``pinned`` has not been reaped."""
+    try:
+        signal.pidfd_send_signal(pinned, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists; whether this process may signal it, the kill will say
+    return True
 
 
 def _wait_gone(pgid: int, pinned: int | None) -> None:
@@ -289,6 +400,6 @@ def _members(pgid: int) -> list[int]:
             fields = _stat_fields(int(entry.name))
             if fields is None or len(fields) <= _PGRP:
                 continue
-            if fields[_PGRP] == str(pgid).encode() and fields[_STATE] not in (b"Z", b"X"):
+            if fields[_PGRP] == str(pgid).encode() and fields[_STATE] not in _ENDED:
                 members.append(int(entry.name))
     return members

@@ -68,7 +68,17 @@ from coordinator.store._append import (
 from coordinator.store._atomic import UnsyncedError, alive, atomic_write, remove_stale_temps
 from coordinator.store._create import create_directory
 from coordinator.store._files import FileReader, open_regular, read_regular
-from coordinator.store._lock import LOCK_FILE, WriterLock, acquire, read_record, release
+from coordinator.store._lock import (
+    LOCK_FILE,
+    LockFileError,
+    WriterLock,
+    acquire,
+    read_record,
+    release,
+    settle_log,
+)
+from coordinator.store._log import Durability, decode_log, log_append, log_version, repair_log
+from coordinator.store._running import RUNNING_FILE
 from coordinator.stream import ConfigDelta, ConversationStream, new_event_id
 from coordinator.wire import (
     EntryDecodeError,
@@ -90,6 +100,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Conversation",
+    "Durability",
     "Layout",
     "SaveResult",
     "dump_json",
@@ -143,6 +154,28 @@ class _StreamMark:
     laid_out: bool
 
 
+@attrs.frozen
+class _Targets:
+    """A directory's three files, joined once: a save on the append path does little else."""
+
+    directory: Path
+    events: Path
+    metadata: Path
+    base_config: Path
+
+    @classmethod
+    def of(cls, directory: Path) -> _Targets:
+        return cls(directory, directory / EVENTS, directory / METADATA, directory / BASE_CONFIG)
+
+
+def _targets(conversation: Conversation, directory: Path) -> _Targets:
+    """The files of ``directory``, as the conversation last joined them when it is the same."""
+    known = conversation._targets
+    if known is None or (known.directory is not directory and known.directory != directory):
+        known = conversation._targets = _Targets.of(directory)
+    return known
+
+
 @attrs.define(eq=False)
 class Conversation:
     """A conversation: its stream, metadata and base configuration.
@@ -179,6 +212,7 @@ class Conversation:
     _lock_release: weakref.finalize[Any, Any] | None = attrs.field(
         default=None, init=False, repr=False
     )
+    _targets: _Targets | None = attrs.field(default=None, init=False, repr=False)
 
     @classmethod
     def new(
@@ -200,12 +234,17 @@ class Conversation:
     def files(self) -> tuple[Path, ...]:
         """The files of this conversation where it was last loaded from or saved to.
 
-        Its directory's three files, and the file its stream was read from when
-        that is another (``backup.json``); none before it was loaded or saved.
+        Its directory's three files, the store's own beside them (the lock
+        file, the record of running tools), and the file its stream was read
+        from when that is another (``backup.json``); none before it was
+        loaded or saved. Nothing written on the conversation's behalf (an
+        export) may replace one of them.
         """
         if self.path is None:
             return ()
-        own = tuple(self.path / name for name in (EVENTS, METADATA, BASE_CONFIG))
+        own = tuple(
+            self.path / name for name in (EVENTS, METADATA, BASE_CONFIG, LOCK_FILE, RUNNING_FILE)
+        )
         return own if self._stream_file is None else (self._stream_file, *own)
 
     @property
@@ -231,10 +270,12 @@ class Conversation:
 
         Raises :class:`~coordinator.store.ConversationLockedError` when
         another process holds it. A conversation never saved has no
-        directory yet: its first save takes the lock.
+        directory yet: its first save takes the lock. Nothing is written:
+        what a dead writer left there (a torn append, a log) is put right by
+        the first save.
         """
         if self.path is not None:
-            _hold_lock(self, self.path, create=True)
+            _hold_lock(self, self.path, create=True, repair=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -339,30 +380,22 @@ def _read_json(path: Path, *, directory: Path | None = None) -> tuple[Any, _File
     """
     for attempt in range(1, _READ_ATTEMPTS + 1):
         fd, status = _open(path)
-        record = _record_for(directory, status) if directory is not None else None
         try:
-            limit, suffix = (
-                (status.st_size, b"")
-                if record is None
-                else version_to_read(record, fd, status, path)
+            limit, suffix, recorded = (
+                (status.st_size, b"", False)
+                if directory is None
+                else _version_for(directory, fd, status, path)
             )
         except BaseException:
             os.close(fd)
             raise
-        if suffix and record is not None and not alive(record.pid):
-            _LOG.warning(
-                "%s: an append by process %d was interrupted; reading the version before it "
-                "(the next save puts that version back on disk)",
-                path,
-                record.pid,
-            )
         try:
             with io.BufferedReader(FileReader(fd, limit, suffix)) as handle:
                 try:
                     value = read_file(handle)
                 except orjson.JSONDecodeError as error:
                     if (
-                        record is None
+                        not recorded
                         and attempt < _READ_ATTEMPTS
                         and directory is not None
                         and _changing(fd, status, directory)
@@ -385,11 +418,35 @@ def _changing(fd: int, status: os.stat_result, directory: Path) -> bool:
     return os.fstat(fd).st_size != status.st_size or read_record(directory) is not None
 
 
-def _record_for(directory: Path, status: os.stat_result) -> UndoRecord | None:
-    """The undo record in ``directory``'s lock file, when it is about the file of ``status``."""
-    line = read_record(directory)
-    record = UndoRecord.decode(line) if line is not None else None
-    return record if record is not None and record.describes(status) else None
+def _version_for(
+    directory: Path, fd: int, status: os.stat_result, path: Path
+) -> tuple[int, bytes, bool]:
+    """Which version of ``events.json`` (open on ``fd``) to read: its bytes up to, then what.
+
+    As its directory's lock file says, when it holds an undo record or a log
+    about this very file (see :mod:`~._append`, :mod:`~._log`); the last item
+    is whether it did.
+    """
+    found = read_record(directory)
+    lines = found.splitlines(keepends=True) if found is not None else []
+    record = UndoRecord.decode(lines[0]) if lines else None
+    if record is not None:
+        if not record.describes(status):
+            return status.st_size, b"", False
+        limit, suffix = version_to_read(record, fd, status, path)
+        if suffix and not alive(record.pid):
+            _LOG.warning(
+                "%s: an append by process %d was interrupted; reading the version before it "
+                "(the next save puts that version back on disk)",
+                path,
+                record.pid,
+            )
+        return limit, suffix, True
+    log = decode_log(lines, status)
+    if not log:
+        return status.st_size, b"", False
+    limit, suffix = log_version(log, status, path)
+    return limit, suffix, True
 
 
 def _is_directory(path: Path) -> bool:
@@ -537,7 +594,12 @@ class SaveResult:
     appended: tuple[Path, ...] = ()
 
 
-def save_conversation(conversation: Conversation, path: Path | str | None = None) -> SaveResult:
+def save_conversation(
+    conversation: Conversation,
+    path: Path | str | None = None,
+    *,
+    durability: Durability = Durability.FILES,
+) -> SaveResult:
     """Save ``conversation`` to ``path`` (by default where it was last loaded from or saved to).
 
     ``path`` is the conversation directory or, as for loading, its ``events.json``.
@@ -564,6 +626,14 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
     writes takes the directory's writer lock and keeps it (see
     :class:`Conversation`).
 
+    ``durability`` says what the save guarantees when it returns
+    (:class:`~coordinator.store._log.Durability`): by default every file is
+    on disk as it should be, synced; a save that only appends entries can
+    instead sync them into the lock file's log (``LOGGED``, one sync) or
+    only write them there and into ``events.json`` (``WRITTEN``: it survives
+    the process's death, not a power loss). The next default save, or
+    letting go of the lock, syncs what such saves wrote.
+
     Raises :class:`~coordinator.store.ConversationLockedError` when another
     process holds the directory's writer lock (nothing is written),
     :class:`ConversationChangedError` if a file this save must write
@@ -580,12 +650,13 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
         if conversation.path is None:
             raise ValueError("this conversation was never loaded or saved: give a path")
         path = conversation.path
-    directory = Path(path)
+    directory = path if isinstance(path, Path) else Path(path)
     if directory.name == EVENTS and not _is_directory(directory):
         directory = directory.parent  # the events.json path, as load_conversation accepts
     _refuse_another_stream(conversation, directory)
     if not os.path.lexists(directory) or (
-        directory / EVENTS not in conversation._files and _is_empty(directory)
+        _targets(conversation, directory).events not in conversation._files
+        and _is_empty(directory)
     ):
         created = _create(conversation, directory)
         if created is not None:
@@ -593,20 +664,27 @@ def save_conversation(conversation: Conversation, path: Path | str | None = None
 
     # Everything is decided before anything is written: a refusal leaves every file as it was.
     plans = _plans(conversation, directory, may_append=True)
+    held = conversation._lock
+    repairing = held is not None and held.found is not None
     lock = _lock_for(conversation, directory, plans)
-    if lock is None or not lock.writable or _moved(plans):
-        # Appended to only under a lock that can hold an undo record; and
-        # decided again if a dead writer's append was undone, or a file changed.
-        plans = _plans(conversation, directory, may_append=lock is not None and lock.writable)
+    if lock is None or ((lock is not held or repairing) and _moved(plans)):
+        # Appended to only under the lock, which holds the undo record or log;
+        # and decided again if the lock was just taken (a dead writer's append
+        # may have been put right meanwhile), should a file have changed.
+        plans = _plans(conversation, directory, may_append=lock is not None)
 
-    result = _carry_out(conversation, directory, plans, lock)
+    result = _carry_out(conversation, directory, plans, lock, durability)
     conversation.path = directory
     conversation._stream_file = None  # the stream is now this directory's events.json
     return result
 
 
 def _carry_out(
-    conversation: Conversation, directory: Path, plans: list[_Plan], lock: WriterLock | None
+    conversation: Conversation,
+    directory: Path,
+    plans: list[_Plan],
+    lock: WriterLock | None,
+    durability: Durability,
 ) -> SaveResult:
     """Write what ``plans`` say, in order, and remember what each file now holds."""
     written: list[Path] = []
@@ -615,7 +693,7 @@ def _carry_out(
     for planned in plans:
         plan = planned
         if plan.append is not None and lock is not None:
-            status = _append(conversation, lock, plan, written)
+            status = _append(conversation, lock, plan, written, durability)
             if status is not None:
                 written.append(plan.target)
                 appended.append(plan.target)
@@ -625,12 +703,17 @@ def _carry_out(
             plan = _plan_events(conversation, plan.target, may_append=False)
         if plan.write and plan.body is not None:
             if lock is not None and plan.target.name == EVENTS:
-                lock.settle()  # no cleared undo record may come back to name the new file
+                # The file the log is about is synced before the log goes, and no
+                # cleared record or log may come back to name the new file.
+                settle_log(lock)
+                lock.settle()
             _write(directory, plan.target, plan.body, written)
             written.append(plan.target)
         else:
             unchanged.append(plan.target)
         _remember(conversation, plan)
+    if durability is Durability.FILES and lock is not None:
+        settle_log(lock)  # every file on disk as it should be: what a log held too
     if not written:
         # Each write clears what dead writers left; a save with nothing to write must too.
         remove_stale_temps(directory)
@@ -643,17 +726,18 @@ def _plans(conversation: Conversation, directory: Path, *, may_append: bool) -> 
     A new ``events.json`` comes last: written into a directory that exists,
     it is what makes the directory a whole conversation.
     """
-    events = _plan_events(conversation, directory / EVENTS, may_append=may_append)
+    targets = _targets(conversation, directory)
+    events = _plan_events(conversation, targets.events, may_append=may_append)
     plans: list[_Plan] = []
     if conversation.layout is Layout.CURRENT:
         base_config = conversation.base_config
         plans.append(
             _plan_object(
-                conversation, directory / BASE_CONFIG, {} if base_config is None else base_config
+                conversation, targets.base_config, {} if base_config is None else base_config
             )
         )
     if conversation.metadata is not None:
-        plans.append(_plan_object(conversation, directory / METADATA, conversation.metadata))
+        plans.append(_plan_object(conversation, targets.metadata, conversation.metadata))
     return [*plans, events] if events.seen is None else [events, *plans]
 
 
@@ -671,9 +755,17 @@ def _lock_for(
     none: it leaves the directory exactly as it was.
     """
     writes = any(plan.write or plan.append is not None for plan in plans)
-    if not writes and _stat(directory / LOCK_FILE) is None:
+    if writes:
+        return _hold_lock(conversation, directory, create=True)
+    if _stat(directory / LOCK_FILE) is None:
         return conversation._lock if conversation._lock_directory == _identity(directory) else None
-    return _hold_lock(conversation, directory, create=writes)
+    try:
+        return _hold_lock(conversation, directory, create=False)
+    except LockFileError as error:
+        # Taken to repair what a dead writer left; a lock file no writer may
+        # trust directs no repair, and a save that writes nothing needs no lock.
+        _LOG.warning("%s (this save writes nothing, and repairs nothing)", error)
+        return None
 
 
 def _identity(directory: Path) -> tuple[int, int] | None:
@@ -681,15 +773,21 @@ def _identity(directory: Path) -> tuple[int, int] | None:
     return None if status is None else (status.st_dev, status.st_ino)
 
 
-def _hold_lock(conversation: Conversation, directory: Path, *, create: bool) -> WriterLock | None:
+def _hold_lock(
+    conversation: Conversation, directory: Path, *, create: bool, repair: bool = True
+) -> WriterLock | None:
     """Make ``conversation`` hold ``directory``'s writer lock (see :mod:`~._lock`).
 
-    A dead writer's interrupted append found there is undone first; the
-    conversation, if it had read the file as that append left it, now knows
-    the file as it is after.
+    With ``repair`` (a save), what a dead writer left there is put right
+    first (an interrupted append undone, a log's entries put in the file);
+    the conversation, if it had read the file as that writer left it, now
+    knows the file as it is after. Without it (``with conversation:``, a
+    claim), nothing is written: the first save repairs.
     """
     identity = _identity(directory)
     if conversation._lock is not None and conversation._lock_directory == identity:
+        if repair and conversation._lock.found is not None:
+            _repair(conversation, conversation._lock, directory / EVENTS)
         return conversation._lock
     try:
         lock = acquire(directory, create=create)
@@ -699,7 +797,7 @@ def _hold_lock(conversation: Conversation, directory: Path, *, create: bool) -> 
     if lock is None:
         return None
     try:
-        if lock.found is not None:
+        if repair and lock.found is not None:
             _repair(conversation, lock, directory / EVENTS)
     except BaseException:
         release(lock)
@@ -711,7 +809,9 @@ def _hold_lock(conversation: Conversation, directory: Path, *, create: bool) -> 
 
 
 def _repair(conversation: Conversation, lock: WriterLock, events_path: Path) -> None:
-    repaired = repair(lock, events_path)
+    first = (lock.found or b"").partition(b"\n")[0]
+    undo = UndoRecord.decode(first) is not None
+    repaired = repair(lock, events_path) if undo else repair_log(lock, events_path)
     if repaired is None:
         return
     before, after = repaired
@@ -889,14 +989,29 @@ def _not_written(error: OSError, written: list[Path]) -> str:
 
 
 def _append(
-    conversation: Conversation, lock: WriterLock, plan: _Plan, written: list[Path]
+    conversation: Conversation,
+    lock: WriterLock,
+    plan: _Plan,
+    written: list[Path],
+    durability: Durability,
 ) -> os.stat_result | None:
-    """Append ``plan``'s entries to its file; its new status, or ``None`` if it changed."""
+    """Append ``plan``'s entries to its file; its new status, or ``None`` if it changed.
+
+    Behind a log (:mod:`~._log`) when the save need not leave the file synced,
+    or a log is there already (its checkpoint is the one sync a full save
+    then needs); behind an undo record (:mod:`~._append`) otherwise, or when
+    the entries are too much for a log.
+    """
     seen, data = plan.seen, plan.append
     if seen is None or data is None:
         return None  # not planned as an append
+    expected = (seen.size, seen.mtime_ns, seen.inode)
     try:
-        return append(lock, plan.target, (seen.size, seen.mtime_ns, seen.inode), data)
+        if durability is not Durability.FILES or lock.log_bytes:
+            status = log_append(lock, plan.target, expected, data, durability)
+            if status is not None or lock.log_bytes:
+                return status
+        return append(lock, plan.target, expected, data)
     except OSError as error:
         # Put back as it was (or append() would have said otherwise): the same
         # bytes, under a new mtime, which must not pass for another's change.

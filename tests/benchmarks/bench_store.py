@@ -7,6 +7,13 @@ uses, so both sides pay the same ``fsync``). The engine side is
 ``load_conversation`` then ``save_conversation`` to a fresh directory, so
 every file is really written.
 
+The durable question (issue 37): a turn whose one tool call asks one
+question, answered at once, through the driver on a conversation on disk:
+the time its saves take, and the whole turn, against the single-append
+floor measured in the same run (one ``write`` and ``fsync`` of the bytes
+the turn saves, appended to a file in the same directory). The note says
+how many syncs a turn makes.
+
 Two rows measure the check at load that refuses what a save would not write
 back as read (a repeated key, an integer beyond 64 bits; see
 ``coordinator.wire._json_read``): the engine with the check against the engine
@@ -18,9 +25,11 @@ standard library reads a second time.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import mmap
+import os
 import shutil
 import tempfile
 import time
@@ -41,11 +50,30 @@ from bench_support import (
     retained_memory,
     write_conversation,
 )
+from bench_tools import AskInTurn
 
-from coordinator import Conversation, load_conversation, save_conversation
+from coordinator import (
+    BuiltinExecutor,
+    Conversation,
+    ScriptedPrompter,
+    ToolCoordinator,
+    load_conversation,
+    parse_tools_config,
+    save_conversation,
+)
+from coordinator.driver import _tool_coordinator
 from coordinator.store._atomic import atomic_write
 from coordinator.wire import _json_read
-from machines import AnswerType, InquiryQuestion, InquiryRequest, InquirySource
+from machines import (
+    AnswerType,
+    ChatRequest,
+    InquiryQuestion,
+    InquiryRequest,
+    InquirySource,
+    Question,
+    ToolCallRequest,
+    TurnStart,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -333,6 +361,7 @@ def run(sizes: Sizes) -> list[Metric]:
             metrics.extend(_memory("largest_fixture", largest, count, scratch))
         metrics.extend(_generated(sizes, scratch))
         metrics.extend(_question_saves(sizes, scratch))
+        metrics.extend(_durable_question(sizes, scratch))
     metrics.append(_freed_pages(sizes))
     return metrics
 
@@ -505,5 +534,140 @@ def _question_saves(sizes: Sizes, scratch: Path) -> list[Metric]:
             baseline=per_question[small, "rewrite"],
             unit="us/question",
             note=f"every save rewriting the file (as before appends), {large} vs {small} entries",
+        ),
+    ]
+
+
+# ------------------------------------------------------------ the durable question
+
+#: One-question turns in a timed run of the durable question.
+_TURNS = 40
+#: The question each turn's tool asks, answered at once by the scripted person.
+_APPLY = Question.boolean("apply", "Apply the patch?")
+_UNATTENDED = parse_tools_config({"defaults": {"run": "unattended"}})
+
+
+class _Turns:
+    """One-question turns through the driver, on a conversation on disk (see the module)."""
+
+    def __init__(self, directory: Path) -> None:
+        """Save a conversation of 1,000 entries to ``directory``, loaded and saved once."""
+        source = write_conversation(directory, generated_entries(1_000))
+        self.conversation = load_conversation(source)
+        save_conversation(self.conversation)  # the store's own file from here on
+        self.events = source / "events.json"
+        self.calls = 0
+        self.saving = 0.0
+
+    def run(self, turns: int) -> float:
+        """Play ``turns`` turns of one call asking one question, answered at once; their time.
+
+        :attr:`saving` adds up the time spent in the driver's saves meanwhile.
+        """
+        prompter = ScriptedPrompter()
+        for _ in range(turns):
+            prompter.answer(True)
+        coordinator = ToolCoordinator(
+            self.conversation,
+            tools={"fs_modify_file": BuiltinExecutor(AskInTurn([_APPLY]))},
+            config=_UNATTENDED,
+            prompter=prompter,
+        )
+
+        def timed_save(conversation: Conversation, **options: Any) -> object:
+            start = time.perf_counter()
+            try:
+                return save_conversation(conversation, **options)
+            finally:
+                self.saving += time.perf_counter() - start
+
+        async def play() -> float:
+            start = time.perf_counter()
+            for _ in range(turns):
+                # A turn of its own each: the person's message, the model's call, its run.
+                self.conversation.stream.append(TurnStart())
+                self.conversation.stream.append(ChatRequest(content="Apply the patch."))
+                self.calls += 1
+                call = ToolCallRequest(
+                    id=f"toolu_{self.calls:06d}", name="fs_modify_file", arguments={}
+                )
+                self.conversation.stream.append(call)
+                await coordinator.run([call])
+            return time.perf_counter() - start
+
+        with mock.patch.object(_tool_coordinator, "save_conversation", timed_save):
+            return asyncio.run(play())
+
+    def bytes_and_syncs(self) -> tuple[int, int]:
+        """What one turn adds to events.json, and how many syncs it makes (played, untimed)."""
+        before = self.events.stat().st_size
+        syncs: list[int] = []
+        real_fsync = os.fsync
+
+        def counted(fd: int) -> None:
+            syncs.append(fd)
+            real_fsync(fd)
+
+        with mock.patch.object(os, "fsync", counted):
+            self.run(1)
+        return self.events.stat().st_size - before, len(syncs)
+
+
+def _floor(path: Path, payload: bytes) -> float:
+    """Seconds for :data:`_TURNS` appends of ``payload`` to ``path``, each synced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    try:
+        start = time.perf_counter()
+        for _ in range(_TURNS):
+            os.write(fd, payload)
+            os.fsync(fd)
+        return time.perf_counter() - start
+    finally:
+        os.close(fd)
+
+
+def _durable_question(sizes: Sizes, scratch: Path) -> list[Metric]:
+    """A one-question turn's saves, and the whole turn, against one write + fsync of its bytes.
+
+    Every turn of a timed run is a turn of its own (the person's message,
+    the model's call, the call run, its question answered at once), through
+    the driver, on one conversation of 1,000 entries before the first. The
+    first row is the time the driver spends in its saves (the durable path
+    issue 37 is about); the second, the whole turn, the engine's work with it.
+    The baseline of both is the single-append floor, measured in the same
+    runs, taking turns with them.
+    """
+    turns = _Turns(scratch / "durable")
+    turns.run(2)  # warmed up: the log begun, the code paths taken
+    size, syncs = turns.bytes_and_syncs()
+    payload = b"x" * size
+    best = {"saves": float("inf"), "turn": float("inf"), "floor": float("inf")}
+    for _ in range(_rounds(sizes) * 2):
+        turns.saving = 0.0
+        wall = turns.run(_TURNS)
+        best["saves"] = min(best["saves"], turns.saving)
+        best["turn"] = min(best["turn"], wall)
+        best["floor"] = min(best["floor"], _floor(scratch / "durable" / "floor", payload))
+    turns.conversation.close()
+    per_turn = {side: seconds / _TURNS * 1e6 for side, seconds in best.items()}
+    what = (
+        f"a turn of one call asking one question, answered at once, on a conversation on disk "
+        f"({size} bytes, {syncs} syncs a turn) vs one write+fsync of {size} bytes"
+    )
+    return [
+        Metric(
+            metric="store.durable_question",
+            value=per_turn["saves"],
+            baseline=per_turn["floor"],
+            unit="us/turn",
+            target=8.0,
+            note=f"the driver's saves of {what}",
+        ),
+        Metric(
+            metric="store.durable_question.whole_turn",
+            value=per_turn["turn"],
+            baseline=per_turn["floor"],
+            unit="us/turn",
+            note=f"the whole of {what}, the engine's work with its saves",
         ),
     ]
