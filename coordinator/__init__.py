@@ -51,14 +51,20 @@ if TYPE_CHECKING:
         Failure,
         InquiryBackend,
         InquiryBackendError,
+        ParkedPrompt,
         Prompter,
         ScriptedInquiryBackend,
         ScriptedPrompter,
         Success,
         ToolCoordinator,
         ToolsConfig,
+        WaitingAnswerError,
+        WaitingPrompt,
+        WaitingPrompts,
+        answer_waiting,
         load_tools_config,
         parse_tools_config,
+        waiting_prompts,
     )
     from coordinator.store import Conversation, load_conversation, save_conversation
     from coordinator.stream import (
@@ -90,6 +96,7 @@ __all__ = [
     "InquiryBackendError",
     "LocalTool",
     "LocalToolExecutor",
+    "ParkedPrompt",
     "Prompter",
     "ScriptedInquiryBackend",
     "ScriptedPrompter",
@@ -98,6 +105,10 @@ __all__ = [
     "TerminalPrompter",
     "ToolCoordinator",
     "ToolsConfig",
+    "WaitingAnswerError",
+    "WaitingPrompt",
+    "WaitingPrompts",
+    "answer_waiting",
     "backend_from_config",
     "builtin_executors",
     "complete_turns",
@@ -110,6 +121,7 @@ __all__ = [
     "resolve_promptability",
     "sanitize",
     "save_conversation",
+    "waiting_prompts",
 ]
 
 logging.getLogger("coordinator").addHandler(logging.NullHandler())

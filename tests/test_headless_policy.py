@@ -46,6 +46,7 @@ from machines import (
     DetachedMode,
     InquiryRequest,
     JsonValue,
+    PromptKind,
     Question,
     ShowDeliveryPrompt,
     ShowQuestion,
@@ -56,7 +57,7 @@ from machines.wording import DELIVERY_CANCELLED, INTERRUPTED, RESULT_WITHHELD
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from coordinator.driver import StepFacts
+    from coordinator.driver import ParkedPrompt, StepFacts
 
 APPLY = Question.boolean("apply", "Overwrite config.ini?", default=False)
 NOTE = Question.text_input("note", "A note for the log?")
@@ -72,10 +73,18 @@ class Played:
     """What one cell's run left: the conversation, what the tool ran with, who was asked."""
 
     conversation: Conversation
-    response: ToolCallResponse
+    #: ``None`` when the call was parked (it waits for a later answer).
+    answered: ToolCallResponse | None
     tool: AskingTool
     prompter: ScriptedPrompter | None
     asked_model: list[InquiryTask]
+    parked: tuple[ParkedPrompt, ...] = ()
+
+    @property
+    def response(self) -> ToolCallResponse:
+        """The call's response (it has one: it was not parked)."""
+        assert self.answered is not None, "the call was parked"
+        return self.answered
 
     def routes(self) -> list[RecordedRoute | None]:
         """The route each inquiry response records, as read back from disk."""
@@ -86,12 +95,12 @@ class Played:
         """The route the tool call's response records for ``decision``, read back from disk."""
         assert self.conversation.path is not None
         saved = load_conversation(self.conversation.path)
-        (entry,) = [
+        entries = [
             e
             for e in saved.stream
             if isinstance(e, EventEntry) and isinstance(e.payload, ToolCallResponse)
         ]
-        return recorded_route(entry.metadata, decision)
+        return recorded_route(entries[0].metadata, decision) if entries else None
 
 
 class Model(ScriptedInquiryBackend):
@@ -143,9 +152,10 @@ def play(
         prompter=prompter,
         backend=model,
     )
-    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
-    assert_invariants(conversation)
-    return Played(conversation, response, tool, prompter, model.tasks)
+    responses = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert_invariants(conversation, parked=coordinator.parked)
+    answered = responses[0] if responses else None
+    return Played(conversation, answered, tool, prompter, model.tasks, coordinator.parked)
 
 
 CELLS = [
@@ -193,9 +203,23 @@ def _the_person_decides(played: Played, kind: str) -> None:
         assert played.decided("permission" if kind == "run" else "delivery") == person
 
 
+def _parked(played: Played, kind: PromptKind) -> None:
+    """Parked: no response, the request marked so on disk, and the batch says what waits."""
+    assert played.answered is None
+    (parked,) = played.parked
+    assert (parked.tool_call_id, parked.kind) == ("call_1", kind)
+    assert played.asked_model == []
+    assert played.routes() == []
+    assert played.decided("permission") is None
+
+
 def _run_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) -> None:
-    """Permission nobody can give: auto runs the tool (a permission's exclusive mark aside)."""
+    """Permission nobody can give: auto runs the tool; park keeps it for later; else refused."""
     del exclusive  # RFD 049's table: detached.run = auto approves; a question's mark is its own
+    if mode is DetachedMode.PARK:
+        _parked(played, PromptKind.RUN)
+        assert played.tool.runs == []  # never started: it waits for its permission
+        return
     route = RecordedRoute(route="detached_policy", detached=mode.value)
     assert played.decided("permission") == route
     if mode is DetachedMode.AUTO:
@@ -212,11 +236,16 @@ def _run_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) -> No
 
 
 def _delivery_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) -> None:
-    """A result nobody can confirm: auto delivers it; defaults and deny withhold it, failing."""
+    """A result nobody can confirm: auto delivers it; the others withhold it, failing.
+
+    ``detached = "park"`` parks what can wait; a result is held in memory
+    only, so its delivery is denied.
+    """
     del exclusive
     assert played.tool.runs == [{}]  # the tool ran: only its result waited
+    policy = DetachedMode.DENY if mode is DetachedMode.PARK else mode
     assert played.decided("delivery") == RecordedRoute(
-        route="detached_policy", detached=mode.value
+        route="detached_policy", detached=policy.value
     )
     if mode is DetachedMode.AUTO:
         assert played.response == ToolCallResponse(
@@ -239,6 +268,11 @@ def _question_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) 
         ]
         assert played.routes() == [RecordedRoute(route="model", detached="auto")]
         assert played.response.content == "answers: apply=True"
+        return
+    if mode is DetachedMode.PARK:
+        _parked(played, PromptKind.TOOL)
+        assert played.parked[0].inquiry_id == request.id == "call_1.apply.1"
+        assert played.tool.runs == [{}]  # asked once; it stopped to ask, and waits
         return
     assert played.asked_model == []  # never the model: exclusive, or not auto
     if mode is DetachedMode.DEFAULTS:
@@ -290,9 +324,11 @@ def test_nothing_configured_denies_every_kind(tmp_path: Path) -> None:
 
 
 def test_a_secret_is_refused_whatever_the_mode(tmp_path: Path) -> None:
-    """A secret is a person's only: nobody to ask, every mode refuses it (refused, no policy)."""
+    """A secret is a person's only: nobody to ask, every mode but park refuses it (no policy)."""
     secret = Question.secret("token", "Deploy token?")
     for mode in DetachedMode:
+        if mode is DetachedMode.PARK:
+            continue  # it waits for a person: tests/test_park.py
         played = play(
             tmp_path / mode.value,
             kind="tool",
