@@ -187,8 +187,17 @@ class Continuation:
             if waiting is not None:
                 # Recorded without its question id (JP's): named by its text, never by its id.
                 named = waiting.question_id or quoted_text(waiting.request.question.text)
-                how += f"; {named} was waiting for an answer"
+                held = "was parked" if waiting.parked else "was waiting"
+                how += f"; {named} {held} for an answer"
+            elif call.permission_parked:
+                how = "its permission to run was parked: it is asked again"
             progress.emit(f"  -> {call.tool_call.name} [{call.tool_call.id}] {how}")
+            for question_id, why in call.unfit:
+                # Said once, naming the question and why, never the value (issue 36).
+                progress.emit(
+                    f"  ! {call.tool_call.name} · {question_id}: its recorded answer is not "
+                    f"replayed ({why})"
+                )
         for stray in incomplete.stray:
             progress.emit(f"  x {stray.id}: no open call asked it; closed (interrupted)")
         for call in incomplete.waiting:

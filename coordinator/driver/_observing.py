@@ -247,9 +247,15 @@ def fired_row(fired: Fired) -> FiredRow:
     )
 
 
+#: Who answers a permission prompt on screen: what they said comes with the ruling.
+_ASKED = frozenset(
+    {PermissionBy.PERSON, PermissionBy.ANSWERS_FILE, PermissionBy.PARKED_THEN_ANSWERED}
+)
+
+
 def _permission(ruling: PermissionRuling, detached: DetachedMode | None, told: Told) -> Permission:
     """A row's permission column; the person's (or file's) completed with what they said."""
-    if ruling.by not in (PermissionBy.PERSON, PermissionBy.ANSWERS_FILE):
+    if ruling.by not in _ASKED:
         return Permission(run=ruling.run, by=ruling.by, detached=detached)
     return Permission(
         run=ruling.run,
