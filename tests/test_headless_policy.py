@@ -34,6 +34,7 @@ from coordinator_harness import (
 
 from coordinator import Conversation, EventEntry, load_conversation
 from coordinator._recorded_routes import RecordedRoute, recorded_route
+from coordinator.driver import ParkedPrompt
 from coordinator.driver._backend import InquiryTask
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._prompting import ScriptedPrompter
@@ -57,7 +58,7 @@ from machines.wording import DELIVERY_CANCELLED, INTERRUPTED, RESULT_WITHHELD
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from coordinator.driver import ParkedPrompt, StepFacts
+    from coordinator.driver import StepFacts
 
 APPLY = Question.boolean("apply", "Overwrite config.ini?", default=False)
 NOTE = Question.text_input("note", "A note for the log?")
