@@ -244,9 +244,7 @@ def test_on_prompt_timeout_detached_parks_a_question_already_on_screen(tmp_path:
         "tools": {"fs": {"run": "unattended", "detached": "park"}},
     }
     silent = Silent()
-    _, responses, _, coordinator = play(
-        tmp_path, config, prompter=silent, clock=FakeClock()
-    )
+    _, responses, _, coordinator = play(tmp_path, config, prompter=silent, clock=FakeClock())
     assert responses == []
     assert [p.inquiry_id for p in coordinator.parked] == ["call_1.apply.1"]
     assert len(silent.shown) == 1
