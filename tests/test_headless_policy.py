@@ -31,6 +31,7 @@ from coordinator_harness import (
     recorded_routes,
     run,
 )
+from test_prompt_timeouts import FakeClock, Silent
 
 from coordinator import Conversation, EventEntry, load_conversation
 from coordinator._recorded_routes import RecordedRoute, recorded_route
@@ -63,9 +64,11 @@ if TYPE_CHECKING:
 APPLY = Question.boolean("apply", "Overwrite config.ini?", default=False)
 NOTE = Question.text_input("note", "A note for the log?")
 
-#: Who is at the prompt.
+#: Who is at the prompt. Too late: a person who does not answer within the prompt's
+#: prompt_timeout, with on_prompt_timeout = "detached" (then the policy decides).
 PERSON, NOBODY, FILE_WITHOUT_REPLY = "person", "nobody", "answers file without a reply"
-AT_THE_PROMPT = (PERSON, NOBODY, FILE_WITHOUT_REPLY)
+TOO_LATE = "a person who answers too late"
+AT_THE_PROMPT = (PERSON, NOBODY, FILE_WITHOUT_REPLY, TOO_LATE)
 KINDS = ("run", "deliver", "tool")
 
 
@@ -137,6 +140,9 @@ def play(
         tool_config["result"] = "ask"
     if exclusive:
         tool_config["questions"] = {question.id: {"exclusive": True}}
+    clock = FakeClock()
+    if at_the_prompt == TOO_LATE:
+        tool_config |= {"prompt_timeout": "1m", "on_prompt_timeout": "detached"}
     config = parse_tools_config({"tools": {"fs": tool_config}})
     tool = AskingTool([question] if kind == "tool" else [])
     prompter: ScriptedPrompter | None = None
@@ -144,6 +150,8 @@ def play(
         prompter = ScriptedPrompter().permit().deliver().answer(value=True)
     elif at_the_prompt == FILE_WITHOUT_REPLY:
         prompter = ScriptedPrompter(from_file=True)
+    elif at_the_prompt == TOO_LATE:
+        prompter = Silent()
     model = Model()
     conversation = conversation_on_disk(tmp_path)
     coordinator = ToolCoordinator(
@@ -152,6 +160,7 @@ def play(
         config=config,
         prompter=prompter,
         backend=model,
+        sleep=clock.sleep,
     )
     responses = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
     assert_invariants(conversation, parked=coordinator.parked)
@@ -179,9 +188,10 @@ def test_every_cell_of_the_detached_policy(
     if at_the_prompt == PERSON:
         _the_person_decides(played, kind)
         return
-    # Nobody answered: an answers file without a reply was asked, then the policy decided.
+    # Nobody answered: an answers file without a reply, or a person too late, was
+    # asked; then the policy decided.
     asked = played.prompter.shown if played.prompter is not None else []
-    assert len(asked) == (1 if at_the_prompt == FILE_WITHOUT_REPLY else 0)
+    assert len(asked) == (0 if at_the_prompt == NOBODY else 1)
     {"run": _run_by_policy, "deliver": _delivery_by_policy, "tool": _question_by_policy}[kind](
         played, mode, exclusive=exclusive
     )
