@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from process_helpers import PATIENCE
 from resume_scenario import TOOL, runs
@@ -26,9 +26,6 @@ from test_terminal_pty import Session
 from coordinator import EventEntry, load_conversation
 from coordinator._recorded_routes import RecordedRoute, recorded_route
 from machines import Answered, Redacted
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 PARKING = f"""
 [defaults]
@@ -165,3 +162,28 @@ def test_a_parked_secret_is_given_at_a_terminal_when_the_turn_is_continued(
     assert _routes(directory) == {
         "call_1_1_1.token.1": RecordedRoute(route="parked_then_answered", by="person")
     }
+
+
+PARK_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "park" / "scenario.toml"
+
+
+def test_the_park_example_runs_as_the_readme_says(tmp_path: Path) -> None:
+    """The park example: 2 parked, exit 3; check 3; continued at a terminal, no release redone."""
+    directory = tmp_path / "conversation"
+    first = inquiry("run", PARK_EXAMPLE, "--no-interactive", "--conversation", directory)
+    assert first.returncode == 3, first.stderr
+    assert "the turn waits: 2 prompts were parked" in first.stdout
+    assert inquiry("check", directory).returncode == 3
+    run = Session(tmp_path, PARK_EXAMPLE, ("--continue-turn",))
+    try:
+        run.expect("[y/n/Y/N] >")
+        run.type("y\r")
+        run.expect("(hidden) >")
+        run.type(TOUR_SECRET + "\r")
+        assert run.finish() == 0
+    finally:
+        run.close()
+    workspace = directory / "workspace"
+    assert (workspace / "VERSION").read_text().strip() == "1.4.3"  # released once, not again
+    assert "the" in (workspace / "notes.txt").read_text()
+    assert inquiry("check", directory).returncode == 0
