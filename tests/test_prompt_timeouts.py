@@ -28,8 +28,9 @@ from coordinator_harness import (
     recorded_routes,
     run,
 )
-from run_helpers import write
+from run_helpers import local_tools, write
 from test_rfd082_reasons import Unknown, rfd082_response
+from test_terminal_pty import Session
 
 from coordinator import EventEntry, LocalTool, LocalToolExecutor, load_conversation
 from coordinator._recorded_routes import RecordedRoute, recorded_park, recorded_route
@@ -363,3 +364,26 @@ def test_timed_out_reads_as_unknown_in_a_reader_of_rfd_082(tmp_path: Path) -> No
     raw = json.loads((tmp_path / "c" / "events.json").read_text())
     (response,) = [rfd082_response(e) for e in raw if e["type"] == "inquiry_response"]
     assert response == ("cancelled", "call_1.apply.1", Unknown("timed_out"))
+
+
+def test_a_prompt_at_a_real_terminal_times_out_and_gives_the_terminal_back(
+    tmp_path: Path,
+) -> None:
+    """In a pty, nobody types for 1 s: the prompt comes down, timed out, and the run ends."""
+    scenario = local_tools(
+        tmp_path,
+        {"asks": _ASKS_ONCE},
+        '{ tool = "asks" }',
+        extra='[tools.asks.questions.go]\nprompt_timeout = "1s"\n',
+    )
+    run = Session(tmp_path, scenario, ())
+    try:
+        run.expect("[y/n/Y/N] >")
+        run.expect("cancelled (timed_out): nobody answered it in time")
+        assert run.finish() == 1
+    finally:
+        run.close()
+    conversation = load_conversation(tmp_path / "conversation")
+    assert payloads(conversation, Cancelled) == [
+        Cancelled(id="call_1_1_1.go.1", reason=CancellationReason.TIMED_OUT)
+    ]
