@@ -1009,7 +1009,7 @@ class ToolCoordinator:
             self._originals[call.id, result.question.id] = masked.originals
         # Configuration has the last word on whether only a person may answer (RFD 049).
         asked = self.config.asked(call.name, masked.question)
-        problem = unrecordable_question(asked, result.source)
+        problem = unrecordable_question(asked)
         if problem is not None:
             # Taken in, it would fail every save from here on (rule 11).
             return self._tool_failed(call, f"its question cannot be recorded: {problem}")

@@ -4,69 +4,68 @@ Theory of operation: a record's validators refuse what no record may hold
 (a value that is not JSON, one nested deeper than ``orjson`` writes), but
 the writer puts a record inside an entry inside the file's array, and
 encodes its text as UTF-8 (and base64). So a question whose default is
-nested 252 levels deep is a valid record that no save can write (an entry
-puts three more levels around it), and a text holding a lone surrogate is a
-valid ``str`` that UTF-8 cannot hold. Taken in, either would fail every save
-from then on: the run would abort, and every ``--continue-turn`` after it
-the same way.
+nested 252 levels deep makes a valid record that no save can write (an
+entry puts three more levels around it), and a text holding a lone
+surrogate is a valid ``str`` that UTF-8 cannot hold. Taken in, either would
+fail every save from then on: the run would abort, and every
+``--continue-turn`` after it the same way.
 
 The driver asks here, before a machine takes in what a tool said (a
-question, a result), whether its record could be written, and fails that
-one tool call as malformed when it could not: the run goes on, and the turn
-can always be continued. The answer is the writer's own: the record is put
-in an entry and encoded exactly as a save encodes it (:func:`encode_entries`,
-then ``orjson`` as the store writes), so nothing here restates what the
-writer accepts. Nothing is appended: the probe entry is thrown away.
+question, a result), whether it could be written, and fails that one tool
+call as malformed when it could not: the run goes on, and the turn can
+always be continued. The answer is the writer's own: the part of the record
+the tool gave is encoded by the codec's own hook (the recorded question's,
+the base64 storage field of a result), placed as deep as an entry of the
+file places it (in the file's array, in its entry), and written by ``orjson``
+as the store writes. No record is built here: records come from the machines
+alone, and this only asks of their parts.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from coordinator.stream import EventEntry, Timestamp
-from coordinator.wire._stream_codec import encode_entries
-from machines import InquiryQuestion, InquiryRequest, RecordError, ToolCallResponse
+from coordinator.wire._codec import unstructure_recorded_question
+from coordinator.wire._storage_fields import encode_field
+from machines import InquiryQuestion, RecordError
 
 if TYPE_CHECKING:
-    from machines import Event, InquirySource, Question
+    from machines import Question
 
 __all__ = ["unrecordable_question", "unrecordable_text"]
 
-#: Any valid time: the probe entry is never kept.
-_WHENEVER = Timestamp.from_datetime(datetime(2000, 1, 1, tzinfo=UTC))
-#: Any valid id, for the same reason.
-_PROBE = "probe"
+#: Why a text with a lone surrogate (which UTF-8 cannot hold) is refused.
+_NOT_UNICODE = "it holds text that is not valid Unicode (a lone surrogate): it cannot be written"
 
 
-def unrecordable_question(question: Question, source: InquirySource) -> str | None:
-    """Why ``question``, asked from ``source``, could not be recorded; ``None``: it can be."""
+def unrecordable_question(question: Question) -> str | None:
+    """Why ``question`` could not be recorded in an ``inquiry_request``; ``None``: it can be."""
     try:
-        request = InquiryRequest(
-            id=_PROBE, source=source, question=InquiryQuestion.from_question(question)
-        )
+        recorded = InquiryQuestion.from_question(question)
     except RecordError as error:
         return str(error)
-    return _unwritable(request)
+    # As deep as the file holds it: the array of entries, the entry, its "question".
+    return _unwritable([{"question": unstructure_recorded_question(recorded)}])
 
 
 def unrecordable_text(content: str) -> str | None:
     """Why a tool's result ``content`` could not be recorded; ``None``: it can be."""
-    return _unwritable(ToolCallResponse(id=_PROBE, content=content, is_error=False))
-
-
-def _unwritable(payload: Event) -> str | None:
-    """Why an entry holding ``payload`` could not be written as a save writes it."""
-    entry = EventEntry(event_id=_PROBE, timestamp=_WHENEVER, payload=payload)
     try:
-        orjson.dumps(encode_entries([entry]), option=orjson.OPT_INDENT_2)
+        stored = encode_field(content)  # a result's content is a base64 storage field
     except UnicodeEncodeError:
-        return (
-            "it holds text that is not valid Unicode (a lone surrogate), which cannot be written"
-        )
+        return _NOT_UNICODE
+    return _unwritable([{"content": stored}])
+
+
+def _unwritable(placed: Any) -> str | None:
+    """Why ``orjson`` could not write ``placed`` as the store writes a file; ``None``: it can."""
+    try:
+        orjson.dumps(placed, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError as error:
+        if "surrogates" in str(error):
+            return _NOT_UNICODE
         # orjson's own words: "Recursion limit reached" for a value nested too deeply.
         return f"it cannot be written as JSON ({error})"
     return None
