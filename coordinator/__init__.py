@@ -57,8 +57,11 @@ if TYPE_CHECKING:
         Success,
         ToolCoordinator,
         ToolsConfig,
+        WaitingAnswerError,
+        answer_waiting,
         load_tools_config,
         parse_tools_config,
+        waiting_prompts,
     )
     from coordinator.store import Conversation, load_conversation, save_conversation
     from coordinator.stream import (
@@ -98,6 +101,8 @@ __all__ = [
     "TerminalPrompter",
     "ToolCoordinator",
     "ToolsConfig",
+    "WaitingAnswerError",
+    "answer_waiting",
     "backend_from_config",
     "builtin_executors",
     "complete_turns",
@@ -110,6 +115,7 @@ __all__ = [
     "resolve_promptability",
     "sanitize",
     "save_conversation",
+    "waiting_prompts",
 ]
 
 logging.getLogger("coordinator").addHandler(logging.NullHandler())

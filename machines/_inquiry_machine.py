@@ -8,14 +8,18 @@ the assistant; to the person at the prompt when it targets the user and a
 prompt is there (a terminal, or an answers file standing in for the person);
 and when nobody can be asked, to the **detached policy** (RFD 049), which
 puts the question to the model (``auto``, never an exclusive one), takes its
-default (``defaults``), or fails it (``deny``, the default). A question
+default (``defaults``), fails it (``deny``, the default), or keeps it for an
+answer given later (``park``, ours). A question
 routed to the person waits in ``routed`` until the terminal is free and then
 in ``shown``: only a question on screen takes the person's answer (or the
 answers file's), and only one sent to the model takes the model's (or its
 failure). An answers file with no reply for a question on screen hands it to
-the detached policy (``unanswered``). Every question ends in exactly one of
-``answered``, ``redacted`` (a secret the tool received but the stream does
-not hold) or ``cancelled`` (with the reason).
+the detached policy (``unanswered``). A question on screen for longer than its
+``timeout`` is closed as ``timed_out``, or handed to the detached policy
+(``time_out``). Every question ends in exactly one of ``answered``,
+``redacted`` (a secret the tool received but the stream does not hold),
+``cancelled`` (with the reason), or ``parked``: kept, with no response yet,
+for an answer given later in the same turn.
 
 Rules:
 
@@ -29,8 +33,9 @@ Rules:
 4. A secret is never cached (read or write), never recorded, never routed to
    the model: ``assistant_routing_denied`` when it targets the assistant,
    ``no_prompt_backend`` when nobody can be asked, whatever the detached
-   policy (a secret is a person's to give, and its default is never taken).
-   The answer the tool gets travels as a :class:`SecretValue`.
+   policy but ``park`` (a secret is a person's to give, and its default is
+   never taken; parked, it waits for one). The answer the tool gets travels
+   as a :class:`SecretValue`.
 5. A static answer that does not fit the question is not applied:
    ``invalid_static_answer``, and the tool is told which question, what was
    configured and what was expected.
@@ -59,6 +64,20 @@ Rules:
     answered or cancelled it. ``cancel`` is the person's (Ctrl-C or end of
     input at its prompt, an answers file's ``cancel``) or the model's request
     cancelled (RFD 082: the user's doing).
+11. ``park`` ends the model in ``parked`` without a response: the process is
+    done with the question, whose request stays on disk (the driver marks it
+    parked, in its entry's metadata). It is answered later in one of two
+    ways, each under the request's own id: the tool, run again when the turn
+    is continued, asks it again and ``adopt`` takes it up marked
+    ``parked``, so that the person's (or the answers file's) answer closes
+    it as ``parked_then_answered``; or ``answer_later`` gives it an answer
+    without its tool (the inbox), held to the question as any answer is. A
+    parked secret is a person's at a terminal: the answers file's answer to
+    it is not taken (the policy decides again), and ``answer_later`` has no
+    row for it.
+12. A question on screen for longer than its ``timeout`` is closed
+    ``Cancelled(timed_out)`` (``time_out``), or, when the tool's ``on_timeout``
+    says ``detached``, handed to the detached policy as if nobody were there.
 """
 
 from __future__ import annotations
@@ -78,7 +97,7 @@ from machines._inquiry_records import (
     Redacted,
 )
 from machines._json import JsonValue
-from machines._meanings import DetachedMode, Resolution
+from machines._meanings import DetachedMode, OnTimeout, Resolution
 from machines._questions import InquiryQuestion, InquirySource, Question
 from machines._secret import SecretValue
 from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
@@ -88,6 +107,7 @@ from machines.wording import (
     backend_failed,
     invalid_static_answer,
     question_refused,
+    question_timed_out,
     secret_for_assistant,
     secret_without_terminal,
 )
@@ -121,6 +141,9 @@ class InquiryState(enum.Enum):
     #: Nobody can be asked: the detached policy decides (a transient state).
     DETACHED = "detached"
     ANSWERED = "answered"
+    #: Kept by the detached policy ``park``, with no response yet, for an
+    #: answer given later (the process is done with it).
+    PARKED = "parked"
     REDACTED = "redacted"
     CANCELLED = "cancelled"
 
@@ -154,7 +177,8 @@ class InquiryFacts:
     the tool is told. ``terminal`` says a prompt is there (a person, or an
     answers file standing in for one); ``detached`` is the tool's detached
     policy for its questions, which decides when nobody can be asked (RFD
-    049's default, ``deny``, unless configured).
+    049's default, ``deny``, unless configured); ``on_timeout`` what becomes
+    of the question should it be on screen for longer than its timeout.
     """
 
     # Typed on the way in: the resolve rows' guards cover every Target and
@@ -172,6 +196,7 @@ class InquiryFacts:
     detached: DetachedMode = attrs.field(
         default=DetachedMode.DENY, validator=of_type(DetachedMode)
     )
+    on_timeout: OnTimeout = attrs.field(default=OnTimeout.CLOSE, validator=of_type(OnTimeout))
 
 
 class Inquiry:
@@ -184,7 +209,8 @@ class Inquiry:
     answered or redacted; ``failure`` is the tool-level error once it is
     cancelled for any reason but the user's; ``remembered`` is true once the
     person's answer to it is remembered for the turn; ``routed_to`` says who
-    it waits for once routed (the user at the prompt, or the model).
+    it waits for once routed (the user at the prompt, or the model);
+    ``parked_before`` is true for a request parked before, taken up again.
     """
 
     __slots__ = (
@@ -193,6 +219,7 @@ class Inquiry:
         "facts",
         "failure",
         "id",
+        "parked_before",
         "question",
         "remembered",
         "response",
@@ -231,6 +258,7 @@ class Inquiry:
         self.failure: str | None = None
         self.remembered = False
         self.routed_to: Target | None = None
+        self.parked_before = False
 
     @classmethod
     def ask(
@@ -283,9 +311,39 @@ class Inquiry:
         inquiry.fire("supersede", inquiry_id=request.id)
         return inquiry, inquiry.buffer.take()
 
+    @classmethod
+    def answer_parked(
+        cls,
+        *,
+        turn: TurnState,
+        request: InquiryRequest,
+        question_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        value: ToolAnswer,
+    ) -> tuple[Inquiry, Step]:
+        """Answer ``request``, parked earlier, with ``value``, without its tool (the inbox).
+
+        The answer is held to the recorded question as any answer is
+        (:class:`InvalidAnswerError` when it does not fit; nothing changes).
+        A secret has no row here: it is a person's, at a terminal, when the
+        turn is continued (:class:`~machines.IllegalTransitionError`).
+        """
+        inquiry = cls(
+            turn=turn,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            question=request.question.as_asked(question_id),
+            source=request.source,
+            facts=InquiryFacts(terminal=False),
+        )
+        payload = inquiry.checked_answer(value, remember=False)
+        inquiry.fire("answer_later", inquiry_id=request.id, **payload)
+        return inquiry, inquiry.buffer.take()
+
     @property
     def closed(self) -> bool:
-        """Whether the question has its response."""
+        """Whether the process is done with the question: it has its response, or was parked."""
         return self.state in INQUIRY_MACHINE.final
 
     def terminal_ready(self, cached_answer: CachedAnswer | None) -> Step:
@@ -321,6 +379,11 @@ class Inquiry:
     def fail(self, error: str) -> Step:
         """The backend failed to answer; ``error`` says how (never a secret)."""
         self.fire("fail", error=error)
+        return self.buffer.take()
+
+    def time_out(self, after: str) -> Step:
+        """On screen for longer than its timeout (``after``, as the tool is told it)."""
+        self.fire("time_out", after=after)
         return self.buffer.take()
 
     def fire(self, trigger: str, **payload: Any) -> None:
@@ -433,6 +496,27 @@ NO_DEFAULT = _g(
     lambda m, _: m.facts.detached is DetachedMode.DEFAULTS and not _has_default(m),
 )
 DENY = _g("deny", "policy deny", lambda m, _: m.facts.detached is DetachedMode.DENY)
+PARK = _g(
+    "park",
+    "policy park: kept for an answer given later (a secret too)",
+    lambda m, _: m.facts.detached is DetachedMode.PARK,
+)
+PARKED_SECRET_FROM_FILE = _g(
+    "parked_secret_from_file",
+    "parked before, a secret, from the answers file (a person's only)",
+    lambda m, p: m.parked_before and _secret(m) and p["from_file"],
+)
+PARKED_SECRET = _g(
+    "parked_secret", "parked before, a secret", lambda m, _: m.parked_before and _secret(m)
+)
+PARKED_BEFORE = _g(
+    "parked_before", "parked before, not a secret", lambda m, _: m.parked_before and not _secret(m)
+)
+TIMEOUT_TO_POLICY = _g(
+    "timeout_to_policy",
+    "on_timeout detached: the detached policy decides",
+    lambda m, _: m.facts.on_timeout is OnTimeout.DETACHED,
+)
 REMEMBERED_MEANWHILE = _g(
     "remembered_meanwhile",
     "the turn cache gained an answer while the question waited (never for a secret)",
@@ -477,6 +561,13 @@ def _adopt_request(m: Inquiry, payload: Mapping[str, Any], _: Out) -> None:
     # The request is on disk already, under this id; the turn state skips it
     # (it was handed every recorded id), so no allocation is made.
     m.id = payload["inquiry_id"]
+    m.parked_before = payload["parked"]
+
+
+def _answer_later(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    m.id = payload["inquiry_id"]
+    m.parked_before = True
+    _take_answer(m, payload, out)
 
 
 def _id(m: Inquiry) -> str:
@@ -620,6 +711,11 @@ def _withdraw(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     _cancelled(m, out, CancellationReason.WITHDRAWN, None)
 
 
+def _time_out(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    failure = question_timed_out(m.tool_name, m.question, payload["after"])
+    _cancelled(m, out, CancellationReason.TIMED_OUT, failure)
+
+
 def _refuse_for_nobody(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     # RFD 082's reason for "only a person may answer, and none can be asked";
     # the response's route (denied) and the policy's mode say the rest.
@@ -646,8 +742,11 @@ _S = InquiryState
 INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="ask", source=_S.NEW, dest=_S.REQUESTED,
         action=_record_request, emits=(InquiryRequest,)),
-    # A request recorded before the turn stopped: asked again exactly, or closed.
+    # A request recorded before the turn stopped: asked again exactly, or closed;
+    # a parked one, answered later without its tool (the inbox: rule 11).
     Row(trigger="adopt", source=_S.NEW, dest=_S.REQUESTED, action=_adopt_request),
+    Row(trigger="answer_later", source=_S.NEW, dest=_S.ANSWERED, guard=PLAIN,
+        action=_answer_later, emits=(Answered,), resolution=Resolution.PARKED_THEN_ANSWERED),
     Row(trigger="supersede", source=_S.NEW, dest=_S.CANCELLED,
         action=_supersede, emits=(Cancelled,), resolution=Resolution.INTERRUPTED),
     # Resolution, in RFD 082's order: cache, static answer, routing guards, routing;
@@ -676,7 +775,10 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="use_static", source=_S.STATIC, dest=_S.ANSWERED, guard=PLAIN,
         action=_apply_static, emits=(Answered,), auto=True,
         resolution=Resolution.CONFIGURATION),
-    # Nobody can be asked: the detached policy (RFD 049) decides; a secret is a person's only.
+    # Nobody can be asked: the detached policy (RFD 049) decides; a secret is a
+    # person's only (parked, it waits for one).
+    Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.PARKED, guard=PARK, auto=True,
+        resolution=Resolution.PARKED, detached=DetachedMode.PARK),
     Row(trigger="apply_policy", source=_S.DETACHED, dest=_S.CANCELLED, guard=SECRET,
         action=_deny_secret_without_terminal, emits=(Cancelled,), auto=True,
         resolution=Resolution.REFUSED),
@@ -711,6 +813,13 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
         action=_withdraw, emits=(Cancelled,), resolution=Resolution.WITHDRAWN),
     # On screen: the person (or the answers file) answers, or cancels (Ctrl-C,
     # end of input); an answers file without a reply leaves it to the policy.
+    # Parked before, its answer closes it as such; a parked secret is a person's.
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.DETACHED, guard=PARKED_SECRET_FROM_FILE),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=PARKED_SECRET,
+        action=_take_secret_answer, emits=(Redacted,),
+        resolution=Resolution.PARKED_THEN_ANSWERED),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=PARKED_BEFORE,
+        action=_take_answer, emits=(Answered,), resolution=Resolution.PARKED_THEN_ANSWERED),
     Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=SECRET_FROM_FILE,
         action=_take_secret_answer, emits=(Redacted,), resolution=Resolution.ANSWERS_FILE),
     Row(trigger="answer", source=_S.SHOWN, dest=_S.ANSWERED, guard=PLAIN_FROM_FILE,
@@ -724,6 +833,10 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="unanswered", source=_S.SHOWN, dest=_S.DETACHED),
     Row(trigger="withdraw", source=_S.SHOWN, dest=_S.CANCELLED,
         action=_withdraw, emits=(Cancelled,), resolution=Resolution.WITHDRAWN),
+    # On screen past its timeout: the policy decides, or it is closed as timed out.
+    Row(trigger="time_out", source=_S.SHOWN, dest=_S.DETACHED, guard=TIMEOUT_TO_POLICY),
+    Row(trigger="time_out", source=_S.SHOWN, dest=_S.CANCELLED,
+        action=_time_out, emits=(Cancelled,), resolution=Resolution.TIMED_OUT),
 )  # fmt: skip
 
 INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(
@@ -731,6 +844,11 @@ INQUIRY_MACHINE: TableMachine[InquiryState, Inquiry] = TableMachine(
     states=InquiryState,
     start=InquiryState.NEW,
     rows=INQUIRY_ROWS,
-    final=(InquiryState.ANSWERED, InquiryState.REDACTED, InquiryState.CANCELLED),
+    final=(
+        InquiryState.ANSWERED,
+        InquiryState.REDACTED,
+        InquiryState.CANCELLED,
+        InquiryState.PARKED,
+    ),
     rules=__doc__ or "",
 )

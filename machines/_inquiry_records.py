@@ -61,6 +61,10 @@ class CancellationReason(enum.Enum):
     #: Nobody answered or cancelled this question; ``user`` would say
     #: someone did (this project's own reason).
     WITHDRAWN = "withdrawn"
+    #: It was on screen for longer than its ``timeout`` (a duration the user
+    #: configured), and nobody answered it: closed so, rather than waiting
+    #: for ever (this project's own reason).
+    TIMED_OUT = "timed_out"
 
     def as_str(self) -> str:
         """The wire tag."""

@@ -34,9 +34,15 @@ Rules:
    later, a timeout) is a new member on the new row, never a second table.
 4. A :class:`DetachedMode` is what decides a prompt nobody can answer (no
    terminal, or an answers file without a reply), per :class:`PromptKind`.
-   The default is ``deny`` (RFD 049). ``park`` and ``timeout`` (issue 41,
-   part 2) are one more member here and one more row per kind in each
-   table, with a guard of their own: nothing else is reshaped.
+   The default is ``deny`` (RFD 049). ``park`` (ours, issue 41) keeps a
+   question or a permission, recorded, for an answer given later: the
+   process is done with it (the rows into ``parked`` end its model, with
+   the outcome or resolution ``parked``), and the turn waits until a later
+   run, or the inbox, answers it (``parked_then_answered``). A delivery is
+   never parked: the result it would wait with is held in memory only.
+5. A prompt on screen for longer than its ``timeout`` is closed as
+   ``timed_out`` (:class:`OnTimeout` ``close``, the default), or handed to
+   the detached policy as if nobody were there (``detached``).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import enum
 
 import attrs
 
+from machines._errors import RecordError
 from machines.validators import of_type
 
 __all__ = [
@@ -52,6 +59,7 @@ __all__ = [
     "DeliveryRuling",
     "DetachedMode",
     "DetachedPolicy",
+    "OnTimeout",
     "PermissionBy",
     "PermissionRuling",
     "PromptKind",
@@ -78,6 +86,10 @@ class CallOutcome(enum.Enum):
     #: It ran, and the person (or the answers file) chose not to deliver its
     #: result: the model is told so instead.
     WITHHELD = "result withheld"
+    #: Its question (or its permission) was parked by the detached policy: it
+    #: has no response yet, and waits for an answer given later (another run
+    #: continuing the turn, or the inbox). The process is done with it.
+    PARKED = "parked"
 
 
 class Resolution(enum.Enum):
@@ -112,6 +124,16 @@ class Resolution(enum.Enum):
     #: Asked before its turn stopped, and closed when the turn was continued
     #: without being asked again as it stood (``supersede``: ``interrupted``).
     INTERRUPTED = "interrupted"
+    #: Not decided here: nobody could be asked, and the detached policy
+    #: ``park`` kept it, recorded, for an answer given later. No response is
+    #: recorded with it (the request is marked parked instead).
+    PARKED = "parked"
+    #: Parked earlier, and answered later: by a person or the answers file
+    #: when the turn was continued, or through the inbox, under the id it
+    #: was parked with.
+    PARKED_THEN_ANSWERED = "parked_then_answered"
+    #: On screen for longer than its ``timeout``, and closed so (``timed_out``).
+    TIMED_OUT = "timed_out"
 
 
 class PermissionBy(enum.Enum):
@@ -130,6 +152,12 @@ class PermissionBy(enum.Enum):
     #: A call taken up after a restart whose recorded questions show it had run:
     #: it was let run then, and is not asked again (RFD 023).
     EARLIER_RUN = "earlier run"
+    #: Parked earlier by the detached policy, and decided when the turn was
+    #: continued (by a person, or the answers file).
+    PARKED_THEN_ANSWERED = "parked then answered"
+    #: The prompt was on screen for longer than its ``timeout``: the call
+    #: does not run (a permission), or its result is not delivered.
+    TIMED_OUT = "timed out"
 
 
 class DetachedMode(enum.Enum):
@@ -143,6 +171,21 @@ class DetachedMode(enum.Enum):
     DEFAULTS = "defaults"
     #: Fail the call with a descriptive error (the default).
     DENY = "deny"
+    #: Keep the prompt, recorded, for someone to answer later: the call stops
+    #: without a response (its tool is not left running), the rest of the
+    #: batch goes on, and the turn waits. Questions (a secret too: it waits
+    #: for a person) and permissions; never a delivery.
+    PARK = "park"
+
+
+class OnTimeout(enum.Enum):
+    """What happens to a prompt that was on screen for longer than its ``timeout``."""
+
+    #: Closed as timed out: a question ``Cancelled(timed_out)``, a permission
+    #: or a delivery refused; the call fails, telling the model why.
+    CLOSE = "close"
+    #: Handed to the tool's detached policy, as if nobody were there.
+    DETACHED = "detached"
 
 
 class PromptKind(enum.Enum):
@@ -156,6 +199,17 @@ class PromptKind(enum.Enum):
     TOOL = "tool"
 
 
+def _not_parked(
+    _instance: object, _attribute: attrs.Attribute[DetachedMode], value: object
+) -> None:
+    if value is DetachedMode.PARK:
+        raise RecordError(
+            "DetachedPolicy.deliver cannot be 'park': a finished tool's result is held in "
+            "memory only, so it could not wait for a later answer (use 'auto', 'defaults' "
+            "or 'deny')"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class DetachedPolicy:
     """One tool's detached policy, resolved: the mode for each :class:`PromptKind`.
@@ -165,7 +219,9 @@ class DetachedPolicy:
     """
 
     run: DetachedMode = attrs.field(default=DetachedMode.DENY, validator=of_type(DetachedMode))
-    deliver: DetachedMode = attrs.field(default=DetachedMode.DENY, validator=of_type(DetachedMode))
+    deliver: DetachedMode = attrs.field(
+        default=DetachedMode.DENY, validator=[of_type(DetachedMode), _not_parked]
+    )
     tool: DetachedMode = attrs.field(default=DetachedMode.DENY, validator=of_type(DetachedMode))
 
     def mode(self, kind: PromptKind) -> DetachedMode:

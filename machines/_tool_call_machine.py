@@ -7,15 +7,16 @@ turn at the terminal in ``awaiting_permission`` and is answered in
 ``asking_permission``, once shown. When nobody can be asked (no terminal,
 or an answers file without a reply), the tool's **detached policy** for
 permissions decides (RFD 049): ``auto`` runs it, ``defaults`` and ``deny``
-fail it (a permission has no default). Then it runs; each time the tool
-stops with a question it waits for that question's inquiry, and runs again
-with every answer so far. When it finishes, a tool whose result mode is
+fail it (a permission has no default), ``park`` keeps it for later. Then it
+runs; each time the tool stops with a question it waits for that question's
+inquiry, and runs again with every answer so far. When it finishes, a tool whose result mode is
 ``ask`` asks the person whether its result may reach the model
 (``awaiting_delivery``, then ``confirming_delivery``): delivered, withheld
 (the model is told so), or cancelled; nobody to ask, its detached policy for
 deliveries decides (``auto`` delivers, the others fail the call). It ends
 succeeded, failed, skipped, withheld or cancelled, and that end is the one
-``ToolCallResponse`` it emits.
+``ToolCallResponse`` it emits; or ``parked``, without a response, when its
+permission or its question was parked for an answer given later.
 
 Rules:
 
@@ -55,6 +56,20 @@ Rules:
 7. A question still open when the call is interrupted is withdrawn
    (``Cancelled(withdrawn)``), and the call ends ``interrupted``: nobody
    cancelled the question, its call was settled.
+8. ``park`` (the detached policy, ours) ends the model in ``parked`` with no
+   response: its question was parked (the inquiry ends ``parked``), or its
+   permission (nobody to ask, policy ``park`` for ``run``). The process is
+   done with the call; the tool is not running (it stopped to ask, or never
+   started). When the turn is continued, the call is taken up again: a
+   parked question as any question recorded before the stop (rule 5), a
+   parked permission begun again with ``permission_parked``, so that the
+   person's (or the answers file's) answer is recorded as
+   ``parked then answered``. A delivery is never parked (the result is in
+   memory only): :class:`~machines.DetachedPolicy` refuses it.
+9. A prompt on screen (a permission, a delivery, a question) for longer
+   than its ``timeout`` is ``time_out``-ed by the driver: closed (the call
+   fails, route ``timed out``), or, with ``on_timeout`` ``detached``, handed
+   to the detached policy as if nobody were there.
 """
 
 from __future__ import annotations
@@ -84,6 +99,7 @@ from machines._meanings import (
     DeliveryRuling,
     DetachedMode,
     DetachedPolicy,
+    OnTimeout,
     PermissionBy,
     PermissionRuling,
 )
@@ -100,7 +116,9 @@ from machines.wording import (
     SKIPPED_REMEMBERED,
     attempts_exhausted,
     delivery_refused,
+    delivery_timed_out,
     permission_refused,
+    permission_timed_out,
     questions_exhausted,
     secret_for_assistant,
     secret_without_terminal,
@@ -158,6 +176,8 @@ class ToolCallState(enum.Enum):
     #: It ran, and its result was not delivered: the model is told so.
     WITHHELD = "withheld"
     CANCELLED = "cancelled"
+    #: Its question or its permission was parked: no response yet (rule 8).
+    PARKED = "parked"
 
 
 class RunMode(enum.Enum):
@@ -205,11 +225,13 @@ class RecordedQuestion:
 
     ``question_id`` is ``None`` for a request recorded without one (JP
     records none): it cannot be known, since an inquiry id is opaque and
-    never parsed (RFD 082).
+    never parsed (RFD 082). ``parked``: the writer marked it parked by the
+    detached policy (rather than left open by a run that stopped).
     """
 
     request: InquiryRequest = attrs.field(validator=of_type(InquiryRequest))
     question_id: str | None = attrs.field(validator=optional_of_type(str))
+    parked: bool = attrs.field(default=False, validator=of_type(bool))
 
     def as_asked(self) -> Question:
         """The question as the tool asked it (only its ids matter: it is not asked again).
@@ -278,7 +300,9 @@ class ToolCall:
         "inquiry",
         "max_attempts",
         "max_questions",
+        "on_timeout",
         "pending",
+        "permission_parked",
         "request",
         "response",
         "result_mode",
@@ -300,6 +324,8 @@ class ToolCall:
         max_questions: int = DEFAULT_MAX_QUESTIONS,
         detached: DetachedPolicy | None = None,
         result_mode: ResultMode = ResultMode.UNATTENDED,
+        on_timeout: OnTimeout = OnTimeout.CLOSE,
+        permission_parked: bool = False,
     ) -> None:
         """A tool call not yet begun (state ``new``).
 
@@ -307,7 +333,9 @@ class ToolCall:
         in for one). ``detached``: the tool's detached policy, which decides a
         prompt nobody can answer (RFD 049's ``deny`` for each kind, unless
         given). ``result_mode``: ``ask`` to have the person confirm the result
-        reaches the model.
+        reaches the model. ``on_timeout``: what a prompt on screen past its
+        timeout becomes. ``permission_parked``: its permission was parked
+        earlier in the turn, and is asked again now (rule 8).
         """
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
@@ -326,6 +354,12 @@ class ToolCall:
         if not isinstance(result_mode, ResultMode):
             raise TypeError(f"result_mode must be a ResultMode, not {type(result_mode).__name__}")
         self.result_mode = result_mode
+        if not isinstance(on_timeout, OnTimeout):
+            raise TypeError(f"on_timeout must be an OnTimeout, not {type(on_timeout).__name__}")
+        self.on_timeout = on_timeout
+        if type(permission_parked) is not bool:
+            raise TypeError("permission_parked must be a bool")
+        self.permission_parked = permission_parked
         #: A finished tool's result while it waits to be delivered: (content, is_error).
         self.pending: tuple[str, bool] | None = None
         self.max_attempts = max_attempts
@@ -353,11 +387,15 @@ class ToolCall:
         max_questions: int = DEFAULT_MAX_QUESTIONS,
         detached: DetachedPolicy | None = None,
         result_mode: ResultMode = ResultMode.UNATTENDED,
+        on_timeout: OnTimeout = OnTimeout.CLOSE,
+        permission_parked: bool = False,
     ) -> tuple[ToolCall, Step]:
         """Decide permission as far as possible without asking anyone.
 
         ``available`` is false when no executor is registered under the
         tool's name: the call then fails at once, telling the model so.
+        ``permission_parked``: a call whose permission was parked earlier in
+        the turn, begun again when the turn is continued (rule 8).
         """
         call = cls(
             turn=turn,
@@ -368,6 +406,8 @@ class ToolCall:
             max_questions=max_questions,
             detached=detached,
             result_mode=result_mode,
+            on_timeout=on_timeout,
+            permission_parked=permission_parked,
         )
         return call, call._fire("begin", remembered=remembered_permission, available=available)
 
@@ -385,6 +425,7 @@ class ToolCall:
         max_questions: int = DEFAULT_MAX_QUESTIONS,
         detached: DetachedPolicy | None = None,
         result_mode: ResultMode = ResultMode.UNATTENDED,
+        on_timeout: OnTimeout = OnTimeout.CLOSE,
     ) -> tuple[ToolCall, Step]:
         """Take up a call left open when its turn stopped, from what the stream ``recorded``.
 
@@ -402,6 +443,7 @@ class ToolCall:
             max_questions=max_questions,
             detached=detached,
             result_mode=result_mode,
+            on_timeout=on_timeout,
         )
         return call, call._fire("resume", recorded=recorded, available=available)
 
@@ -417,7 +459,7 @@ class ToolCall:
 
     @property
     def closed(self) -> bool:
-        """Whether the call has its response."""
+        """Whether the process is done with the call: it has its response, or was parked."""
         return self.state in TOOL_CALL_MACHINE.final
 
     def _fire(self, trigger: str, **payload: Any) -> Step:
@@ -549,6 +591,15 @@ class ToolCall:
         """The turn is being cancelled: close whatever is open."""
         return self._fire("interrupt")
 
+    def time_out(self, after: str) -> Step:
+        """The permission or delivery prompt on screen outlived its timeout (``after``)."""
+        return self._fire("time_out", after=after)
+
+    def time_out_input(self, inquiry_id: str, after: str) -> Step:
+        """The question ``inquiry_id``, on screen, outlived its timeout (``after``)."""
+        self._open_inquiry(inquiry_id, "time_out_input")
+        return self._fire("time_out_input", after=after)
+
     def _open_inquiry(self, inquiry_id: str, trigger: str) -> Inquiry:
         inquiry = self.inquiry
         if self.state is not ToolCallState.AWAITING_INPUT or inquiry is None:
@@ -595,6 +646,16 @@ NOBODY_TO_ASK = _g(
 ASK = _g("ask", "run mode ask and a prompt is there", lambda m, _: _asking(m) and m.terminal)
 UNDECIDED = _g("undecided", "nothing remembered", lambda _, p: p["remembered"] not in ("y", "n"))
 FROM_FILE = _g("from_file", "the answers file replied", lambda _, p: p["from_file"])
+PARKED_PERMISSION = _g(
+    "parked_permission",
+    "its permission was parked earlier in the turn",
+    lambda m, _: m.permission_parked,
+)
+TIMEOUT_TO_POLICY = _g(
+    "timeout_to_policy",
+    "on_timeout detached: the detached policy decides",
+    lambda m, _: m.on_timeout is OnTimeout.DETACHED,
+)
 SUCCEEDED = _g(
     "ok",
     "result mode unattended, and the tool succeeded",
@@ -631,6 +692,7 @@ def _policy_guard(kind: str, mode: DetachedMode) -> Guard[ToolCall]:
 RUN_AUTO = _policy_guard("permissions", DetachedMode.AUTO)
 RUN_DEFAULTS = _policy_guard("permissions", DetachedMode.DEFAULTS)
 RUN_DENY = _policy_guard("permissions", DetachedMode.DENY)
+RUN_PARK = _policy_guard("permissions", DetachedMode.PARK)
 DELIVER_AUTO = _policy_guard("deliveries", DetachedMode.AUTO)
 DELIVER_DEFAULTS = _policy_guard("deliveries", DetachedMode.DEFAULTS)
 DELIVER_DENY = _policy_guard("deliveries", DetachedMode.DENY)
@@ -638,6 +700,11 @@ INQUIRY_ANSWERED = _g(
     "answered",
     "the question was answered (or redacted)",
     lambda m, _: _inquiry_state(m) in (InquiryState.ANSWERED, InquiryState.REDACTED),
+)
+INQUIRY_PARKED = _g(
+    "parked",
+    "the question was parked for an answer given later",
+    lambda m, _: _inquiry_state(m) is InquiryState.PARKED,
 )
 INQUIRY_CANCELLED_BY_USER = _g(
     "cancelled_by_user",
@@ -772,6 +839,19 @@ def _refuse_to_run(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
     _finish(m, out, permission_refused(m.name, m.detached.run), is_error=True)
 
 
+def _permission_timed_out(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, permission_timed_out(m.name, payload["after"]), is_error=True)
+
+
+def _delivery_timed_out(m: ToolCall, payload: Mapping[str, Any], out: Out) -> None:
+    _finish(m, out, delivery_timed_out(m.name, payload["after"]), is_error=True)
+
+
+def _parked(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
+    # The process is done with the question: nothing of it is asked here again.
+    m.inquiry = None
+
+
 def _keep_result(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     m.pending = (payload["content"], payload["is_error"])
 
@@ -884,7 +964,7 @@ def _adopt(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     m.waiting = None
     m.inquiry = inquiry
     m.inquiries.append(inquiry)
-    INQUIRY_MACHINE.fire(inquiry, "adopt", inquiry_id=waiting.request.id)
+    INQUIRY_MACHINE.fire(inquiry, "adopt", inquiry_id=waiting.request.id, parked=waiting.parked)
 
 
 def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
@@ -950,6 +1030,9 @@ _SKIP_REMEMBERED = PermissionRuling(PermissionBy.REMEMBERED, run=False)
 _RUN_BY_POLICY = PermissionRuling(PermissionBy.DETACHED_POLICY, run=True)
 _REFUSED_BY_POLICY = PermissionRuling(PermissionBy.DETACHED_POLICY, run=False)
 _RUN_AS_BEFORE = PermissionRuling(PermissionBy.EARLIER_RUN, run=True)
+_RUN_AFTER_PARKING = PermissionRuling(PermissionBy.PARKED_THEN_ANSWERED, run=True)
+_SKIP_AFTER_PARKING = PermissionRuling(PermissionBy.PARKED_THEN_ANSWERED, run=False)
+_NOT_RUN_IN_TIME = PermissionRuling(PermissionBy.TIMED_OUT, run=False)
 _RUN_BY_PERSON = PermissionRuling(PermissionBy.PERSON, run=True)
 _SKIP_BY_PERSON = PermissionRuling(PermissionBy.PERSON, run=False)
 _RUN_BY_FILE = PermissionRuling(PermissionBy.ANSWERS_FILE, run=True)
@@ -961,7 +1044,9 @@ _DELIVERED_BY_FILE = DeliveryRuling(PermissionBy.ANSWERS_FILE, delivered=True)
 _WITHHELD_BY_FILE = DeliveryRuling(PermissionBy.ANSWERS_FILE, delivered=False)
 _DELIVERED_BY_POLICY = DeliveryRuling(PermissionBy.DETACHED_POLICY, delivered=True)
 _WITHHELD_BY_POLICY = DeliveryRuling(PermissionBy.DETACHED_POLICY, delivered=False)
+_NOT_DELIVERED_IN_TIME = DeliveryRuling(PermissionBy.TIMED_OUT, delivered=False)
 _AUTO, _DEFAULTS, _DENY = DetachedMode.AUTO, DetachedMode.DEFAULTS, DetachedMode.DENY
+_PARK = DetachedMode.PARK
 
 #: The tool-call machine, row by row, in the order rows are tried.
 TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
@@ -1016,11 +1101,17 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="interrupt", source=_S.AWAITING_PERMISSION, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.INTERRUPTED),
-    # On screen: only now can the person (or the answers file) permit or deny.
+    # On screen: only now can the person (or the answers file) permit or deny;
+    # a permission parked earlier in the turn is recorded as decided so.
+    Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING, guard=PARKED_PERMISSION,
+        action=_permitted, effects=(RunTool,), permission=_RUN_AFTER_PARKING),
     Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING, guard=FROM_FILE,
         action=_permitted, effects=(RunTool,), permission=_RUN_BY_FILE),
     Row(trigger="permit", source=_S.ASKING_PERMISSION, dest=_S.RUNNING,
         action=_permitted, effects=(RunTool,), permission=_RUN_BY_PERSON),
+    Row(trigger="deny", source=_S.ASKING_PERMISSION, dest=_S.SKIPPED, guard=PARKED_PERMISSION,
+        action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.SKIPPED_BY_USER, permission=_SKIP_AFTER_PARKING),
     Row(trigger="deny", source=_S.ASKING_PERMISSION, dest=_S.SKIPPED, guard=FROM_FILE,
         action=_denied, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.SKIPPED_BY_USER, permission=_SKIP_BY_FILE),
@@ -1031,6 +1122,11 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="interrupt", source=_S.ASKING_PERMISSION, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.INTERRUPTED),
+    Row(trigger="time_out", source=_S.ASKING_PERMISSION, dest=_S.PERMISSION_DETACHED,
+        guard=TIMEOUT_TO_POLICY),
+    Row(trigger="time_out", source=_S.ASKING_PERMISSION, dest=_S.FAILED,
+        action=_permission_timed_out, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.FAILED, permission=_NOT_RUN_IN_TIME),
     # Nobody can be asked permission: the detached policy (RFD 049) decides.
     Row(trigger="apply_policy", source=_S.PERMISSION_DETACHED, dest=_S.RUNNING, guard=RUN_AUTO,
         action=_run_now, effects=(RunTool,), auto=True, permission=_RUN_BY_POLICY,
@@ -1042,6 +1138,8 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="apply_policy", source=_S.PERMISSION_DETACHED, dest=_S.FAILED, guard=RUN_DENY,
         action=_refuse_to_run, emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
         outcome=CallOutcome.FAILED, permission=_REFUSED_BY_POLICY, detached=_DENY),
+    Row(trigger="apply_policy", source=_S.PERMISSION_DETACHED, dest=_S.PARKED, guard=RUN_PARK,
+        auto=True, outcome=CallOutcome.PARKED, detached=_PARK),
     # Running.
     Row(trigger="completed", source=_S.RUNNING, dest=_S.SUCCEEDED, guard=SUCCEEDED,
         action=_succeeded, emits=(ToolCallResponse,), effects=(CompleteTool,),
@@ -1071,6 +1169,8 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         action=_forward("unanswered"), delegates="inquiry.unanswered"),
     Row(trigger="interrupt", source=_S.AWAITING_INPUT, dest=None,
         action=_forward("withdraw"), delegates="inquiry.withdraw"),
+    Row(trigger="time_out_input", source=_S.AWAITING_INPUT, dest=None,
+        action=_forward("time_out"), delegates="inquiry.time_out"),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.RUNNING,
         guard=INQUIRY_ANSWERED, action=_resume, effects=(RunTool,), auto=True),
     Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.CANCELLED,
@@ -1085,6 +1185,8 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         guard=INQUIRY_FAILED, action=_input_failed,
         emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
         outcome=CallOutcome.FAILED),
+    Row(trigger="inquiry_closed", source=_S.AWAITING_INPUT, dest=_S.PARKED,
+        guard=INQUIRY_PARKED, action=_parked, auto=True, outcome=CallOutcome.PARKED),
     # Finished, result mode ask: the person says whether the result reaches the model.
     Row(trigger="terminal_ready", source=_S.AWAITING_DELIVERY, dest=_S.CONFIRMING_DELIVERY,
         action=_show_delivery, effects=(ShowDeliveryPrompt,)),
@@ -1108,6 +1210,11 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
     Row(trigger="interrupt", source=_S.CONFIRMING_DELIVERY, dest=_S.CANCELLED,
         action=_interrupted, emits=(ToolCallResponse,), effects=(CompleteTool,),
         outcome=CallOutcome.INTERRUPTED),
+    Row(trigger="time_out", source=_S.CONFIRMING_DELIVERY, dest=_S.DELIVERY_DETACHED,
+        guard=TIMEOUT_TO_POLICY),
+    Row(trigger="time_out", source=_S.CONFIRMING_DELIVERY, dest=_S.FAILED,
+        action=_delivery_timed_out, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.FAILED, delivery=_NOT_DELIVERED_IN_TIME),
     # Nobody can confirm the delivery: the detached policy decides.
     Row(trigger="apply_policy", source=_S.DELIVERY_DETACHED, dest=_S.DELIVERED,
         guard=DELIVER_AUTO, auto=True, delivery=_DELIVERED_BY_POLICY, detached=_AUTO),
@@ -1139,6 +1246,7 @@ TOOL_CALL_MACHINE: TableMachine[ToolCallState, ToolCall] = TableMachine(
         ToolCallState.SKIPPED,
         ToolCallState.WITHHELD,
         ToolCallState.CANCELLED,
+        ToolCallState.PARKED,
     ),
     rules=__doc__ or "",
 )

@@ -30,9 +30,12 @@ __all__ = [
     "attempts_exhausted",
     "backend_failed",
     "delivery_refused",
+    "delivery_timed_out",
     "invalid_static_answer",
     "permission_refused",
+    "permission_timed_out",
     "question_refused",
+    "question_timed_out",
     "questions_exhausted",
     "secret_for_assistant",
     "secret_without_terminal",
@@ -179,4 +182,34 @@ def delivery_refused(tool_name: str, mode: DetachedMode) -> str:
     return (
         f"Tool '{tool_name}' ran, but its result reaches you only once a person confirms it "
         f"(result mode 'ask'), {_NOBODY}; {why}. The result was not delivered."
+    )
+
+
+#: Said of every prompt closed because its time ran out.
+_TIMED_OUT = "the time configured for a person to answer it ({after}) ran out"
+_NOT_AGAIN = "Do not retry this tool call unless the user asks you to."
+
+
+def question_timed_out(tool_name: str, question: Question, after: str) -> str:
+    """A question for the person that nobody answered within its ``timeout`` (``after``)."""
+    return (
+        f"The tool '{tool_name}' asked \"{question.text}\" (question '{question.id}'), and "
+        f"nobody answered it: {_TIMED_OUT.format(after=after)}. {_NOT_AGAIN}"
+    )
+
+
+def permission_timed_out(tool_name: str, after: str) -> str:
+    """A tool that asks permission before it runs, and nobody gave it in time."""
+    return (
+        f"Tool '{tool_name}' was not run: it asks permission before it runs (run mode 'ask'), "
+        f"and nobody answered: {_TIMED_OUT.format(after=after)}. {_NOT_AGAIN}"
+    )
+
+
+def delivery_timed_out(tool_name: str, after: str) -> str:
+    """A result to be confirmed by a person, and nobody confirmed it in time."""
+    return (
+        f"Tool '{tool_name}' ran, but its result reaches you only once a person confirms it "
+        f"(result mode 'ask'), and nobody answered: {_TIMED_OUT.format(after=after)}. "
+        "The result was not delivered."
     )

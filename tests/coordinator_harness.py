@@ -10,7 +10,7 @@ import orjson
 from conftest import CountingIds, FixedClock
 
 from coordinator import Conversation, EventEntry, load_conversation, pair_events, save_conversation
-from coordinator._recorded_routes import RecordedRoute, recorded_route
+from coordinator._recorded_routes import RecordedRoute, recorded_park, recorded_route
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._executors import (
     Ask,
@@ -36,6 +36,8 @@ from machines import (
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from coordinator.driver import ParkedPrompt
 
 T = TypeVar("T")
 
@@ -165,16 +167,30 @@ def stored_text(conversation: Conversation) -> str:
     return "\n".join(texts)
 
 
-def assert_invariants(conversation: Conversation, secrets: Sequence[str] = ()) -> None:
+def assert_invariants(
+    conversation: Conversation,
+    secrets: Sequence[str] = (),
+    parked: Sequence[ParkedPrompt] = (),
+) -> None:
     """Every request answered exactly once within its turn, and no secret on disk.
 
     A secret is looked for in every text :func:`stored_text` gives, as
-    written and as JSON spells it (quotes and backslashes escaped).
+    written and as JSON spells it (quotes and backslashes escaped). The
+    ``parked`` prompts (a batch's) alone wait, each request marked so.
     """
     pairing = pair_events(conversation.stream)
-    assert pairing.inquiries.pending == ()
+    waiting = {p.inquiry_id for p in parked if p.inquiry_id is not None}
+    assert {located.id for located in pairing.inquiries.pending} == waiting
     assert pairing.inquiries.orphaned == ()
-    assert pairing.tool_calls.pending == ()
+    assert {located.id for located in pairing.tool_calls.pending} == {
+        p.tool_call_id for p in parked
+    }
+    permissions = {p.tool_call_id for p in parked if p.inquiry_id is None}
+    marked = [*pairing.inquiries.pending]
+    marked += [located for located in pairing.tool_calls.pending if located.id in permissions]
+    for located in marked:
+        assert isinstance(located.entry, EventEntry)
+        assert recorded_park(located.entry.metadata) is not None, "a request left open, unmarked"
     ids = [
         request.id
         for turn in conversation.stream.turns()
@@ -184,7 +200,7 @@ def assert_invariants(conversation: Conversation, secrets: Sequence[str] = ()) -
     for turn in conversation.stream.turns():
         turn_ids = [e.payload.id for e in turn.events if isinstance(e.payload, InquiryRequest)]
         assert len(turn_ids) == len(set(turn_ids)), "inquiry ids repeat within a turn"
-    assert len(ids) == pairing.inquiries.counts.paired
+    assert len(ids) == pairing.inquiries.counts.paired + len(waiting)
     if conversation.path is not None:
         stored = stored_text(conversation)
         for secret in secrets:

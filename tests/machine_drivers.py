@@ -30,6 +30,7 @@ from machines import (
     InquiryQuestion,
     InquiryRequest,
     InquirySource,
+    OnTimeout,
     Question,
     RecordedCall,
     RecordedQuestion,
@@ -72,6 +73,7 @@ class InquiryCase:
     exhausted: bool = False  # the tool call may not ask it again
     detached: DetachedMode = DetachedMode.DENY  # the tool's policy for questions
     exclusive: bool = False
+    on_timeout: OnTimeout = OnTimeout.CLOSE
 
     @property
     def question(self) -> Question:
@@ -94,6 +96,7 @@ class InquiryCase:
             cached_answer=cached,
             exhausted="asked too often" if self.exhausted else None,
             detached=self.detached,
+            on_timeout=self.on_timeout,
         )
 
     def make(self, turn: TurnState | None = None) -> Inquiry:
@@ -130,6 +133,22 @@ def inquiry_cases() -> list[InquiryCase]:
                 ("boolean", "text"), (False, True), tuple(DetachedMode), (False, True)
             )
         ),
+        # A secret parked (nobody to ask, or nobody answers it on screen), or refused.
+        *(
+            InquiryCase(answer_type="secret", terminal=terminal, detached=mode)
+            for terminal, mode in itertools.product(
+                (False, True), (DetachedMode.PARK, DetachedMode.DENY)
+            )
+        ),
+        # On screen past its timeout, handed to each mode of the detached policy.
+        *(
+            InquiryCase(
+                answer_type=a, detached=mode, exclusive=exclusive, on_timeout=OnTimeout.DETACHED
+            )
+            for a, mode, exclusive in itertools.product(
+                ("boolean", "text", "secret"), tuple(DetachedMode), (False, True)
+            )
+        ),
     ]
 
 
@@ -145,9 +164,20 @@ def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
         ]
     if trigger == "fail":
         return [{"error": "the provider returned 500"}]
-    if trigger in ("adopt", "supersede"):
-        return [{"inquiry_id": RECORDED_APPLY.request.id}]
-    return [{}]
+    if trigger == "answer_later":
+        answer = model.checked_answer(VALID[kind], remember=False)
+        return [{"inquiry_id": RECORDED_APPLY.request.id, **answer}]
+    return _INQUIRY_PAYLOADS.get(trigger, [{}])
+
+
+#: A prompt's timeout, as the tool is told it.
+TIMEOUT = "5 s"
+#: Payloads that do not depend on the model.
+_INQUIRY_PAYLOADS: dict[str, list[dict[str, Any]]] = {
+    "adopt": [{"inquiry_id": "call_1.apply.1", "parked": parked} for parked in (False, True)],
+    "supersede": [{"inquiry_id": "call_1.apply.1"}],
+    "time_out": [{"after": TIMEOUT}],
+}
 
 
 #: The request a resumed call's ``apply`` question was recorded under before the restart.
@@ -179,6 +209,11 @@ RECORDED: dict[str, RecordedCall] = {
             Cancelled(id="call_1.apply.1", reason=CancellationReason.NO_PROMPT_BACKEND),
         ),
     ),
+    "parked": RecordedCall(
+        answers={"branch": "dev"},
+        asked={"branch": 1, "apply": 1},
+        waiting=attrs.evolve(RECORDED_APPLY, parked=True),
+    ),
 }
 
 
@@ -191,6 +226,8 @@ class ToolCallCase:
     max_attempts: int = 8
     detached: DetachedPolicy = attrs.field(factory=DetachedPolicy)
     result_mode: ResultMode = ResultMode.UNATTENDED
+    on_timeout: OnTimeout = OnTimeout.CLOSE
+    permission_parked: bool = False
 
     def make(self, turn: TurnState | None = None) -> ToolCall:
         """A new tool call (state ``new``) for this case, in a turn holding ``RECORDED_IDS``.
@@ -208,23 +245,57 @@ class ToolCallCase:
             max_attempts=self.max_attempts,
             detached=self.detached,
             result_mode=self.result_mode,
+            on_timeout=self.on_timeout,
+            permission_parked=self.permission_parked,
         )
 
 
 def tool_call_cases() -> list[ToolCallCase]:
     """Every combination of facts the tool-call guards distinguish."""
-    return [
-        ToolCallCase(run_mode=mode, terminal=terminal, max_attempts=attempts)
-        for mode, terminal, attempts in itertools.product(tuple(RunMode), (False, True), (1, 8))
-    ] + [
-        # The detached policy's modes for permission (nobody to ask, or nobody answers
-        # the prompt) and for a result's delivery (result mode ask): a call let run by
-        # the policy meets each delivery mode, and one refused ends there.
-        ToolCallCase(run_mode=mode, terminal=terminal, detached=policy, result_mode=result)
-        for mode, terminal, policy, result in itertools.product(
-            tuple(RunMode), (False, True), _POLICIES, tuple(ResultMode)
-        )
-    ]
+    return (
+        [
+            ToolCallCase(run_mode=mode, terminal=terminal, max_attempts=attempts)
+            for mode, terminal, attempts in itertools.product(
+                tuple(RunMode), (False, True), (1, 8)
+            )
+        ]
+        + [
+            # The detached policy's modes for permission (nobody to ask, or nobody answers
+            # the prompt) and for a result's delivery (result mode ask): a call let run by
+            # the policy meets each delivery mode, and one refused ends there.
+            ToolCallCase(run_mode=mode, terminal=terminal, detached=policy, result_mode=result)
+            for mode, terminal, policy, result in itertools.product(
+                tuple(RunMode), (False, True), _POLICIES, tuple(ResultMode)
+            )
+        ]
+        + [
+            # A permission parked earlier, asked again (a prompt there, or nobody still); and
+            # a prompt past its timeout handed to each policy (result mode ask for a delivery).
+            ToolCallCase(
+                terminal=terminal, detached=policy, result_mode=result, permission_parked=True
+            )
+            for terminal, policy, result in itertools.product(
+                (True, False), _POLICIES, tuple(ResultMode)
+            )
+        ]
+        + [
+            ToolCallCase(
+                run_mode=mode, detached=policy, result_mode=result, on_timeout=OnTimeout.DETACHED
+            )
+            for mode, policy, result in itertools.product(
+                (RunMode.ASK, RunMode.UNATTENDED), _POLICIES, tuple(ResultMode)
+            )
+        ]
+        + [
+            ToolCallCase(
+                detached=policy,
+                result_mode=ResultMode.ASK,
+                on_timeout=OnTimeout.DETACHED,
+                permission_parked=True,
+            )
+            for policy in _POLICIES
+        ]
+    )
 
 
 _AUTO, _DEFAULTS, _DENY = DetachedMode.AUTO, DetachedMode.DEFAULTS, DetachedMode.DENY
@@ -237,6 +308,7 @@ _POLICIES = tuple(
         (_AUTO, _DENY),
         (_DEFAULTS, _DENY),
         (_DENY, _DENY),
+        (DetachedMode.PARK, _AUTO),
     )
 )
 
@@ -252,6 +324,7 @@ NEEDS_INPUT = (
     ("boolean", InquiryCase(terminal=False, detached=DetachedMode.AUTO)),
     ("secret", InquiryCase(answer_type="secret", static="valid")),
     ("secret", InquiryCase(answer_type="secret", terminal=False)),
+    ("boolean", InquiryCase(terminal=False, detached=DetachedMode.PARK)),
 )
 
 
@@ -279,6 +352,8 @@ _TOOL_CALL_PAYLOADS: dict[str, list[dict[str, Any]]] = {
     "fail_input": [{"error": "the provider returned 500"}],
     "resume": [{"recorded": recorded, "available": True} for recorded in RECORDED.values()]
     + [{"recorded": RECORDED["ran"], "available": False}],
+    "time_out": [{"after": TIMEOUT}],
+    "time_out_input": [{"after": TIMEOUT}],
 }
 
 
@@ -396,6 +471,7 @@ __all__ = [
     "RECORDED",
     "RECORDED_APPLY",
     "RECORDED_IDS",
+    "TIMEOUT",
     "VALID",
     "InquiryCase",
     "MachineDriver",

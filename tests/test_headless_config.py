@@ -91,12 +91,19 @@ def test_the_detached_policy_resolves_in_rfd_049s_order(
 @pytest.mark.parametrize(
     ("data", "key", "problem"),
     [
-        ({"defaults": {"detached": "park"}}, "defaults.detached", "'park' (keep the prompt"),
         (
-            {"tools": {"fs": {"detached": {"tool": "park"}}}},
-            "tools.fs.detached.tool",
-            "is not available in this version",
+            {"tools": {"fs": {"detached": {"deliver": "park"}}}},
+            "tools.fs.detached.deliver",
+            "a delivery cannot be parked",
         ),
+        ({"defaults": {"prompt_timeout": 30}}, "defaults.prompt_timeout", "a duration"),
+        ({"tools": {"fs": {"prompt_timeout": "soon"}}}, "tools.fs.prompt_timeout", '"soon"'),
+        (
+            {"tools": {"fs": {"questions": {"q": {"prompt_timeout": "0s"}}}}},
+            "tools.fs.questions.q.prompt_timeout",
+            "more than 0",
+        ),
+        ({"defaults": {"on_prompt_timeout": "wait"}}, "defaults.on_prompt_timeout", "got 'wait'"),
         ({"defaults": {"detached": "always"}}, "defaults.detached", "got 'always'"),
         (
             {"defaults": {"detached": {"question": "auto"}}},
@@ -111,7 +118,7 @@ def test_the_detached_policy_resolves_in_rfd_049s_order(
 def test_a_bad_policy_names_the_key_and_what_was_expected(
     data: dict[str, Any], key: str, problem: str
 ) -> None:
-    """A mode that is none of auto, defaults and deny (park: not yet) is refused, named."""
+    """A mode, a duration or a timeout's action this build does not take is refused, named."""
     with pytest.raises(ConfigError) as error:
         parse_tools_config(data, origin="cfg.toml")
     assert key in error.value.key

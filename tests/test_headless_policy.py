@@ -31,9 +31,11 @@ from coordinator_harness import (
     recorded_routes,
     run,
 )
+from test_prompt_timeouts import FakeClock, Silent
 
 from coordinator import Conversation, EventEntry, load_conversation
 from coordinator._recorded_routes import RecordedRoute, recorded_route
+from coordinator.driver import ParkedPrompt
 from coordinator.driver._backend import InquiryTask
 from coordinator.driver._config import parse_tools_config
 from coordinator.driver._prompting import ScriptedPrompter
@@ -46,6 +48,7 @@ from machines import (
     DetachedMode,
     InquiryRequest,
     JsonValue,
+    PromptKind,
     Question,
     ShowDeliveryPrompt,
     ShowQuestion,
@@ -61,9 +64,11 @@ if TYPE_CHECKING:
 APPLY = Question.boolean("apply", "Overwrite config.ini?", default=False)
 NOTE = Question.text_input("note", "A note for the log?")
 
-#: Who is at the prompt.
+#: Who is at the prompt. Too late: a person who does not answer within the prompt's
+#: prompt_timeout, with on_prompt_timeout = "detached" (then the policy decides).
 PERSON, NOBODY, FILE_WITHOUT_REPLY = "person", "nobody", "answers file without a reply"
-AT_THE_PROMPT = (PERSON, NOBODY, FILE_WITHOUT_REPLY)
+TOO_LATE = "a person who answers too late"
+AT_THE_PROMPT = (PERSON, NOBODY, FILE_WITHOUT_REPLY, TOO_LATE)
 KINDS = ("run", "deliver", "tool")
 
 
@@ -72,10 +77,18 @@ class Played:
     """What one cell's run left: the conversation, what the tool ran with, who was asked."""
 
     conversation: Conversation
-    response: ToolCallResponse
+    #: ``None`` when the call was parked (it waits for a later answer).
+    answered: ToolCallResponse | None
     tool: AskingTool
     prompter: ScriptedPrompter | None
     asked_model: list[InquiryTask]
+    parked: tuple[ParkedPrompt, ...] = ()
+
+    @property
+    def response(self) -> ToolCallResponse:
+        """The call's response (it has one: it was not parked)."""
+        assert self.answered is not None, "the call was parked"
+        return self.answered
 
     def routes(self) -> list[RecordedRoute | None]:
         """The route each inquiry response records, as read back from disk."""
@@ -86,12 +99,12 @@ class Played:
         """The route the tool call's response records for ``decision``, read back from disk."""
         assert self.conversation.path is not None
         saved = load_conversation(self.conversation.path)
-        (entry,) = [
+        entries = [
             e
             for e in saved.stream
             if isinstance(e, EventEntry) and isinstance(e.payload, ToolCallResponse)
         ]
-        return recorded_route(entry.metadata, decision)
+        return recorded_route(entries[0].metadata, decision) if entries else None
 
 
 class Model(ScriptedInquiryBackend):
@@ -127,6 +140,9 @@ def play(
         tool_config["result"] = "ask"
     if exclusive:
         tool_config["questions"] = {question.id: {"exclusive": True}}
+    clock = FakeClock()
+    if at_the_prompt == TOO_LATE:
+        tool_config |= {"prompt_timeout": "1m", "on_prompt_timeout": "detached"}
     config = parse_tools_config({"tools": {"fs": tool_config}})
     tool = AskingTool([question] if kind == "tool" else [])
     prompter: ScriptedPrompter | None = None
@@ -134,6 +150,8 @@ def play(
         prompter = ScriptedPrompter().permit().deliver().answer(value=True)
     elif at_the_prompt == FILE_WITHOUT_REPLY:
         prompter = ScriptedPrompter(from_file=True)
+    elif at_the_prompt == TOO_LATE:
+        prompter = Silent()
     model = Model()
     conversation = conversation_on_disk(tmp_path)
     coordinator = ToolCoordinator(
@@ -142,10 +160,12 @@ def play(
         config=config,
         prompter=prompter,
         backend=model,
+        sleep=clock.sleep,
     )
-    (response,) = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
-    assert_invariants(conversation)
-    return Played(conversation, response, tool, prompter, model.tasks)
+    responses = run(coordinator.run(assistant_calls(conversation, ("call_1", "fs"))))
+    assert_invariants(conversation, parked=coordinator.parked)
+    answered = responses[0] if responses else None
+    return Played(conversation, answered, tool, prompter, model.tasks, coordinator.parked)
 
 
 CELLS = [
@@ -168,9 +188,10 @@ def test_every_cell_of_the_detached_policy(
     if at_the_prompt == PERSON:
         _the_person_decides(played, kind)
         return
-    # Nobody answered: an answers file without a reply was asked, then the policy decided.
+    # Nobody answered: an answers file without a reply, or a person too late, was
+    # asked; then the policy decided.
     asked = played.prompter.shown if played.prompter is not None else []
-    assert len(asked) == (1 if at_the_prompt == FILE_WITHOUT_REPLY else 0)
+    assert len(asked) == (0 if at_the_prompt == NOBODY else 1)
     {"run": _run_by_policy, "deliver": _delivery_by_policy, "tool": _question_by_policy}[kind](
         played, mode, exclusive=exclusive
     )
@@ -193,9 +214,23 @@ def _the_person_decides(played: Played, kind: str) -> None:
         assert played.decided("permission" if kind == "run" else "delivery") == person
 
 
+def _parked(played: Played, kind: PromptKind) -> None:
+    """Parked: no response, the request marked so on disk, and the batch says what waits."""
+    assert played.answered is None
+    (parked,) = played.parked
+    assert (parked.tool_call_id, parked.kind) == ("call_1", kind)
+    assert played.asked_model == []
+    assert played.routes() == []
+    assert played.decided("permission") is None
+
+
 def _run_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) -> None:
-    """Permission nobody can give: auto runs the tool (a permission's exclusive mark aside)."""
+    """Permission nobody can give: auto runs the tool; park keeps it for later; else refused."""
     del exclusive  # RFD 049's table: detached.run = auto approves; a question's mark is its own
+    if mode is DetachedMode.PARK:
+        _parked(played, PromptKind.RUN)
+        assert played.tool.runs == []  # never started: it waits for its permission
+        return
     route = RecordedRoute(route="detached_policy", detached=mode.value)
     assert played.decided("permission") == route
     if mode is DetachedMode.AUTO:
@@ -212,11 +247,16 @@ def _run_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) -> No
 
 
 def _delivery_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) -> None:
-    """A result nobody can confirm: auto delivers it; defaults and deny withhold it, failing."""
+    """A result nobody can confirm: auto delivers it; the others withhold it, failing.
+
+    ``detached = "park"`` parks what can wait; a result is held in memory
+    only, so its delivery is denied.
+    """
     del exclusive
     assert played.tool.runs == [{}]  # the tool ran: only its result waited
+    policy = DetachedMode.DENY if mode is DetachedMode.PARK else mode
     assert played.decided("delivery") == RecordedRoute(
-        route="detached_policy", detached=mode.value
+        route="detached_policy", detached=policy.value
     )
     if mode is DetachedMode.AUTO:
         assert played.response == ToolCallResponse(
@@ -239,6 +279,11 @@ def _question_by_policy(played: Played, mode: DetachedMode, *, exclusive: bool) 
         ]
         assert played.routes() == [RecordedRoute(route="model", detached="auto")]
         assert played.response.content == "answers: apply=True"
+        return
+    if mode is DetachedMode.PARK:
+        _parked(played, PromptKind.TOOL)
+        assert played.parked[0].inquiry_id == request.id == "call_1.apply.1"
+        assert played.tool.runs == [{}]  # asked once; it stopped to ask, and waits
         return
     assert played.asked_model == []  # never the model: exclusive, or not auto
     if mode is DetachedMode.DEFAULTS:
@@ -290,9 +335,11 @@ def test_nothing_configured_denies_every_kind(tmp_path: Path) -> None:
 
 
 def test_a_secret_is_refused_whatever_the_mode(tmp_path: Path) -> None:
-    """A secret is a person's only: nobody to ask, every mode refuses it (refused, no policy)."""
+    """A secret is a person's only: nobody to ask, every mode but park refuses it (no policy)."""
     secret = Question.secret("token", "Deploy token?")
     for mode in DetachedMode:
+        if mode is DetachedMode.PARK:
+            continue  # it waits for a person: tests/test_park.py
         played = play(
             tmp_path / mode.value,
             kind="tool",

@@ -59,7 +59,8 @@ RESOLVE_ORDER = (
 _RESOLVE = {row.guard.name: row for row in INQUIRY_ROWS if row.trigger == "resolve" and row.guard}
 #: With nobody to ask, the order the detached policy's rows are tried in (RFD 049):
 #: a secret is a person's whatever the mode; an exclusive question never goes to the model.
-POLICY_ORDER = ("secret", "exclusive_auto", "auto", "default", "no_default", "deny")
+#: park first: a secret is parked for a person, not refused, when the policy is park.
+POLICY_ORDER = ("park", "secret", "exclusive_auto", "auto", "default", "no_default", "deny")
 _POLICY = {
     row.guard.name: row for row in INQUIRY_ROWS if row.trigger == "apply_policy" and row.guard
 }
@@ -140,7 +141,7 @@ def test_the_first_resolution_in_rfd_082s_order_is_the_one_taken(facts: _Facts) 
 def test_the_detached_policy_takes_the_first_of_its_rows_that_holds(
     kind: str, mode: DetachedMode, exclusive: bool
 ) -> None:
-    """Nobody to ask: a secret is refused first, then exclusive before auto, each mode its rows."""
+    """Nobody to ask: park first, then a secret refused, exclusive before auto, each its rows."""
     question = attrs.evolve(QUESTIONS[kind], exclusive=exclusive)
     inquiry = _inquiry(question, InquiryFacts(terminal=False, detached=mode))
     INQUIRY_MACHINE.fire(inquiry, "ask", chain=False)
@@ -201,6 +202,7 @@ def test_the_tables_declare_their_final_states() -> None:
         InquiryState.ANSWERED,
         InquiryState.REDACTED,
         InquiryState.CANCELLED,
+        InquiryState.PARKED,
     }
     assert TOOL_CALL_MACHINE.final == {
         ToolCallState.SUCCEEDED,
@@ -208,6 +210,7 @@ def test_the_tables_declare_their_final_states() -> None:
         ToolCallState.SKIPPED,
         ToolCallState.WITHHELD,
         ToolCallState.CANCELLED,
+        ToolCallState.PARKED,
     }
 
 

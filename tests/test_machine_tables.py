@@ -18,6 +18,7 @@ from machine_drivers import (
     QUESTIONS,
     RECORDED,
     RECORDED_APPLY,
+    TIMEOUT,
     VALID,
     InquiryCase,
     ToolCallCase,
@@ -38,6 +39,7 @@ from machines import (
     InquiryRequest,
     InquirySource,
     InquiryState,
+    OnTimeout,
     Redacted,
     Resolution,
     ResultMode,
@@ -85,10 +87,23 @@ NOBODY = InquiryCase(terminal=False)
 DETACHED: tuple[tuple[str, dict[str, Any]], ...] = (("ask", {}), ("resolve", {}))
 
 RECORDED_ID = {"inquiry_id": RECORDED_APPLY.request.id}
+#: The triggers that put a question parked before the restart on screen again.
+PARKED_SHOWN: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("adopt", {**RECORDED_ID, "parked": True}),
+    ("resolve", {}),
+    ("terminal_ready", {"cached": None}),
+)
+AFTER = {"after": TIMEOUT}
+
+
+def _answered_later(model: Any) -> dict[str, Any]:
+    return {**RECORDED_ID, **_answer(model)}
+
 
 INQUIRY_WITNESSES: dict[str, Witness] = {
     "ask:new->requested": Witness(InquiryCase(), (), _fixed({})),
-    "adopt:new->requested": Witness(InquiryCase(), (), _fixed(RECORDED_ID)),
+    "adopt:new->requested": Witness(InquiryCase(), (), _fixed({**RECORDED_ID, "parked": False})),
+    "answer_later:new->answered[plain]": Witness(InquiryCase(), (), _answered_later),
     "supersede:new->cancelled": Witness(InquiryCase(), (), _fixed(RECORDED_ID)),
     "resolve:requested->cancelled[exhausted]": Witness(
         InquiryCase(exhausted=True), (("ask", {}),), _fixed({})
@@ -129,6 +144,9 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
         _fixed({}),
     ),
     "apply_policy:detached->cancelled[deny]": Witness(NOBODY, DETACHED, _fixed({})),
+    "apply_policy:detached->parked[park]": Witness(
+        InquiryCase(terminal=False, detached=DetachedMode.PARK), DETACHED, _fixed({})
+    ),
     "use_cached:cached->answered": Witness(
         InquiryCase(cached=True), (("ask", {}), ("resolve", {})), _fixed({})
     ),
@@ -151,6 +169,15 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "fail:routed->cancelled[with_model]": Witness(TO_MODEL, ASKED, _fixed({"error": "HTTP 500"})),
     "cancel:routed->cancelled": Witness(ROUTED, ASKED, _fixed({})),
     "withdraw:routed->cancelled": Witness(ROUTED, ASKED, _fixed({})),
+    "answer:shown->detached[parked_secret_from_file]": Witness(
+        SECRET_ROUTED, PARKED_SHOWN, _answer_from_file
+    ),
+    "answer:shown->redacted[parked_secret]": Witness(SECRET_ROUTED, PARKED_SHOWN, _answer),
+    "answer:shown->answered[parked_before]": Witness(ROUTED, PARKED_SHOWN, _answer),
+    "time_out:shown->detached[timeout_to_policy]": Witness(
+        InquiryCase(on_timeout=OnTimeout.DETACHED), SHOWN, _fixed(AFTER)
+    ),
+    "time_out:shown->cancelled": Witness(ROUTED, SHOWN, _fixed(AFTER)),
     "answer:shown->redacted[secret_from_file]": Witness(SECRET_ROUTED, SHOWN, _answer_from_file),
     "answer:shown->answered[plain_from_file]": Witness(ROUTED, SHOWN, _answer_from_file),
     "answer:shown->redacted[secret]": Witness(SECRET_ROUTED, SHOWN, _answer),
@@ -174,6 +201,8 @@ def _needs_input(case: InquiryCase) -> tuple[str, dict[str, Any]]:
 
 
 ASK = ToolCallCase(run_mode=RunMode.ASK, terminal=True)
+#: A call whose permission was parked earlier in the turn, asked again at the terminal.
+PARKED_ASK = ToolCallCase(run_mode=RunMode.ASK, terminal=True, permission_parked=True)
 UNATTENDED = ToolCallCase(run_mode=RunMode.UNATTENDED)
 BEGUN = (("begin", {"remembered": None, "available": True}),)
 AWAITING_INPUT = (*BEGUN, _needs_input(ROUTED))
@@ -235,6 +264,11 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
     "apply_policy:permission_detached->failed[run_deny]": Witness(
         _nobody_to_ask(DetachedMode.DENY), BEGUN, _fixed({})
     ),
+    "apply_policy:permission_detached->parked[run_park]": Witness(
+        ToolCallCase(terminal=False, detached=DetachedPolicy(run=DetachedMode.PARK)),
+        BEGUN,
+        _fixed({}),
+    ),
     "begin:new->awaiting_permission[ask]": Witness(
         ASK, (), _fixed({"remembered": None, "available": True})
     ),
@@ -258,6 +292,20 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
         ASK, BEGUN, _fixed({"remembered": None, "cached": None})
     ),
     "interrupt:awaiting_permission->cancelled": Witness(ASK, BEGUN, _fixed({})),
+    "permit:asking_permission->running[parked_permission]": Witness(
+        PARKED_ASK,
+        PERMISSION_SHOWN,
+        _fixed({"remember": False, "arguments": None, "from_file": False}),
+    ),
+    "deny:asking_permission->skipped[parked_permission]": Witness(
+        PARKED_ASK,
+        PERMISSION_SHOWN,
+        _fixed({"remember": False, "reason": None, "from_file": True}),
+    ),
+    "time_out:asking_permission->permission_detached[timeout_to_policy]": Witness(
+        attrs.evolve(ASK, on_timeout=OnTimeout.DETACHED), PERMISSION_SHOWN, _fixed(AFTER)
+    ),
+    "time_out:asking_permission->failed": Witness(ASK, PERMISSION_SHOWN, _fixed(AFTER)),
     "permit:asking_permission->running[from_file]": Witness(
         ASK, PERMISSION_SHOWN, _fixed({"remember": True, "arguments": None, "from_file": True})
     ),
@@ -300,6 +348,14 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
         UNATTENDED, QUESTION_SHOWN, _fixed({})
     ),
     "interrupt:awaiting_input->awaiting_input": Witness(UNATTENDED, AWAITING_INPUT, _fixed({})),
+    "time_out_input:awaiting_input->awaiting_input": Witness(
+        UNATTENDED, QUESTION_SHOWN, _fixed(AFTER)
+    ),
+    "inquiry_closed:awaiting_input->parked[parked]": Witness(
+        UNATTENDED,
+        (*BEGUN, _needs_input(InquiryCase(terminal=False, detached=DetachedMode.PARK))),
+        _fixed({}),
+    ),
     "inquiry_closed:awaiting_input->running[answered]": Witness(
         UNATTENDED, (*BEGUN, _needs_input(InquiryCase(static="valid"))), _fixed({})
     ),
@@ -335,6 +391,10 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
         DELIVERING, DELIVERY_SHOWN, _fixed({})
     ),
     "interrupt:confirming_delivery->cancelled": Witness(DELIVERING, DELIVERY_SHOWN, _fixed({})),
+    "time_out:confirming_delivery->delivery_detached[timeout_to_policy]": Witness(
+        attrs.evolve(DELIVERING, on_timeout=OnTimeout.DETACHED), DELIVERY_SHOWN, _fixed(AFTER)
+    ),
+    "time_out:confirming_delivery->failed": Witness(DELIVERING, DELIVERY_SHOWN, _fixed(AFTER)),
     "apply_policy:delivery_detached->delivered[deliver_auto]": Witness(
         AUTO_DELIVERING, (*BEGUN, DONE), _fixed({})
     ),
@@ -433,6 +493,45 @@ INFEASIBLE: dict[str, str] = {
 }
 
 
+#: The rows only a question parked before the restart, and taken up again, can take.
+_PARKED_BEFORE = (
+    "answer:shown->detached[parked_secret_from_file]",
+    "answer:shown->redacted[parked_secret]",
+    "answer:shown->answered[parked_before]",
+)
+#: What the detached policy does with a secret: parks it, or refuses it.
+_SECRET_POLICY = (
+    "apply_policy:detached->parked[park]",
+    "apply_policy:detached->cancelled[secret]",
+)
+
+
+def _inquiry_infeasible(ids: list[str]) -> str | None:
+    """Why the guards rule out the inquiry path of rows ``ids``, if they do."""
+    if "resolve:requested->routed[to_assistant]" in ids and any(
+        row.startswith("terminal_ready:") for row in ids
+    ):
+        return "a question routed to the assistant is never shown at the terminal"
+    if "apply_policy:detached->routed[auto]" in ids and any(
+        row.startswith("terminal_ready:") for row in ids
+    ):
+        return "a question the policy puts to the model never waits for the terminal"
+    if ids[0] == "ask:new->requested" and any(row in _PARKED_BEFORE for row in ids):
+        return "a question asked now was not parked before"
+    if _PARKED_BEFORE[0] in ids and not any(row in _SECRET_POLICY for row in ids):
+        return "the detached policy parks a secret or refuses it, nothing else"
+    return None
+
+
+INFEASIBLE.update(
+    {
+        " > ".join(ids): why
+        for ids in ([row.id for row in path] for path in INQUIRY_MACHINE.paths())
+        if (why := _inquiry_infeasible(ids)) is not None and " > ".join(ids) not in INFEASIBLE
+    }
+)
+
+
 def _prompt_for_a_part(path: tuple[Any, ...]) -> bool:
     """Whether ``path`` finds a prompt for one part of a call and none for another.
 
@@ -455,6 +554,21 @@ INFEASIBLE.update(
         )
         for path in TOOL_CALL_MACHINE.paths()
         if _prompt_for_a_part(path)
+    }
+)
+
+
+def _two_timeouts(path: tuple[Any, ...]) -> bool:
+    """Whether ``path`` times out one prompt to the policy and closes another: one setting."""
+    guards = {row.guard.name if row.guard else None for row in path if row.trigger == "time_out"}
+    return guards == {"timeout_to_policy", None}
+
+
+INFEASIBLE.update(
+    {
+        " > ".join(row.id for row in path): "on_timeout is one setting for all of a call's prompts"
+        for path in TOOL_CALL_MACHINE.paths()
+        if _two_timeouts(path)
     }
 )
 
@@ -560,15 +674,22 @@ def test_every_simple_path_runs(name: str, path: Any) -> None:
     # Whatever the path, each question recorded has exactly one response, same id; so
     # does one recorded before a restart once adopted or superseded (its request is on
     # disk already), and no id is answered twice.
-    taken_up = any(fired.row.trigger in {"adopt", "supersede"} for fired in run.fired)
+    taken_up = any(
+        fired.row.trigger in {"adopt", "supersede", "answer_later"} for fired in run.fired
+    )
     recorded = [RECORDED_APPLY.request.id] if taken_up else []
-    assert sorted(r.id for r in responses) == sorted(recorded + [r.id for r in requests])
+    # A parked question (the one the path ends with) waits for its response.
+    parked = any(fired.row.resolution is Resolution.PARKED for fired in run.fired)
+    asked = recorded + [r.id for r in requests]
+    assert {r.id for r in responses} <= set(asked)
+    assert len(responses) == len(asked) - parked
     assert len({r.id for r in responses}) == len(responses)
     machine = DRIVERS[name].machine
     final = machine.rows[[row.id for row in machine.rows].index(path[-1].id)].target
     assert final in machine.final
     if name == "tool_call":
-        assert sum(isinstance(r, ToolCallResponse) for r in records) == 1
+        expected = 0 if final is ToolCallState.PARKED else 1
+        assert sum(isinstance(r, ToolCallResponse) for r in records) == expected
 
 
 def test_infeasible_paths_are_paths_of_the_tables() -> None:
@@ -586,14 +707,20 @@ def test_resolve_guards_are_exhaustive() -> None:
 
 
 def test_final_states_are_exactly_the_outcomes() -> None:
-    """The final states are the three responses and the five ways a tool call ends."""
-    assert {s.value for s in INQUIRY_MACHINE.final} == {"answered", "redacted", "cancelled"}
+    """The final states are the three responses and the five ways a tool call ends, and parked."""
+    assert {s.value for s in INQUIRY_MACHINE.final} == {
+        "answered",
+        "redacted",
+        "cancelled",
+        "parked",
+    }
     assert {s.value for s in TOOL_CALL_MACHINE.final} == {
         "succeeded",
         "failed",
         "skipped",
         "withheld",
         "cancelled",
+        "parked",
     }
     assert ToolCallState.NEW not in TOOL_CALL_MACHINE.final
     assert QUESTIONS["secret"].answer_type.is_secret
@@ -639,9 +766,13 @@ _RUNS = {ToolCallState.RUNNING, ToolCallState.RESUMING}
 
 
 def _decides(row: Any) -> bool:
-    """Whether ``row`` decides a call's permission: runs or skips it, or the policy refuses it."""
+    """Whether ``row`` decides a call's permission: runs or skips it, or refuses it.
+
+    The detached policy refuses it, or its prompt's timeout does; parked, it is not decided.
+    """
     from_undecided = row.source in _UNDECIDED | {ToolCallState.PERMISSION_DETACHED}
-    return from_undecided and (row.target in _DECIDED or row.detached is not None)
+    refused = row.target is ToolCallState.FAILED and row.trigger in {"apply_policy", "time_out"}
+    return from_undecided and (row.target in _DECIDED or refused)
 
 
 @pytest.mark.parametrize("path", list(TOOL_CALL_MACHINE.paths()), ids=_path_id)

@@ -259,6 +259,7 @@ def test_cancellation_reasons_are_the_known_wire_tags() -> None:
         "attempts_exhausted",
         "interrupted",
         "withdrawn",
+        "timed_out",
     ]
 
 

@@ -19,6 +19,15 @@ continued or discarded (``inquiry sanitize``, then ``--new-turn``), and the
 other until it is continued or ``--new-turn`` begins a turn after it, unless
 its own scenario played the turn to its end (a turn without a reply).
 
+A prompt its writer parked (the detached policy ``park``, ours) is told
+from one a run left open when it died: the writer marked its request
+(``coordinator._recorded_routes``). The report says which question, or
+which call's permission, is parked, since when; a parked turn is blocked
+(exit status 3) until ``inquiry run --continue-turn`` answers it, or the
+inbox (``coordinator.answer_waiting``) answers a parked question. A
+recorded answer that does not fit its question (issue 36) is named with
+why: it is not replayed, and the question is asked again.
+
 It reads the request links too (RFD 098, :mod:`coordinator.stream._links`):
 which user message each answering event answers, how many events carry no
 link (written before links: read by position, as before), each link that
@@ -134,13 +143,23 @@ def _open_call(call: OpenCall) -> dict[str, Any]:
     if declined is not None and isinstance(declined.entry.payload, Cancelled):
         reason = declined.entry.payload.reason.as_str()
     waiting = call.recorded.waiting
+    parked = call.parked
     return {
         "id": call.tool_call.id,
         "tool": call.tool_call.name,
         "ran": call.ran,
-        # Neither waiting for an answer nor closed: its tool was (or was about
-        # to be) running when the run stopped, and may have done its work.
-        "may_have_completed": call.waiting is None and declined is None,
+        # Neither waiting for an answer, nor closed, nor parked before it ran: its
+        # tool was (or was about to be) running when the run stopped, and may
+        # have done its work.
+        "may_have_completed": (
+            call.waiting is None and declined is None and not call.permission_parked
+        ),
+        "parked": (
+            {"prompt": "run" if call.permission_parked else "tool", "since": parked.since}
+            if parked is not None
+            else None
+        ),
+        "unfit": [{"question_id": qid, "why": why} for qid, why in call.unfit],
         "asked": dict(call.recorded.asked),
         "answered": sorted(call.replay),
         "ask_again": sorted(call.reask),
@@ -190,6 +209,22 @@ def exit_status(summary: dict[str, Any]) -> int:
     return EXIT_INCOMPLETE_TURN if incomplete["blocked"] else EXIT_AWAITING_MODEL
 
 
+def _how_it_goes_on(call: dict[str, Any]) -> str:
+    """What continuing the turn does with an open call (one of :func:`_open_call`'s)."""
+    if call["declined"] is not None:
+        reason = shown_reason(call["declined"]["reason"])
+        return f"its question was cancelled ({reason}); it ends so"
+    parked = call["parked"]
+    if parked is not None and parked["prompt"] == "run":
+        return (
+            f"its permission to run is parked (detached policy: park) since "
+            f"{shown_line(parked['since'])}; asked again when the turn is continued"
+        )
+    if call["may_have_completed"]:
+        return f"{MAY_HAVE_COMPLETED}; runs again"
+    return "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
+
+
 def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
     """The incomplete turn as lines of text (unescaped: the caller shows them)."""
     if summary is None:
@@ -208,18 +243,24 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
         )
         lines.append(f"    finished (kept, not run again): {done}")
     for call in summary["open_calls"]:
-        how = "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
-        if call["may_have_completed"]:
-            how = f"{MAY_HAVE_COMPLETED}; runs again"
-        if call["declined"] is not None:
-            reason = shown_reason(call["declined"]["reason"])
-            how = f"its question was cancelled ({reason}); it ends so"
+        how = _how_it_goes_on(call)
+        parked = call["parked"]
         answered = f"; answered: {', '.join(call['answered'])}" if call["answered"] else ""
         again = f"; asked again: {', '.join(call['ask_again'])}" if call["ask_again"] else ""
         lines.append(f"    open: {call['tool']} [{call['id']}]: {how}{answered}{again}")
+        lines.extend(
+            f"      its recorded answer to {unfit['question_id']} is not replayed: {unfit['why']}"
+            for unfit in call["unfit"]
+        )
         waiting = call["waiting"]
         if waiting is None:
             continue
+        # Parked by its writer (the detached policy), or left open by a run that stopped.
+        held = (
+            f", parked since {shown_line(parked['since'])} (detached policy: park)"
+            if parked is not None
+            else ""
+        )
         text, kind, inquiry_id = (
             quoted_text(waiting["text"]),
             waiting["answer_type"],
@@ -229,11 +270,12 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
             # Recorded without its question id (as JP records): named by what it asks,
             # never by a piece of its inquiry id, which is opaque (RFD 082).
             lines.append(
-                f"      waits for {text} ({kind}; recorded without a question id) [{inquiry_id}]"
+                f"      waits for {text} ({kind}; recorded without a question id) "
+                f"[{inquiry_id}]{held}"
             )
         else:
             lines.append(
-                f"      waits for {waiting['question_id']} ({kind}): {text} [{inquiry_id}]"
+                f"      waits for {waiting['question_id']} ({kind}): {text} [{inquiry_id}]{held}"
             )
     lines.extend(
         f"    open question no open call is known to have asked: {quoted_text(stray['text'])} "

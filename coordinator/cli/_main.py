@@ -23,7 +23,8 @@
   of ``--interactive`` and ``--no-interactive``, and ``--non-interactive``
   RFD 104's alias; giving both directions is a usage error (exit 2). Exit status 1 when a tool
   call failed or a question went unanswered, 3 when a turn was left
-  incomplete, 128+N when signal N (SIGTERM, SIGHUP) stopped it
+  incomplete (stopped, or a prompt parked for later: the last line is the
+  command that continues it), 128+N when signal N (SIGTERM, SIGHUP) stopped it
   (:mod:`coordinator.cli._run_result`, ``docs/cli.md``).
   A conversation whose last turn did not finish is refused (exit 2) unless
   ``--continue-turn`` continues it, or ``--new-turn`` begins a turn after it
@@ -31,8 +32,8 @@
   a reply (``docs/resume.md``).
 
 ``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
-when the conversation's last turn is blocked on an open tool call or question,
-and 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
+when the conversation's last turn is blocked on an open (or parked) tool call
+or question, and 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
 finish and nothing is open in it.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
@@ -369,7 +370,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog=f"exit status: {EXIT_OK} when the last turn finished (or there is none); "
         f"{EXIT_UNREADABLE} when the conversation cannot be read or the output written; "
         f"{EXIT_INCOMPLETE_TURN} when the last turn did not finish and is blocked on an open "
-        "tool call or question (a run that died): inquiry run refuses it, with --new-turn "
+        "tool call or question (a run that died, or a prompt parked for later by the detached "
+        "policy park, docs/headless.md): inquiry run refuses it, with --new-turn "
         "too, until it is continued (--continue-turn) or discarded (inquiry sanitize, then "
         f"run with --new-turn); {EXIT_AWAITING_MODEL} when it did not finish and nothing is "
         "open in it (it waits for the model's response or follow-up: a stopped run, or a "

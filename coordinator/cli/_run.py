@@ -57,6 +57,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, TextIO
 
+import attrs
+
 from coordinator._errors import os_reason
 from coordinator._text import shown_path
 from coordinator.adapters import (
@@ -67,6 +69,7 @@ from coordinator.adapters import (
 )
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
+from coordinator.cli._command_lines import command_line
 from coordinator.cli._run_continue import start_from
 from coordinator.cli._run_play import play
 from coordinator.cli._run_players import (
@@ -274,6 +277,11 @@ async def _play(
         result = await play(
             scenario, conversation, coordinator, progress, player.output, stop=stop, start=start
         )
+        if result.parked:
+            # Answered at a terminal (with an answers file, the person answers and the
+            # file plays the model), never by this run's way of asking nobody again.
+            asks = attrs.evolve(options, interactive=True if options.answers else None)
+            result = attrs.evolve(result, continue_with=command_line(asks, "--continue-turn"))
     progress.summary(
         path=path,
         turns=result.turns,

@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from coordinator.cli._scenario import Scenario, TurnPlan
     from coordinator.driver import ToolCoordinator
     from coordinator.store import Conversation
-    from coordinator.stream import Turn
+    from coordinator.stream import OpenCall, Turn
     from machines import JsonValue
 
 __all__ = [
@@ -176,21 +176,14 @@ class Continuation:
         )
         progress.cycle_of([call.tool_call for call in incomplete.open])
         for call in incomplete.open:
-            answered = (
-                f", with its answers to {', '.join(sorted(call.replay))}" if call.replay else ""
-            )
-            how = "runs again" + answered if call.ran else "runs (nothing recorded of it)"
-            if call.waiting is None and call.declined is None:
-                how = f"{MAY_HAVE_COMPLETED}; runs again{answered}"
             # Printed with the call's id: the continued run names what the stopped one left.
-            if call.declined is not None:
-                how = "ends as its last question was closed, without running again"
-            waiting = call.recorded.waiting
-            if waiting is not None:
-                # Recorded without its question id (JP's): named by its text, never by its id.
-                named = waiting.question_id or quoted_text(waiting.request.question.text)
-                how += f"; {named} was waiting for an answer"
-            progress.emit(f"  -> {call.tool_call.name} [{call.tool_call.id}] {how}")
+            progress.emit(f"  -> {call.tool_call.name} [{call.tool_call.id}] {_how(call)}")
+            for question_id, why in call.unfit:
+                # Said once, naming the question and why, never the value (issue 36).
+                progress.emit(
+                    f"  ! {call.tool_call.name} · {question_id}: its recorded answer is not "
+                    f"replayed ({why})"
+                )
         for stray in incomplete.stray:
             progress.emit(f"  x {stray.id}: no open call asked it; closed (interrupted)")
         for call in incomplete.waiting:
@@ -198,6 +191,25 @@ class Continuation:
             if isinstance(request, InquiryRequest):
                 progress.taken_up(call.tool_call.id, request)
         await coordinator.continue_turn(incomplete)
+
+
+def _how(call: OpenCall) -> str:
+    """What continuing does with ``call``, in the words the continue line prints."""
+    if call.permission_parked and call.recorded.waiting is None:
+        return "its permission to run was parked: it is asked again"
+    answered = f", with its answers to {', '.join(sorted(call.replay))}" if call.replay else ""
+    how = "runs again" + answered if call.ran else "runs (nothing recorded of it)"
+    if call.declined is not None:
+        how = "ends as its last question was closed, without running again"
+    elif call.waiting is None:
+        how = f"{MAY_HAVE_COMPLETED}; runs again{answered}"
+    waiting = call.recorded.waiting
+    if waiting is not None:
+        # Recorded without its question id (JP's): named by its text, never by its id.
+        named = waiting.question_id or quoted_text(waiting.request.question.text)
+        held = "was parked" if waiting.parked else "was waiting"
+        how += f"; {named} {held} for an answer"
+    return how
 
 
 #: A run that starts with the scenario's first turn, its workspace seeded.

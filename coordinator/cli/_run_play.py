@@ -21,6 +21,11 @@ standard output closed under the run) cancels the batch in hand: the
 coordinator closes and saves every open tool call and question, and no
 further turn is played.
 
+A batch that parked a prompt (the detached policy ``park``) ends with the
+turn blocked on it: nothing more is played (a model is never sent a turn
+with a call open), what waits is printed, and the run ends with exit
+status 3; ``--continue-turn`` takes it up later.
+
 Rules:
 
 1. Whatever is printed about a cycle is printed before it is appended: should
@@ -63,7 +68,6 @@ async def play(
     start: Continuation,
 ) -> RunResult:
     """Play the turns of ``scenario`` from ``start`` (until ``stop`` is requested); how it went."""
-    stream = conversation.stream
 
     def stopping(why: str) -> None:
         # Cancelled first: after a hangup, printing may fail, and the stop must not.
@@ -79,30 +83,21 @@ async def play(
     completed = 0
     with stop_signals(stop):
         try:
-            for index, plan in enumerate(scenario.turns[start.turn :], start.turn):
+            for index in range(start.turn, len(scenario.turns)):
                 if stop.requested():
                     break
-                # Begun, or continued where a dead run left it (coordinator/cli/_run_continue.py).
-                number, played = await start.enter(
-                    index, scenario, conversation, coordinator, progress
+                completed += await _play_turn(
+                    index, scenario, conversation, coordinator, progress, stop=stop, start=start
                 )
-                if stop.requested():
-                    save_conversation(conversation)
-                    break
-                for cycle_number, cycle in enumerate(plan.cycles[played:], played + 1):
-                    numbering = f"{number}_{cycle_number}"
-                    await _play_cycle(cycle, numbering, coordinator, progress, stop)
-                    if stop.requested():
-                        break
-                else:
-                    if plan.reply is not None:
-                        stream.append(ChatResponse.message(plan.reply))
-                        progress.assistant(plan.reply)
-                    completed += 1
                 save_conversation(conversation)
+                if coordinator.parked:
+                    break  # the turn waits for an answer given later: nothing goes on
         except OSError as error:
             where = shown_path(conversation.path) if conversation.path else "the conversation"
             raise RunError(f"{where}: cannot be written: {os_reason(error)}") from None
+    parked = len(coordinator.parked)
+    if parked:
+        progress.parked(coordinator.parked)
     closed = output is not None and output.closed
     return RunResult(
         turns=len(scenario.turns) - start.turn,
@@ -114,7 +109,37 @@ async def play(
         interrupted=stop.requested() and not closed and stop.signal is None,
         output_closed=closed,
         stopped_by=stop.signal,
+        parked=parked,
     )
+
+
+async def _play_turn(
+    index: int,
+    scenario: Scenario,
+    conversation: Conversation,
+    coordinator: ToolCoordinator,
+    progress: Progress,
+    *,
+    stop: Stop,
+    start: Continuation,
+) -> bool:
+    """Play scenario turn ``index`` (begun, or continued: ``start``); whether it completed.
+
+    It did not when the run was stopped, or a prompt was parked.
+    """
+    plan = scenario.turns[index]
+    # Begun, or continued where a dead run left it (coordinator/cli/_run_continue.py).
+    number, played = await start.enter(index, scenario, conversation, coordinator, progress)
+    if stop.requested() or coordinator.parked:
+        return False
+    for cycle_number, cycle in enumerate(plan.cycles[played:], played + 1):
+        await _play_cycle(cycle, f"{number}_{cycle_number}", coordinator, progress, stop)
+        if stop.requested() or coordinator.parked:
+            return False
+    if plan.reply is not None:
+        conversation.stream.append(ChatResponse.message(plan.reply))
+        progress.assistant(plan.reply)
+    return True
 
 
 def call_ids(cycle: Cycle, numbering: str) -> list[str]:

@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
-    from coordinator.driver import Delivery, Permission, QuestionFacts, StepFacts
+    from coordinator.driver import Delivery, ParkedPrompt, Permission, QuestionFacts, StepFacts
     from machines import Event, JsonValue, ToolCallRequest
 
 __all__ = ["CAUSE_LIMIT", "Output", "Progress", "failure_text"]
@@ -120,6 +120,7 @@ _UNANSWERED = frozenset(
         Resolution.FAILED,
         Resolution.DENIED,
         Resolution.WITHDRAWN,
+        Resolution.TIMED_OUT,
     }
 )
 
@@ -130,6 +131,7 @@ _ANSWERED_BY = {
     Resolution.CONFIGURATION: "by configuration (a static answer)",
     Resolution.REMEMBERED: "from this turn's memory (an earlier Y or N)",
     Resolution.DEFAULT: "with its default (nobody to ask: detached policy defaults)",
+    Resolution.PARKED_THEN_ANSWERED: "after it was parked",
 }
 _WHY_UNANSWERED = {
     Resolution.CANCELLED: "",
@@ -137,7 +139,12 @@ _WHY_UNANSWERED = {
     Resolution.REFUSED: ": refused before anyone was asked",
     Resolution.DENIED: ": nobody to ask, and the detached policy would not answer for them",
     Resolution.WITHDRAWN: ": its tool call was stopped while it was open",
+    Resolution.TIMED_OUT: ": nobody answered it in time (its prompt_timeout)",
 }
+#: Who answered a permission prompt when it was shown.
+_ASKED = frozenset(
+    {PermissionBy.PERSON, PermissionBy.ANSWERS_FILE, PermissionBy.PARKED_THEN_ANSWERED}
+)
 #: How the once-said policy line names each kind of prompt.
 _KIND_NAMES = {
     PromptKind.RUN: "permission to run (run mode ask)",
@@ -438,6 +445,14 @@ class Progress:
         # cancelled while it waited) is printed now, before what became of it.
         lines = self._question_line(asked)
         named = asked.named
+        if resolution is Resolution.PARKED:
+            # Not decided: it waits, recorded, for an answer given later (the turn stops).
+            self.questions["parked"] += 1
+            lines.append(
+                f"    ~ {named}: parked (nobody to ask: detached policy park); "
+                "it waits for an answer given later"
+            )
+            return lines
         if resolution is Resolution.INTERRUPTED:
             # Left open by a run that stopped; the continued call asked on
             # without it. No failure of this run: the call goes on.
@@ -511,6 +526,8 @@ class Progress:
         said = "delivered" if delivery.delivered else "withheld"
         if delivery.by is PermissionBy.DETACHED_POLICY and delivery.detached is not None:
             return [f"  ! result of {label}: {said} (nobody to ask: {delivery.detached.value})"]
+        if delivery.by is PermissionBy.TIMED_OUT:
+            return [f"  ! result of {label}: {said}: nobody answered in time (prompt_timeout)"]
         who = "the answers file" if delivery.by is PermissionBy.ANSWERS_FILE else "the person"
         return [f"  ! result of {label}: {said} by {who}"]
 
@@ -521,13 +538,11 @@ class Progress:
             said = "it runs" if permission.run else "it is refused, and fails"
             mode = permission.detached.value
             return [f'  ! {label}: run mode "ask", and nobody to ask ({mode}): {said}']
-        if permission.by is PermissionBy.REMEMBERED:
-            said = "run" if permission.run else "skip"
-            key = "Y" if permission.run else "N"
-            return [f"  ! permission for {label}: {said}, from an earlier {key} in this turn"]
-        if permission.by not in (PermissionBy.PERSON, PermissionBy.ANSWERS_FILE):
-            return []  # run mode unattended or skip: the outcome says a skip
+        if permission.by not in _ASKED:
+            return self._permission_unasked(label, permission)
         remembered = " (remembered for this turn)" if permission.remember else ""
+        if permission.by is PermissionBy.PARKED_THEN_ANSWERED:
+            label += ", parked earlier"
         if permission.by is PermissionBy.ANSWERS_FILE:
             label += ", from the answers file"
         if permission.cancelled:
@@ -541,6 +556,17 @@ class Progress:
             if permission.reason:
                 said += f": {shown_line(permission.reason, _SHOWN)}"
         return [f"  ! permission for {label}: {said}"]
+
+    @staticmethod
+    def _permission_unasked(label: str, permission: Permission) -> list[str]:
+        """The ``!`` line of a permission nobody answered at its prompt (its run mode: none)."""
+        if permission.by is PermissionBy.REMEMBERED:
+            said = "run" if permission.run else "skip"
+            key = "Y" if permission.run else "N"
+            return [f"  ! permission for {label}: {said}, from an earlier {key} in this turn"]
+        if permission.by is PermissionBy.TIMED_OUT:
+            return [f"  ! {label}: nobody answered its permission prompt in time: it does not run"]
+        return []  # run mode unattended or skip: the outcome says a skip
 
     def problem(self, message: str, *, call_id: str | None = None) -> None:
         """The answers file does not fit the scenario (``call_id``: the call it concerns)."""
@@ -596,6 +622,25 @@ class Progress:
             grouped.setdefault(call, []).extend(lines)
         for call, lines in grouped.items():
             self._print(call, lines)
+
+    def parked(self, parked: Iterable[ParkedPrompt]) -> None:
+        """What the turn waits for: the prompts the last batch parked, one line each."""
+        waiting = list(parked)
+        prompts = "prompt was" if len(waiting) == 1 else "prompts were"
+        self.emit(
+            f"  the turn waits: {len(waiting)} {prompts} parked for an answer given later "
+            "(detached policy park)"
+        )
+        for prompt in waiting:
+            label = self._label(prompt.tool_call_id)
+            question = prompt.question
+            if question is None:
+                self.emit(f"    {label}: permission to run")
+                continue
+            shown = printable(question.id)
+            verbose = f" [{printable(prompt.inquiry_id or '')}]" if self.verbose else ""
+            kind, text = question.answer_type.kind.value, shown_line(question.text, _SHOWN)
+            self.emit(f"    {label} · {shown} ({kind}): {text}{verbose}")
 
     # The summary.
 

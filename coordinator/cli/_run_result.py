@@ -13,7 +13,10 @@ Exit statuses (``docs/cli.md`` lists them for users), the first that applies:
 - ``128 + N`` (:func:`signal_status`): signal ``N`` stopped the run (SIGTERM
   143, SIGHUP 129);
 - :data:`EXIT_INCOMPLETE_TURN` (3): a turn was left incomplete: the run was
-  interrupted by Ctrl-C, or standard output was closed under it;
+  interrupted by Ctrl-C, or standard output was closed under it, or a
+  prompt was parked (the detached policy ``park``): the turn waits for an
+  answer given later, and ``--continue-turn`` (:attr:`RunResult.continue_with`)
+  takes it up;
 - :data:`EXIT_UNREADABLE` (2): an input cannot be read, or the conversation
   cannot be written (a :class:`RunError`; nothing was written, or the error
   says what was);
@@ -113,13 +116,17 @@ class RunResult:
     output_closed: bool = False
     #: The signal (SIGTERM, SIGHUP) that stopped the run, if one did.
     stopped_by: signal.Signals | None = None
+    #: How many prompts were parked: the turn waits for their answers.
+    parked: int = 0
+    #: The command that continues a parked turn, as a line for a shell.
+    continue_with: str | None = None
 
     @property
     def status(self) -> int:
         """The exit status (the module's docstring lists them)."""
         if self.stopped_by is not None:
             return signal_status(self.stopped_by)
-        if self.interrupted or self.output_closed or self.completed < self.turns:
+        if self.interrupted or self.output_closed or self.parked or self.completed < self.turns:
             return EXIT_INCOMPLETE_TURN
         if self.problems or self.failed_calls or self.unanswered:
             return EXIT_FAILED
@@ -142,6 +149,13 @@ class RunResult:
             )
         if self.interrupted:
             return f"interrupted: {self.completed} of {self.turns} turns completed"
+        if self.parked:
+            prompts = "prompt was" if self.parked == 1 else "prompts were"
+            how = f": continue it with `{self.continue_with}`" if self.continue_with else ""
+            return (
+                f"{self.parked} {prompts} parked, and the turn waits for an answer given "
+                f"later{how}"
+            )
         if self.completed < self.turns:
             return f"only {self.completed} of {self.turns} turns completed"
         return None

@@ -78,6 +78,7 @@ from coordinator.driver._observing import (
     SecretDefaultNotice,
     StepFacts,
 )
+from coordinator.driver._parking import ParkedPrompt
 from coordinator.driver._prompting import (
     DeliveryAnswer,
     DeliveryPrompter,
@@ -96,6 +97,7 @@ from coordinator.driver._toml_fields import (
     boolean,
     check_keys,
     choice,
+    duration,
     join_key,
     json_table,
     json_value,
@@ -108,6 +110,17 @@ from coordinator.driver._toml_fields import (
     tables,
 )
 from coordinator.driver._tool_coordinator import ToolCoordinator
+from coordinator.driver._waiting import (
+    NotWaitingError,
+    SecretNotTakenError,
+    UnfitAnswerError,
+    WaitingAnswerError,
+    WaitingPrompt,
+    WaitingPrompts,
+    answer_parked,
+    answer_waiting,
+    waiting_prompts,
+)
 
 # What a row means is a column of the machines' tables; the driver's observers read them here.
 from machines import (
@@ -115,6 +128,7 @@ from machines import (
     DeliveryRuling,
     DetachedMode,
     DetachedPolicy,
+    OnTimeout,
     PermissionBy,
     PromptKind,
     Resolution,
@@ -145,6 +159,9 @@ __all__ = [
     "InquiryBackendError",
     "InquiryTask",
     "NeedsInput",
+    "NotWaitingError",
+    "OnTimeout",
+    "ParkedPrompt",
     "Permission",
     "PermissionAnswer",
     "PermissionBy",
@@ -163,14 +180,22 @@ __all__ = [
     "ScriptedInquiryBackend",
     "ScriptedPrompter",
     "SecretDefaultNotice",
+    "SecretNotTakenError",
     "StepFacts",
     "Success",
     "ToolConfig",
     "ToolCoordinator",
     "ToolsConfig",
+    "UnfitAnswerError",
+    "WaitingAnswerError",
+    "WaitingPrompt",
+    "WaitingPrompts",
+    "answer_parked",
+    "answer_waiting",
     "boolean",
     "check_keys",
     "choice",
+    "duration",
     "join_key",
     "json_table",
     "json_value",
@@ -185,4 +210,5 @@ __all__ = [
     "string",
     "table",
     "tables",
+    "waiting_prompts",
 ]

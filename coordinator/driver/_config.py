@@ -3,14 +3,19 @@
 Per tool: how it may run (``run = "ask" | "unattended" | "skip"``), whether
 its result reaches the model as it is or once a person confirms it
 (``result = "unattended" | "ask"``), what happens to a prompt when nobody
-can be asked (``detached``, RFD 049), and per question who answers it
-(``target = "user" | "assistant"``), an optional static ``answer``, and
-whether only a person may answer it (``exclusive``, overriding the tool's
-own mark, both ways). In TOML::
+can be asked (``detached``, RFD 049, and ours: ``park``), how long a prompt
+on screen waits for the person (``prompt_timeout``, a duration; none: for
+ever) and what then (``on_prompt_timeout = "close" | "detached"``), and per
+question who answers it (``target = "user" | "assistant"``), an optional
+static ``answer``, whether only a person may answer it (``exclusive``,
+overriding the tool's own mark, both ways), and its own
+``prompt_timeout``. In TOML::
 
     [defaults]
     run = "ask"
     detached = "deny"                # or a table: run, deliver, tool
+    prompt_timeout = "10m"           # a prompt waits at most this long
+    on_prompt_timeout = "detached"   # then the detached policy decides
 
     [tools.fs_modify_file]
     run = "ask"
@@ -24,13 +29,23 @@ own mark, both ways). In TOML::
     target = "user"
     answer = true
     exclusive = true
+    prompt_timeout = "30s"
 
 The detached policy is resolved per prompt kind in RFD 049's order, first
 match wins: ``tools.<name>.detached.<kind>``, ``tools.<name>.detached``
 (the scalar), ``defaults.detached.<kind>``, ``defaults.detached``, and
 ``deny``. (A level is a scalar or a table, never both, so the tool's level
-is looked at before the defaults'.) ``park`` is refused, saying it is not
-available yet (``docs/headless.md``).
+is looked at before the defaults'.) ``park`` keeps a question or a
+permission for an answer given later; a delivery cannot wait (its result is
+held in memory only), so ``detached = "park"`` parks the other two kinds and
+denies a delivery, and ``detached.deliver = "park"`` is refused, naming the
+key (``docs/headless.md``).
+
+``prompt_timeout`` is named so because a scenario's tool table has a
+``timeout`` of its own (a local tool's execution limit, which never counts
+the time a person takes to answer). It resolves question, then tool, then
+``[defaults]``; ``on_prompt_timeout``, tool then ``[defaults]``, ``close``
+unless given.
 
 Configuration decides *who answers*, never *who asked*: the recorded source of
 a question is fixed in code where a tool's result crosses the executor
@@ -56,6 +71,7 @@ from coordinator.driver._toml_fields import (
     boolean,
     check_keys,
     choice,
+    duration,
     json_value,
     load_toml,
     name_key,
@@ -66,6 +82,7 @@ from machines import (
     DetachedMode,
     DetachedPolicy,
     InquiryFacts,
+    OnTimeout,
     PromptKind,
     Question,
     ResultMode,
@@ -106,6 +123,8 @@ class QuestionConfig:
     #: Only a person may answer it (``True``), or the model may after all
     #: (``False``), whatever the tool said; ``None`` keeps the tool's mark.
     exclusive: bool | None = attrs.field(default=None, validator=optional_of_type(bool))
+    #: Seconds the question may stay on screen unanswered (``None``: its tool's, or the default).
+    prompt_timeout: float | None = attrs.field(default=None, validator=optional_of_type(float))
 
 
 @attrs.frozen(kw_only=True)
@@ -187,6 +206,11 @@ class ToolConfig:
     questions: Mapping[str, QuestionConfig] = attrs.field(
         factory=dict, validator=mapping_of(QuestionConfig)
     )
+    #: Seconds a prompt of the tool may stay on screen unanswered (``None``: the default).
+    prompt_timeout: float | None = attrs.field(default=None, validator=optional_of_type(float))
+    on_prompt_timeout: OnTimeout | None = attrs.field(
+        default=None, validator=optional_of_type(OnTimeout)
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -200,6 +224,13 @@ class ToolsConfig:
     )
     default_detached: DetachedConfig = attrs.field(
         default=_NO_DETACHED, validator=of_type(DetachedConfig)
+    )
+    #: Seconds a prompt may stay on screen unanswered; ``None``: for ever.
+    default_prompt_timeout: float | None = attrs.field(
+        default=None, validator=optional_of_type(float)
+    )
+    default_on_prompt_timeout: OnTimeout = attrs.field(
+        default=OnTimeout.CLOSE, validator=of_type(OnTimeout)
     )
     # Resolved once, as the configuration is made (it is frozen): each listed
     # tool's policy, and the one every other tool has. Every call and every
@@ -232,6 +263,28 @@ class ToolsConfig:
         """``tool_name``'s detached policy, each kind resolved in RFD 049's order."""
         return self._policies.get(tool_name, self._default_policy)
 
+    def prompt_timeout(self, tool_name: str, question_id: str | None = None) -> float | None:
+        """Seconds a prompt of ``tool_name`` may stay on screen (its question ``question_id``'s).
+
+        The question's, else the tool's, else the default; ``None``: it waits for ever.
+        """
+        tool = self.tools.get(tool_name)
+        if tool is not None:
+            if question_id is not None:
+                question = tool.questions.get(question_id)
+                if question is not None and question.prompt_timeout is not None:
+                    return question.prompt_timeout
+            if tool.prompt_timeout is not None:
+                return tool.prompt_timeout
+        return self.default_prompt_timeout
+
+    def on_timeout(self, tool_name: str) -> OnTimeout:
+        """What a prompt of ``tool_name`` on screen past its timeout becomes."""
+        tool = self.tools.get(tool_name)
+        if tool is not None and tool.on_prompt_timeout is not None:
+            return tool.on_prompt_timeout
+        return self.default_on_prompt_timeout
+
     def asked(self, tool_name: str, question: Question) -> Question:
         """``question`` as asked here: its ``exclusive`` mark as configuration overrides it."""
         exclusive = self.question(tool_name, question.id).exclusive
@@ -258,6 +311,7 @@ class ToolsConfig:
             static_answer=config.answer,
             cached_answer=cached,
             detached=self.detached(tool_name).tool,
+            on_timeout=self.on_timeout(tool_name),
         )
 
 
@@ -280,35 +334,53 @@ def _enum(kind: type[RunMode | ResultMode | Target], value: object, origin: str,
     return kind(choice(value, origin, key, [member.value for member in kind]))
 
 
-#: The mode issue 41's second part adds (a prompt parked for later): named, and refused.
-_NOT_YET = "park"
-
-
 def _mode(value: object, origin: str, key: str) -> DetachedMode:
-    if value == _NOT_YET:
-        raise ConfigError(
-            origin,
-            key,
-            "'park' (keep the prompt for someone to answer later) is not available in this "
-            "version; use 'auto', 'defaults' or 'deny' (see docs/headless.md)",
-        )
     return DetachedMode(choice(value, origin, key, [mode.value for mode in DetachedMode]))
 
 
 def _detached(value: object, origin: str, key: str) -> DetachedConfig:
-    """``detached``: one mode for every kind, or a table of modes by kind (scalar-or-struct)."""
+    """``detached``: one mode for every kind, or a table of modes by kind (scalar-or-struct).
+
+    A delivery cannot be parked (its result is held in memory only): the
+    scalar ``park`` denies it, and ``deliver = "park"`` is refused.
+    """
     if not isinstance(value, Mapping):
         mode = _mode(value, origin, key)
-        return DetachedConfig(run=mode, deliver=mode, tool=mode)
+        deliver = DetachedMode.DENY if mode is DetachedMode.PARK else mode
+        return DetachedConfig(run=mode, deliver=deliver, tool=mode)
     kinds = [kind.value for kind in PromptKind]
     check_keys(value, origin, key, allowed=kinds)
     modes = {name: _mode(value[name], origin, f"{key}.{name}") for name in kinds if name in value}
+    if modes.get(PromptKind.DELIVER.value) is DetachedMode.PARK:
+        raise ConfigError(
+            origin,
+            f"{key}.{PromptKind.DELIVER.value}",
+            "a delivery cannot be parked: a finished tool's result is held in memory only, "
+            "and could not wait for a later answer (use 'auto', 'defaults' or 'deny')",
+        )
     return DetachedConfig(**modes)
+
+
+def _on_timeout(data: Mapping[str, Any], origin: str, key: str) -> OnTimeout | None:
+    if "on_prompt_timeout" not in data:
+        return None
+    where = f"{key}.on_prompt_timeout" if key else "on_prompt_timeout"
+    return OnTimeout(
+        choice(data["on_prompt_timeout"], origin, where, [m.value for m in OnTimeout])
+    )
+
+
+def _timeout(data: Mapping[str, Any], origin: str, key: str) -> float | None:
+    if "prompt_timeout" not in data:
+        return None
+    return duration(
+        data["prompt_timeout"], origin, f"{key}.prompt_timeout" if key else "prompt_timeout"
+    )
 
 
 def _question(value: object, origin: str, key: str) -> QuestionConfig:
     data = table(value, origin, key)
-    _check_keys(data, {"target", "answer", "exclusive"}, origin, key)
+    _check_keys(data, {"target", "answer", "exclusive", "prompt_timeout"}, origin, key)
     target = Target.USER
     if "target" in data:
         target = _enum(Target, data["target"], origin, f"{key}.target")
@@ -320,12 +392,22 @@ def _question(value: object, origin: str, key: str) -> QuestionConfig:
         exclusive = boolean(data["exclusive"], origin, f"{key}.exclusive")
     # Whether the answer fits is the question's business, known only when it
     # is asked: a misfit is recorded as invalid_static_answer then.
-    return QuestionConfig(target=target, answer=answer, exclusive=exclusive)
+    return QuestionConfig(
+        target=target,
+        answer=answer,
+        exclusive=exclusive,
+        prompt_timeout=_timeout(data, origin, key),
+    )
 
 
 def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
     data = table(value, origin, key)
-    _check_keys(data, {"run", "result", "detached", "questions", *extra}, origin, key)
+    _check_keys(
+        data,
+        {"run", "result", "detached", "questions", *_TIMEOUT_KEYS, *extra},
+        origin,
+        key,
+    )
     run = _enum(RunMode, data["run"], origin, f"{key}.run") if "run" in data else None
     result = (
         _enum(ResultMode, data["result"], origin, f"{key}.result") if "result" in data else None
@@ -340,8 +422,17 @@ def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
         for name, config in table(data.get("questions", {}), origin, f"{key}.questions").items()
     }
     return ToolConfig(
-        run=run, result=result, detached=detached or _NO_DETACHED, questions=questions
+        run=run,
+        result=result,
+        detached=detached or _NO_DETACHED,
+        questions=questions,
+        prompt_timeout=_timeout(data, origin, key),
+        on_prompt_timeout=_on_timeout(data, origin, key),
     )
+
+
+#: The keys of a prompt's timeout, at a tool's level and the defaults'.
+_TIMEOUT_KEYS = ("prompt_timeout", "on_prompt_timeout")
 
 
 def parse_tools_config(
@@ -358,7 +449,7 @@ def parse_tools_config(
     _check_keys(data, {"defaults", "tools"}, origin, "")
     extra = set(tool_keys)
     defaults = table(data.get("defaults", {}), origin, "defaults")
-    _check_keys(defaults, {"run", "result", "detached"}, origin, "defaults")
+    _check_keys(defaults, {"run", "result", "detached", *_TIMEOUT_KEYS}, origin, "defaults")
     default_run = RunMode.ASK
     if "run" in defaults:
         default_run = _enum(RunMode, defaults["run"], origin, "defaults.run")
@@ -377,6 +468,8 @@ def parse_tools_config(
         default_run=default_run,
         default_result=default_result,
         default_detached=default_detached,
+        default_prompt_timeout=_timeout(defaults, origin, "defaults"),
+        default_on_prompt_timeout=_on_timeout(defaults, origin, "defaults") or OnTimeout.CLOSE,
     )
 
 

@@ -216,7 +216,9 @@ class Told:
     ``remember``: the person asked to remember their answer (to a permission
     prompt or a question); ``prompt_cancelled``: they cancelled the
     permission prompt; ``reason`` and ``arguments``: what they gave with it.
-    ``notices`` are the driver's own.
+    ``notices`` are the driver's own. ``answered_by``: who gave an answer
+    (``person``, ``answers_file``, or the name an embedder or the inbox gave),
+    recorded with a prompt parked and answered later.
     """
 
     remember: bool = False
@@ -224,6 +226,7 @@ class Told:
     reason: str | None = None
     arguments: Mapping[str, JsonValue] | None = None
     notices: tuple[SecretDefaultNotice, ...] = ()
+    answered_by: str | None = None
 
 
 NOTHING_TOLD = Told()
@@ -244,9 +247,15 @@ def fired_row(fired: Fired) -> FiredRow:
     )
 
 
+#: Who answers a permission prompt on screen: what they said comes with the ruling.
+_ASKED = frozenset(
+    {PermissionBy.PERSON, PermissionBy.ANSWERS_FILE, PermissionBy.PARKED_THEN_ANSWERED}
+)
+
+
 def _permission(ruling: PermissionRuling, detached: DetachedMode | None, told: Told) -> Permission:
     """A row's permission column; the person's (or file's) completed with what they said."""
-    if ruling.by not in (PermissionBy.PERSON, PermissionBy.ANSWERS_FILE):
+    if ruling.by not in _ASKED:
         return Permission(run=ruling.run, by=ruling.by, detached=detached)
     return Permission(
         run=ruling.run,

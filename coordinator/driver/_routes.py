@@ -9,6 +9,7 @@ form JP keeps verbatim: one key of the entry's ``metadata``, ``"inquiry"``
     inquiry_response    {"inquiry": {"route": "person"}}
                         {"inquiry": {"route": "model", "detached": "auto"}}
                         {"inquiry": {"route": "denied", "detached": "deny"}}
+                        {"inquiry": {"route": "parked_then_answered", "by": "inbox"}}
     tool_call_response  {"inquiry": {"permission": {"route": "answers_file"}}}
                         {"inquiry": {
                             "permission": {"route": "detached_policy", "detached": "auto"},
@@ -19,9 +20,12 @@ A route is the lower-cased name of the column value of the row that decided
 for a permission or a delivery); ``detached`` is the mode of the detached
 policy (RFD 049), present only where the policy decided (the row's
 ``detached`` column, or, for a question the policy put to the model, the
-row that did so). Metadata is the entry's envelope, set by the driver as
-it appends a record a machine step emitted: no record is made here, and
-nothing is read from a record's text.
+row that did so); ``by`` names who answered a prompt parked earlier
+(``person``, ``answers_file``, or the name the inbox or an embedder gave:
+what the driver was handed with the answer, ``Told.answered_by``).
+Metadata is the entry's envelope, set by the driver as it appends a record
+a machine step emitted: no record is made here, and nothing is read from a
+record's text.
 
 Rules:
 
@@ -43,6 +47,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from coordinator._recorded_routes import ROUTE_KEY
+from coordinator.driver._observing import NOTHING_TOLD
 from machines import (
     INQUIRY_MACHINE,
     Answered,
@@ -59,10 +64,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from coordinator.driver._observing import Told
     from coordinator.stream import ConversationStream, EventEntry
     from machines import Event, Fired, JsonValue, Row, Step, ToolCall
 
-__all__ = ["CallRoutes"]
+__all__ = ["CallRoutes", "append_answered_later"]
 
 
 #: A column value as written: its name, lower-cased (``answers_file``, ``detached_policy``).
@@ -71,10 +77,34 @@ _WIRE: Mapping[enum.Enum, str] = {
 }
 
 
-def _decision(route: str, detached: DetachedMode | None) -> dict[str, JsonValue]:
-    if detached is None:
-        return {"route": route}
-    return {"route": route, "detached": detached.value}
+#: The routes of a prompt parked and answered later: their decision names who answered.
+_LATER = (Resolution.PARKED_THEN_ANSWERED, PermissionBy.PARKED_THEN_ANSWERED)
+
+
+def _decision(
+    route: enum.Enum, detached: DetachedMode | None, by: str | None = None
+) -> dict[str, JsonValue]:
+    decided: dict[str, JsonValue] = {"route": _WIRE[route]}
+    if detached is not None:
+        decided["detached"] = detached.value
+    if by is not None and route in _LATER:
+        decided["by"] = by
+    return decided
+
+
+def append_answered_later(stream: ConversationStream, step: Step, by: str) -> list[EventEntry]:
+    """Append the records of ``step``, a parked question answered without its tool, with routes.
+
+    For the inbox (and an embedder continuing a turn with answers): no tool
+    call's machine took the step, only the question's, whose row says how it
+    was decided; ``by`` names who answered.
+    """
+    return [
+        stream.append(record, metadata={ROUTE_KEY: _decision(fired.row.resolution, None, by)})
+        for fired in step.fired
+        if fired.row.resolution is not None
+        for record in fired.records
+    ]
 
 
 class CallRoutes:
@@ -89,27 +119,32 @@ class CallRoutes:
         # Inquiry ids the detached policy routed (to the model): their response says so.
         self._policy_questions: dict[str, DetachedMode] = {}
 
-    def append(self, stream: ConversationStream, step: Step, call: ToolCall) -> list[EventEntry]:
-        """Append the records of ``step``, ``call``'s, in order, each with its row's metadata."""
+    def append(
+        self, stream: ConversationStream, step: Step, call: ToolCall, told: Told = NOTHING_TOLD
+    ) -> list[EventEntry]:
+        """Append the records of ``step``, ``call``'s, in order, each with its row's metadata.
+
+        ``told``: what the driver handed the machine with the step (who answered).
+        """
         entries: list[EventEntry] = []
         for fired in step.fired:
             row = fired.row
             if row.permission is not None or row.delivery is not None or row.detached is not None:
-                self._note(fired, call)
+                self._note(fired, call, told)
             # A plain loop: every question takes this path, and a generator or a
             # comprehension would cost a frame each time (most rows emit nothing).
             for record in fired.records:
-                metadata = self._metadata(row, record)
+                metadata = self._metadata(row, record, told)
                 entries.append(stream.append(record, metadata=metadata))
         return entries
 
-    def _note(self, fired: Fired, call: ToolCall) -> None:
+    def _note(self, fired: Fired, call: ToolCall, told: Told) -> None:
         """Take in what ``fired``, a row of ``call``'s step, decided."""
         row = fired.row
         if row.permission is not None and row.permission.by is not PermissionBy.CONFIGURATION:
-            self._permission = _decision(_WIRE[row.permission.by], row.detached)
+            self._permission = _decision(row.permission.by, row.detached, told.answered_by)
         if row.delivery is not None:
-            self._delivery = _decision(_WIRE[row.delivery.by], row.detached)
+            self._delivery = _decision(row.delivery.by, row.detached)
         asked = fired.machine == INQUIRY_MACHINE.name
         if asked and row.detached is not None and row.resolution is None:
             # The policy put the question to the model: its response, later, says so.
@@ -117,11 +152,13 @@ class CallRoutes:
             if inquiry_id is not None:
                 self._policy_questions[inquiry_id] = row.detached
 
-    def _metadata(self, row: Row[Any, Any], record: Event) -> dict[str, JsonValue] | None:
+    def _metadata(
+        self, row: Row[Any, Any], record: Event, told: Told
+    ) -> dict[str, JsonValue] | None:
         """The metadata of ``record``, which ``row`` emitted (``None``: it carries none)."""
         if isinstance(record, Answered | Cancelled | Redacted) and row.resolution is not None:
             detached = row.detached or self._policy_questions.pop(record.id, None)
-            return {ROUTE_KEY: _decision(_WIRE[row.resolution], detached)}
+            return {ROUTE_KEY: _decision(row.resolution, detached, told.answered_by)}
         if isinstance(record, ToolCallResponse):
             decided: dict[str, JsonValue] = {}
             if self._permission is not None:

@@ -42,10 +42,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEEPEST_JSON",
     "LARGEST_INTEGER",
+    "LONGEST_DURATION",
     "SMALLEST_INTEGER",
     "boolean",
     "check_keys",
     "choice",
+    "duration",
     "join_key",
     "json_table",
     "json_value",
@@ -228,6 +230,29 @@ def boolean(value: object, origin: str, key: str) -> bool:
             origin, key, f"expected true or false, got {json_type(value, toml=True)}"
         )
     return value
+
+
+#: A duration as written: a number and its unit (``30s``, ``5m``, ``1.5h``, ``250ms``).
+_DURATION = re.compile(r"(?P<number>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+#: The longest duration taken (about 31 years): past this a duration is a mistake.
+LONGEST_DURATION = 1e9
+
+
+def duration(value: object, origin: str, key: str) -> float:
+    """``value``, a duration such as ``"30s"``, ``"5m"`` or ``"1.5h"``, in seconds (> 0)."""
+    expected = 'a duration such as "30s" or "5m" (a number, then one of ms, s, m, h, d)'
+    if type(value) is not str:
+        raise ConfigError(origin, key, f"expected {expected}, got {json_type(value, toml=True)}")
+    match = _DURATION.fullmatch(value)
+    if match is None:
+        raise ConfigError(origin, key, f"expected {expected}, got {json.dumps(value)}")
+    seconds = float(match["number"]) * _UNIT_SECONDS[match["unit"]]
+    if not 0 < seconds <= LONGEST_DURATION:
+        raise ConfigError(
+            origin, key, f"a duration must be more than 0 and at most {LONGEST_DURATION:g} s"
+        )
+    return seconds
 
 
 def _integer(value: int) -> str | None:

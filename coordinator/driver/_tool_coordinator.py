@@ -67,6 +67,26 @@ Rules:
    stray open questions are closed as ``interrupted``, and each open tool
    call is taken up by its machine from what the stream recorded of it;
    finished calls are never run again.
+9. A prompt the detached policy parks (``park``, ours) ends its call's
+   machine without a response (rule 3's one exception): the batch ends when
+   every call has its response or is parked, the parked ones are told in
+   :attr:`ToolCoordinator.parked`, and their requests are marked parked
+   before the next save (:mod:`coordinator.driver._parking`). The turn is
+   then blocked until :meth:`ToolCoordinator.continue_turn` takes it up,
+   which may be handed the parked questions' answers. A cancel leaves a
+   parked call parked: it waits for its answer, not for this batch.
+10. A prompt on screen for longer than its ``prompt_timeout`` (its
+    question's, its tool's, or the default) is timed out: its prompter is
+    cancelled and the machine told (``time_out``), closing it or handing it
+    to the detached policy (``on_prompt_timeout``). The time is measured
+    with ``sleep`` (``asyncio.sleep`` unless given: tests hand in a fake
+    clock's), from when the prompt is shown; a tool's own execution limit
+    never counts it (a tool that asks has stopped, or waits on the engine).
+11. What a tool says is taken in only if its record could be written: a
+    question or a result the writer would refuse (nested too deeply inside
+    its entry, text that is not valid Unicode) fails that call as malformed
+    (:mod:`coordinator.wire._recordable`), never the run, so every save
+    after it succeeds and the turn can always be continued.
 """
 
 from __future__ import annotations
@@ -74,7 +94,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, assert_never, cast
 
 import attrs
@@ -100,6 +120,7 @@ from coordinator.driver._observing import (
     Told,
     step_facts,
 )
+from coordinator.driver._parking import ParkedPrompt, mark_parked
 from coordinator.driver._prompting import (
     DeliveryAnswer,
     DeliveryPrompter,
@@ -110,19 +131,25 @@ from coordinator.driver._prompting import (
     QuestionAnswer,
 )
 from coordinator.driver._routes import CallRoutes
+from coordinator.driver._waiting import answer_parked
 from coordinator.store import Durability, save_conversation
-from coordinator.stream import EventEntry, IncompleteTurn
+from coordinator.stream import EventEntry, IncompleteTurn, find_incomplete_turn
+from coordinator.wire import unrecordable_question, unrecordable_text
 from machines import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_QUESTIONS,
+    INQUIRY_MACHINE,
     AskAssistant,
     CompleteTool,
+    DetachedMode,
     Effect,
+    Fired,
     Inquiry,
     InquiryRequest,
     InquirySource,
     InvalidAnswerError,
     JsonValue,
+    PromptKind,
     Question,
     QueueDeliveryPrompt,
     QueuePermissionPrompt,
@@ -143,7 +170,7 @@ from machines import (
 from machines.validators import is_json
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Coroutine, Sequence
+    from collections.abc import Callable, Coroutine, Sequence
 
     from coordinator.driver._backend import InquiryBackend
     from coordinator.driver._executors import Executor
@@ -193,6 +220,13 @@ def default_parallel_tools() -> int:
 
 
 @attrs.frozen
+class _TimedOut:
+    """The prompt was on screen for longer than its timeout, ``after`` (as the tool is told)."""
+
+    after: str
+
+
+@attrs.frozen
 class _ToolDone:
     index: int
     result: ExecutorResult | BaseException
@@ -201,20 +235,20 @@ class _ToolDone:
 @attrs.frozen
 class _PermissionDone:
     index: int
-    answer: PermissionAnswer | BaseException
+    answer: PermissionAnswer | BaseException | _TimedOut
 
 
 @attrs.frozen
 class _QuestionDone:
     index: int
     inquiry_id: str
-    answer: QuestionAnswer | BaseException
+    answer: QuestionAnswer | BaseException | _TimedOut
 
 
 @attrs.frozen
 class _DeliveryDone:
     index: int
-    answer: DeliveryAnswer | BaseException
+    answer: DeliveryAnswer | BaseException | _TimedOut
 
 
 @attrs.frozen
@@ -284,6 +318,9 @@ class _Batch:
         #: Places for running tools (made here: they belong to one event loop). A
         #: place given back goes to the run that has waited longest (rule 6).
         self.tool_slots = asyncio.Semaphore(parallel_tools)
+        #: What the batch parked, in order; and those whose request is not marked yet.
+        self.parked: list[ParkedPrompt] = []
+        self.unmarked: list[ParkedPrompt] = []
         self._closed_prefix = 0
 
     def finished(self, task: asyncio.Task[None]) -> None:
@@ -325,7 +362,14 @@ class ToolCoordinator:
     raise, it is not called again in that batch; the batch stops as on
     :meth:`cancel` (every record of the step it was told of is in the
     stream, every call is closed, the conversation saved), and then
-    :meth:`run` raises what it raised.
+    :meth:`run` raises what it raised. ``sleep`` waits a number of seconds
+    (``asyncio.sleep`` unless given): a prompt's ``prompt_timeout`` is
+    measured with it, so that a test can hand in a fake clock.
+
+    After each batch, :attr:`parked` lists the prompts the detached policy
+    ``park`` kept for an answer given later (rule 9): their calls have no
+    response among those :meth:`run` returns, and the turn must not go on
+    to the model until :meth:`continue_turn` has taken it up.
     """
 
     def __init__(
@@ -343,6 +387,7 @@ class ToolCoordinator:
         system_parts: Sequence[str] = (),
         max_parallel_tools: int | None = None,
         on_step: Callable[[StepFacts], object] | None = None,
+        sleep: Callable[[float], Awaitable[object]] | None = None,
     ) -> None:
         """Prepare to run tool calls for ``conversation``."""
         self.conversation = conversation
@@ -366,6 +411,9 @@ class ToolCoordinator:
             default_parallel_tools() if max_parallel_tools is None else max_parallel_tools
         )
         self.on_step = on_step
+        self._sleep: Callable[[float], Awaitable[object]] = sleep or asyncio.sleep
+        #: The prompts the last batch parked (rule 9), in the order they were parked.
+        self.parked: tuple[ParkedPrompt, ...] = ()
         self._turn = TurnState()
         self._turn_key: object = None
         # The secrets revealed in this conversation in this process (shared, never forgotten).
@@ -414,8 +462,20 @@ class ToolCoordinator:
 
         return await self._drive(len(requests), begin)
 
-    async def continue_turn(self, incomplete: IncompleteTurn) -> list[ToolCallResponse]:
+    async def continue_turn(
+        self,
+        incomplete: IncompleteTurn,
+        *,
+        answers: Mapping[str, JsonValue] | None = None,
+        answered_by: str = "embedder",
+    ) -> list[ToolCallResponse]:
         """Continue a turn that did not finish; return its open calls' responses, in order.
+
+        ``answers`` answers parked questions first, by inquiry id (each held
+        to its recorded question, never a secret: see
+        :func:`~coordinator.driver.answer_parked`, whose errors it raises
+        before anything is appended), recorded as ``parked_then_answered``
+        by ``answered_by``; their calls then run with them.
 
         ``incomplete`` is :func:`~coordinator.stream.find_incomplete_turn` of
         this coordinator's conversation, as it is now (load the conversation,
@@ -443,7 +503,16 @@ class ToolCoordinator:
         if self._batch is not None:
             raise RuntimeError("this coordinator is already running a batch")
         self._check_incomplete(incomplete)
+        if answers:
+            answer_parked(self.conversation, answers, by=answered_by, incomplete=incomplete)
+            found = find_incomplete_turn(
+                self.conversation.stream, assistant_tools=incomplete.assistant_tools
+            )
+            if found is None:  # pragma: no cover - answering leaves its call open
+                return []
+            incomplete = found
         if not incomplete.blocked:
+            self.parked = ()
             return []
         self._resume_turn(incomplete)
         return await self._drive(
@@ -457,6 +526,7 @@ class ToolCoordinator:
         self._masks = masks_for(self.conversation)
         batch = _Batch(size, self.max_parallel_tools)
         self._batch = batch
+        self.parked = ()
         try:
             start(batch)
             while not batch.done:
@@ -464,11 +534,14 @@ class ToolCoordinator:
                     # Before the event loop runs what the steps started (rule 2).
                     durability = Durability.LOGGED if batch.save_due else Durability.WRITTEN
                     batch.save_due = batch.results_due = False
+                    self._mark_parked(batch)
                     self._save_changes(durability)
                 self._handle(batch, await batch.events.get())
                 _raise_observer_error(batch)
         except BaseException:
             self._close_everything(batch)
+            self._mark_parked(batch)
+            self.parked = tuple(batch.parked)
             self._save_quietly()
             raise
         finally:
@@ -478,8 +551,16 @@ class ToolCoordinator:
                 # Reached even when the task is cancelled again while its tools
                 # stop: the coordinator must take the next batch all the same.
                 self._batch = None
+        self._mark_parked(batch)
+        self.parked = tuple(batch.parked)
         self._save_changes(Durability.WRITTEN)
         return [response for response in batch.responses if response is not None]
+
+    def _mark_parked(self, batch: _Batch) -> None:
+        """Mark the requests parked since the last save as parked (rule 9)."""
+        if batch.unmarked:
+            mark_parked(self.conversation.stream, batch.unmarked)
+            batch.unmarked.clear()
 
     def _take_up(self, batch: _Batch, incomplete: IncompleteTurn) -> None:
         """Close the stray questions, then take up each open call (see :meth:`continue_turn`)."""
@@ -497,9 +578,25 @@ class ToolCoordinator:
             for record in step.records:
                 stream.append(record)
         for index, open_call in enumerate(incomplete.open):
-            # Nothing recorded shows a call ran (or was let run): it is begun as any call.
+            for question_id, why in open_call.unfit:
+                # Said once, by name and why, never the value (issue 36).
+                _LOG.warning(
+                    "%s (%s): the recorded answer to %s is not replayed (%s)",
+                    open_call.tool_call.name,
+                    open_call.tool_call.id,
+                    question_id,
+                    why,
+                )
+            # Nothing recorded shows a call ran (or was let run): it is begun as any
+            # call; one whose permission was parked is asked it again as such.
             recorded = open_call.recorded if open_call.ran else None
-            self._start_call(batch, index, open_call.tool_call, recorded)
+            self._start_call(
+                batch,
+                index,
+                open_call.tool_call,
+                recorded,
+                permission_parked=open_call.permission_parked,
+            )
 
     def _start_call(
         self,
@@ -507,6 +604,8 @@ class ToolCoordinator:
         index: int,
         request: ToolCallRequest,
         recorded: RecordedCall | None = None,
+        *,
+        permission_parked: bool = False,
     ) -> None:
         """Begin the machine of call ``index`` (take it up from ``recorded``, when given)."""
         name = request.name
@@ -522,6 +621,8 @@ class ToolCoordinator:
                 max_questions=self.max_questions,
                 detached=self.config.detached(name),
                 result_mode=self.config.result_mode(name),
+                on_timeout=self.config.on_timeout(name),
+                permission_parked=permission_parked,
             )
         else:
             call, step = ToolCall.resume(
@@ -535,6 +636,7 @@ class ToolCoordinator:
                 max_questions=self.max_questions,
                 detached=self.config.detached(name),
                 result_mode=self.config.result_mode(name),
+                on_timeout=self.config.on_timeout(name),
             )
         batch.calls.append(call)
         batch.routes.append(CallRoutes())
@@ -616,7 +718,10 @@ class ToolCoordinator:
         # anyone is told of one, and a failing callback stops the batch only
         # after the step is carried out whole (see _raise_observer_error).
         # Each goes in with the route the row that emitted it says (_routes).
-        entries = routes.append(stream, step, call)
+        entries = routes.append(stream, step, call, told)
+        for fired in step.fired:
+            if fired.row.detached is DetachedMode.PARK:
+                self._parked(batch, call, fired)
         if self.on_step is not None and batch.observer_error is None:
             try:
                 self.on_step(step_facts(call, step, entries, told))
@@ -624,6 +729,24 @@ class ToolCoordinator:
                 batch.observer_error = error
         for effect in step.effects:
             self._perform(batch, index, effect)
+
+    @staticmethod
+    def _parked(batch: _Batch, call: ToolCall, fired: Fired) -> None:
+        """``fired``, a row whose detached column is ``park``, parked a prompt of ``call``."""
+        if fired.machine == INQUIRY_MACHINE.name:
+            inquiry = call.inquiries[-1]
+            parked = ParkedPrompt(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                kind=PromptKind.TOOL,
+                inquiry_id=inquiry.id,
+                question=inquiry.question,
+            )
+        else:
+            parked = ParkedPrompt(tool_call_id=call.id, tool_name=call.name, kind=PromptKind.RUN)
+        batch.parked.append(parked)
+        batch.unmarked.append(parked)
+        batch.save_due = True
 
     def _perform(self, batch: _Batch, index: int, effect: Effect) -> None:
         match effect:
@@ -716,16 +839,48 @@ class ToolCoordinator:
     async def _ask_permission(
         self, batch: _Batch, index: int, prompt: ShowPermissionPrompt
     ) -> None:
-        answer = await _person_says(lambda: self._prompter().ask_permission(prompt))
+        limit = self.config.prompt_timeout(prompt.tool_name)
+        answer = await self._in_time(limit, lambda: self._prompter().ask_permission(prompt))
         batch.events.put_nowait(_PermissionDone(index, answer))
 
     async def _ask_question(self, batch: _Batch, index: int, prompt: ShowQuestion) -> None:
-        answer = await _person_says(lambda: self._prompter().ask_question(prompt))
+        limit = self.config.prompt_timeout(prompt.tool_name, prompt.question.id)
+        answer = await self._in_time(limit, lambda: self._prompter().ask_question(prompt))
         batch.events.put_nowait(_QuestionDone(index, prompt.inquiry_id, answer))
 
     async def _ask_delivery(self, batch: _Batch, index: int, prompt: ShowDeliveryPrompt) -> None:
-        answer = await _person_says(lambda: self._delivery_prompter().ask_delivery(prompt))
+        limit = self.config.prompt_timeout(prompt.tool_name)
+        answer = await self._in_time(limit, lambda: self._delivery_prompter().ask_delivery(prompt))
         batch.events.put_nowait(_DeliveryDone(index, answer))
+
+    async def _in_time(
+        self, limit: float | None, ask: Callable[[], Awaitable[_Said]]
+    ) -> _Said | BaseException | _TimedOut:
+        """What the person said, unless ``limit`` seconds pass first (rule 10).
+
+        Past the limit the prompter is cancelled, and waited for (it gives
+        the terminal back), unless it answered in that very moment: an
+        answer given is never thrown away.
+        """
+        if limit is None:
+            return await _person_says(ask)
+        loop = asyncio.get_running_loop()
+        asking = loop.create_task(_person_says(ask))
+        timer = loop.create_task(self._wait(limit))
+        try:
+            await asyncio.wait((asking, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not asking.done():
+                asking.cancel()
+                # The prompter lets go of the terminal before anything else is shown.
+                await asyncio.wait((asking,))
+        if asking.cancelled():
+            return _TimedOut(f"{limit:g} s")
+        return asking.result()
+
+    async def _wait(self, seconds: float) -> None:
+        await self._sleep(seconds)
 
     async def _ask_backend(self, batch: _Batch, index: int, ask: AskAssistant) -> None:
         if self.backend is None:
@@ -830,14 +985,24 @@ class ToolCoordinator:
             _LOG.warning("tool %s (%s) raised %s", call.name, call.id, type(result).__name__)
             return self._tool_failed(call, f"{type(result).__name__}: {result}")
         if isinstance(result, Completed):
-            if type(result.content) is not str or type(result.is_error) is not bool:
-                return self._tool_failed(call, "its executor returned a malformed Completed")
-            return _Ended(self._masks.mask(result.content), is_error=result.is_error)
+            return self._read_completed(call, result)
         problem = _not_needs_input(result)
         if problem is not None:
             # The executor broke its protocol: only its own call fails.
             return self._tool_failed(call, f"its executor returned {problem}")
-        result = cast("NeedsInput", result)
+        return self._read_question(call, cast("NeedsInput", result))
+
+    def _read_completed(self, call: ToolCall, result: Completed) -> _Ended:
+        if type(result.content) is not str or type(result.is_error) is not bool:
+            return self._tool_failed(call, "its executor returned a malformed Completed")
+        content = self._masks.mask(result.content)
+        problem = unrecordable_text(content)
+        if problem is not None:
+            # Taken in, it would fail every save from here on (rule 11).
+            return self._tool_failed(call, f"its result cannot be recorded: {problem}")
+        return _Ended(content, is_error=result.is_error)
+
+    def _read_question(self, call: ToolCall, result: NeedsInput) -> _Asked | _Ended:
         self._originals.pop((call.id, result.question.id), None)
         try:
             masked = self._masks.mask_question(result.question)
@@ -847,6 +1012,10 @@ class ToolCoordinator:
             self._originals[call.id, result.question.id] = masked.originals
         # Configuration has the last word on whether only a person may answer (RFD 049).
         asked = self.config.asked(call.name, masked.question)
+        problem = unrecordable_question(asked)
+        if problem is not None:
+            # Taken in, it would fail every save from here on (rule 11).
+            return self._tool_failed(call, f"its question cannot be recorded: {problem}")
         question, told = self._secret_default(call, asked)
         return _Asked(question, result.source, result.accumulated_answers, told)
 
@@ -877,8 +1046,10 @@ class ToolCoordinator:
         return _Ended(self._masks.mask(f"Tool '{call.name}' failed: {problem}"), is_error=True)
 
     def _permission_done(
-        self, call: ToolCall, answer: PermissionAnswer | BaseException
+        self, call: ToolCall, answer: PermissionAnswer | BaseException | _TimedOut
     ) -> tuple[Step, Told]:
+        if isinstance(answer, _TimedOut):
+            return call.time_out(answer.after), NOTHING_TOLD
         if isinstance(answer, PromptUnanswered):
             return call.unanswered(), NOTHING_TOLD  # nobody to answer: the detached policy
         if isinstance(answer, BaseException):
@@ -893,6 +1064,7 @@ class ToolCoordinator:
             remember=answer.remember,
             reason=answer.reason if isinstance(answer, Deny) else None,
             arguments=None if isinstance(answer, Deny) else answer.arguments,
+            answered_by=_who(from_file=answer.from_file),
         )
         if isinstance(answer, Deny):
             step = call.deny(
@@ -906,6 +1078,8 @@ class ToolCoordinator:
 
     def _question_done(self, call: ToolCall, event: _QuestionDone) -> tuple[Step, Told]:
         answer = event.answer
+        if isinstance(answer, _TimedOut):
+            return call.time_out_input(event.inquiry_id, answer.after), NOTHING_TOLD
         if isinstance(answer, PromptUnanswered):
             return call.unanswered_input(event.inquiry_id), NOTHING_TOLD
         if isinstance(answer, BaseException):
@@ -923,9 +1097,13 @@ class ToolCoordinator:
         except InvalidAnswerError as error:
             _LOG.warning("the prompter's answer was refused: %s", error)
             return call.cancel_input(event.inquiry_id), NOTHING_TOLD
-        return step, Told(remember=answer.remember)
+        return step, Told(remember=answer.remember, answered_by=_who(from_file=answer.from_file))
 
-    def _delivery_done(self, call: ToolCall, answer: DeliveryAnswer | BaseException) -> Step:
+    def _delivery_done(
+        self, call: ToolCall, answer: DeliveryAnswer | BaseException | _TimedOut
+    ) -> Step:
+        if isinstance(answer, _TimedOut):
+            return call.time_out(answer.after)
         if isinstance(answer, PromptUnanswered):
             return call.unanswered()
         if isinstance(answer, BaseException):
@@ -1006,6 +1184,11 @@ async def _person_says(ask: Callable[[], Awaitable[_Said]]) -> _Said | BaseExcep
         return error
     except Exception as error:  # noqa: BLE001 - a failing prompter is one the person did not answer
         return error
+
+
+def _who(*, from_file: bool) -> str:
+    """Who gave an answer at the prompt: the answers file standing in, or the person."""
+    return "answers_file" if from_file else "person"
 
 
 def _raise_observer_error(batch: _Batch) -> None:

@@ -33,7 +33,9 @@ Rules:
 A program that reads a conversation to go on writing it takes the lock
 first: :func:`load_locked` reads it under the lock, which it then holds;
 :func:`refuse_other_writer` says whether another process is writing one
-already read. The layers above write their other files as the store writes
+already read, and :func:`holder_of` names the live process that holds a
+directory's lock, if one does, without taking it (a reader's question).
+The layers above write their other files as the store writes
 its own: :func:`atomic_write` and :func:`write_output` (an export, a
 diagram), :func:`open_file` and :func:`read_regular` (a configuration file,
 a workspace's seed: only a regular file, never waited for), and
@@ -45,7 +47,7 @@ The whole story, with every error, is in ``docs/storage.md``.
 
 from coordinator.store._atomic import atomic_write, short_name, write_output
 from coordinator.store._files import open_file, read_regular
-from coordinator.store._lock import ConversationLockedError
+from coordinator.store._lock import ConversationLockedError, holder_of
 from coordinator.store._log import Durability
 from coordinator.store._running import RunningTools
 from coordinator.store._store import (
@@ -65,6 +67,7 @@ __all__ = [
     "RunningTools",
     "SaveResult",
     "atomic_write",
+    "holder_of",
     "load_conversation",
     "load_locked",
     "open_file",

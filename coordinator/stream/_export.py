@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import attrs
 import orjson
 
-from coordinator._recorded_routes import recorded_route
+from coordinator._recorded_routes import recorded_park, recorded_route
 from coordinator._text import shown_reason, shown_text
 from coordinator.stream._entries import (
     Compaction,
@@ -601,12 +601,22 @@ def _decided(metadata: Mapping[str, Any], decision: str | None, what: str) -> li
     return [] if route is None else [f"_{what}: {_code(str(route))}._"]
 
 
+def _parked(metadata: Mapping[str, Any], what: str) -> list[str]:
+    """The line saying the writer parked ``what`` (the detached policy ``park``), if it did."""
+    park = recorded_park(metadata)
+    if park is None:
+        return []
+    said = f"{what} was parked by the detached policy at {_code(park.since)}"
+    return [f"_{said}: it waited for an answer given later._"]
+
+
 def _tool_call(
     payload: ToolCallRequest | ToolCallResponse, metadata: Mapping[str, Any]
 ) -> list[str]:
     if isinstance(payload, ToolCallRequest):
         heading = f"### Tool call {_code(payload.name)} ({_code(payload.id)})"
-        return [heading, _fence(_json(payload.arguments, indent=True), "json")]
+        parked = _parked(metadata, "Its permission to run")
+        return [heading, *parked, _fence(_json(payload.arguments, indent=True), "json")]
     what = "Tool error" if payload.is_error else "Tool result"
     blocks = [f"### {what} ({_code(payload.id)})"]
     if (end := _call_end(payload)) is not None:
@@ -646,6 +656,10 @@ _CLOSED_BY: dict[CancellationReason, str] = {
     CancellationReason.WITHDRAWN: (
         "its tool call was stopped while it was open (the run was stopped or failed); nobody "
         "answered or cancelled it"
+    ),
+    CancellationReason.TIMED_OUT: (
+        "it was on screen for longer than the time configured for a person to answer it "
+        "(its prompt_timeout)"
     ),
 }
 _REDACTED_BY = (
@@ -692,7 +706,7 @@ def _event(entry: EventEntry, *, masked: str | None) -> list[str]:
     if isinstance(payload, ToolCallRequest | ToolCallResponse):
         return _tool_call(payload, entry.metadata)
     if isinstance(payload, InquiryRequest):
-        return _question(payload)
+        return [*_question(payload), *_parked(entry.metadata, "The question")]
     if isinstance(payload, Answered | Cancelled | Redacted):
         return _response(payload, masked, entry.metadata)
     return []  # a turn start: its turn's heading stands for it

@@ -27,6 +27,20 @@ recorded, so it is asked again), how often each question was asked (its
 budgets count them), the request still waiting for an answer, and a last
 question closed unanswered with nothing after it.
 
+A recorded answer is held to its recorded question exactly as a live one
+is before it is replayed (issue 36): an answer its question's type does
+not take (a select value outside its options, a boolean recorded as
+text) and a secret recorded as answered (a real run records a secret only
+as redacted) are not replayed: the tool, run again, asks that question
+again, and :attr:`OpenCall.unfit` says which and why, in words that never
+quote the value.
+
+What waits may have been parked by its writer (the detached policy
+``park``) rather than left open by a run that died: the writer marks the
+request's entry so (``coordinator._recorded_routes``), and the view says
+which (:attr:`OpenCall.parked`): a parked question, or a parked permission
+(a call that never ran, its ``tool_call_request`` marked).
+
 Which call asked an inquiry is not written down: the process that knew is
 gone, and inquiry ids are opaque (RFD 082: "No reader needs to recover them
 from the ID"), so an id is never read for it. An inquiry is attributed to a
@@ -63,6 +77,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from coordinator._recorded_routes import RecordedPark, recorded_park
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._pairing import Located, Pair, TurnPairing, pair_indexed
 from coordinator.stream._stream import Turn
@@ -122,7 +137,11 @@ class OpenCall:
     ids in ``question_ids``: ``None`` for a request recorded without one, as
     JP records them); ``recorded`` is what a :class:`~machines.ToolCall`
     resumes from. ``reask`` are the question ids whose latest answer was
-    redacted: the tool asks them again.
+    redacted: the tool asks them again. ``unfit`` are the question ids whose
+    latest recorded answer does not fit the recorded question, each with
+    why (never the value): not replayed, asked again. ``parked`` is the
+    writer's park mark on what waits: the waiting question's, or, for a
+    call that never ran, its request's (a parked permission).
     """
 
     request: Located
@@ -132,6 +151,8 @@ class OpenCall:
     reask: frozenset[str]
     waiting: Located | None = None
     declined: Located | None = None
+    unfit: tuple[tuple[str, str], ...] = ()
+    parked: RecordedPark | None = None
 
     @property
     def tool_call(self) -> ToolCallRequest:
@@ -151,6 +172,11 @@ class OpenCall:
         """Whether a recorded question shows the call ran before the turn stopped."""
         return bool(self.inquiries)
 
+    @property
+    def permission_parked(self) -> bool:
+        """Whether the call never ran, its permission parked by the detached policy."""
+        return not self.ran and self.parked is not None
+
 
 @attrs.frozen
 class IncompleteTurn:
@@ -162,7 +188,8 @@ class IncompleteTurn:
     requests still open that no open call is known to have asked, ``stuck``
     requests nothing appended can close (see the module's rule 3).
     ``recorded_inquiry_ids`` is every inquiry id the turn holds: ids allocated
-    when it is continued skip them.
+    when it is continued skip them. ``assistant_tools`` are the tools it was
+    read with, whose questions are the assistant's.
     """
 
     turn: Turn
@@ -172,6 +199,7 @@ class IncompleteTurn:
     stray: tuple[Located, ...]
     stuck: tuple[Located, ...]
     recorded_inquiry_ids: frozenset[str]
+    assistant_tools: frozenset[str] = frozenset(ASSISTANT_TOOLS)
 
     @property
     def blocked(self) -> bool:
@@ -184,8 +212,18 @@ class IncompleteTurn:
         return tuple(call for call in self.open if call.waiting is not None)
 
     @property
+    def parked(self) -> tuple[OpenCall, ...]:
+        """The open calls whose question, or permission, the detached policy parked."""
+        return tuple(call for call in self.open if call.parked is not None)
+
+    @property
     def status(self) -> str:
-        """RFD 023's words for it: ``waiting-for-input (tool)``, ``interrupted (pending ...)``."""
+        """RFD 023's words for it: ``waiting-for-input (tool)``, ``interrupted (pending ...)``.
+
+        A turn whose calls wait for parked prompts is ``parked (tool)`` (ours).
+        """
+        if self.parked:
+            return f"parked ({self.parked[0].tool_call.name})"
         if self.waiting:
             return f"waiting-for-input ({self.waiting[0].tool_call.name})"
         if self.phase is ResumePhase.EXECUTING:
@@ -284,6 +322,7 @@ class _Reading:
             stray=tuple(stray),
             stuck=tuple(sorted(stuck, key=lambda located: located.index)),
             recorded_inquiry_ids=frozenset(located.id for located, _ in asks),
+            assistant_tools=self.assistant_tools,
         )
 
     def _cycles(self) -> tuple[list[_Call], list[tuple[Located, bool]]]:
@@ -416,7 +455,7 @@ def _open_call(
     """
     inquiries: list[Located] = []
     question_ids: list[str | None] = []
-    latest: dict[str, object] = {}
+    latest: dict[str, tuple[InquiryRequest, object]] = {}
     asked: Counter[str] = Counter()
     for located in mine:
         request = located.entry.payload
@@ -424,21 +463,31 @@ def _open_call(
         inquiries.append(located)
         question_ids.append(question_id)
         asked[located.id if question_id is None else question_id] += 1
-        if question_id is not None:
+        if question_id is not None and isinstance(request, InquiryRequest):
             response = answered.get(located.index)
-            latest[question_id] = response.entry.payload if response is not None else None
+            latest[question_id] = (
+                request,
+                response.entry.payload if response is not None else None,
+            )
     waiting = declined = None
+    parked: RecordedPark | None = None
     recorded_waiting: RecordedQuestion | None = None
     recorded_declined: tuple[RecordedQuestion, Cancelled] | None = None
     if inquiries:
         last, last_id = inquiries[-1], question_ids[-1]
         request = last.entry.payload
         if isinstance(request, InquiryRequest):
-            asked_so = RecordedQuestion(request=request, question_id=last_id)
+            park = (
+                recorded_park(last.entry.metadata) if isinstance(last.entry, EventEntry) else None
+            )
+            asked_so = RecordedQuestion(
+                request=request, question_id=last_id, parked=park is not None
+            )
             response = answered.get(last.index)
             closing = response.entry.payload if response is not None else None
             if last.index in pending:
                 waiting, recorded_waiting = last, asked_so
+                parked = park
             elif (
                 response is not None
                 and isinstance(closing, Cancelled)
@@ -448,8 +497,10 @@ def _open_call(
                 # response unwritten. Closed as interrupted (by a continued
                 # run that stopped again) it was never put to anyone: it runs.
                 declined, recorded_declined = response, (asked_so, closing)
-    replay = {qid: value.answer for qid, value in latest.items() if isinstance(value, Answered)}
-    reask = frozenset(qid for qid, value in latest.items() if isinstance(value, Redacted))
+    replay, unfit = _replayed(latest)
+    reask = frozenset(qid for qid, (_, value) in latest.items() if isinstance(value, Redacted))
+    if not inquiries and isinstance(call.located.entry, EventEntry):
+        parked = recorded_park(call.located.entry.metadata)
     return OpenCall(
         request=call.located,
         inquiries=tuple(inquiries),
@@ -463,4 +514,37 @@ def _open_call(
         reask=reask,
         waiting=waiting,
         declined=declined,
+        unfit=tuple(unfit),
+        parked=parked,
     )
+
+
+def _replayed(
+    latest: Mapping[str, tuple[InquiryRequest, object]],
+) -> tuple[dict[str, JsonValue], list[tuple[str, str]]]:
+    """The latest answers that fit their questions, by question id; and those that do not, why."""
+    replay: dict[str, JsonValue] = {}
+    unfit: list[tuple[str, str]] = []
+    for qid, (asked_then, value) in latest.items():
+        if isinstance(value, Answered):
+            why = _unfit(asked_then, value)
+            if why is None:
+                replay[qid] = value.answer
+            else:
+                unfit.append((qid, why))
+    return replay, unfit
+
+
+def _unfit(request: InquiryRequest, response: Answered) -> str | None:
+    """Why ``response`` may not be replayed to ``request``'s question (never its value).
+
+    Held to the question exactly as a live answer is: its answer type must
+    take it, and a secret is never taken from the record (a real run records
+    a secret only as redacted).
+    """
+    answer_type = request.question.answer_type
+    if answer_type.is_secret:
+        return "a secret is never recorded as answered (only as redacted), so it is asked again"
+    if not answer_type.accepts(response.answer):
+        return f"its recorded answer does not fit it (it must be {answer_type.expected()})"
+    return None

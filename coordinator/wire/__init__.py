@@ -15,7 +15,9 @@ What the store reads with: :func:`decode_entries` and
 around them), and the checked JSON reader (:func:`read_file`,
 :func:`loads_writable`, :func:`unwritable_entry`, :func:`invalid_utf8`,
 :class:`JsonTextError`). What an adapter reads a tool's question with:
-:func:`structure_question`, raising :class:`WireError`.
+:func:`structure_question`, raising :class:`WireError`. What the driver asks
+before it takes in what a tool said: :func:`unrecordable_question` and
+:func:`unrecordable_text` (could its record be written?).
 
 Rules:
 
@@ -35,6 +37,7 @@ from coordinator.wire._json_read import (
     read_file,
     unwritable_entry,
 )
+from coordinator.wire._recordable import unrecordable_question, unrecordable_text
 from coordinator.wire._stream_codec import (
     EntryDecodeError,
     IdRepairs,
@@ -57,5 +60,7 @@ __all__ = [
     "loads_writable",
     "read_file",
     "structure_question",
+    "unrecordable_question",
+    "unrecordable_text",
     "unwritable_entry",
 ]

@@ -79,6 +79,7 @@ __all__ = [
     "structure_question",
     "unstructure_event",
     "unstructure_question",
+    "unstructure_recorded_question",
 ]
 
 
@@ -438,6 +439,11 @@ def structure_event(kind: str, data: dict[str, Any]) -> Event | None:
         return read(data, record)  # type: ignore[no-any-return]
     except RecordError as error:
         raise WireError(str(error)) from None
+
+
+def unstructure_recorded_question(question: InquiryQuestion) -> dict[str, Any]:
+    """Write a recorded question as an ``inquiry_request`` holds it (its ``question`` key)."""
+    return _unstructure_recorded_question(question)
 
 
 def unstructure_event(event: Event) -> dict[str, Any]:
