@@ -88,6 +88,7 @@ from machines._meanings import (
 )
 from machines._questions import (
     AnswerKind,
+    AnswerReusePolicy,
     AnswerType,
     InquiryQuestion,
     InquirySource,
@@ -129,6 +130,7 @@ __all__ = [
     "TOO_DEEP",
     "WRITE_DEPTH",
     "AnswerKind",
+    "AnswerReusePolicy",
     "AnswerType",
     "Answered",
     "AnyCancellationReason",
