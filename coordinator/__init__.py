@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         backend_from_config,
         builtin_executors,
         resolve_promptability,
+        with_builtin_defaults,
     )
     from coordinator.driver import (
         Ask,
@@ -110,6 +111,7 @@ __all__ = [
     "resolve_promptability",
     "sanitize",
     "save_conversation",
+    "with_builtin_defaults",
 ]
 
 logging.getLogger("coordinator").addHandler(logging.NullHandler())

@@ -22,7 +22,7 @@ from coordinator_harness import (
     recorded_routes,
     run,
 )
-from run_helpers import cli, write
+from run_helpers import cli, local_tools, write
 
 from coordinator import ScriptedPrompter, ToolCoordinator, builtin_executors, parse_tools_config
 from coordinator._recorded_routes import RecordedRoute
@@ -545,3 +545,61 @@ def test_a_scenario_turning_it_off_plays_the_call_as_unavailable(
     assert status == 1
     assert "<- ask_user unavailable" in out
     assert "? the assistant asks" not in out
+
+
+#: A local tool asking "Force push?", marked to be asked afresh each time, twice in a turn.
+FORCE = """
+import json, sys
+answers = json.load(sys.stdin)["answers"]
+if "force" not in answers:
+    question = {"id": "force", "text": "Force push?", "answer_type": {"type": "boolean"},
+                "persistence": "none"}
+    print(json.dumps({"type": "needs_input", "question": question}))
+    sys.exit(0)
+print(json.dumps({"type": "success", "content": f"force={answers['force']}"}))
+"""
+
+
+def test_a_local_tool_marks_a_question_to_be_asked_afresh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A local tool's "persistence": "none": a remembered answer does not answer the next call."""
+    scenario = local_tools(tmp_path, {"git": FORCE}, '{ tool = "git" }, { tool = "git" }')
+    answers = write(
+        tmp_path / "answers.toml",
+        "[[answers]]\nvalue = true\nremember = true\n[[answers]]\nvalue = false\n",
+    )
+    directory = tmp_path / "conversation"
+    status, _, _ = cli(
+        "run", scenario, "--answers", answers, "--conversation", directory, capsys=capsys
+    )
+    assert status == 0
+    events = orjson.loads((directory / "events.json").read_bytes())
+    recorded = [e["question"] for e in events if e["type"] == "inquiry_request"]
+    assert [question["persistence"] for question in recorded] == ["none", "none"]
+    assert recorded_routes(directory) == [RecordedRoute(route="answers_file")] * 2
+
+
+def test_a_local_tool_with_an_unknown_persistence_fails_its_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Anything but "none" or "turn" is a malformed question: the call fails saying so."""
+    scenario = local_tools(
+        tmp_path, {"git": FORCE.replace('"none"', '"forever"')}, '{ tool = "git" }'
+    )
+    status, out, _ = cli(
+        "run", scenario, "--no-interactive", "--conversation", tmp_path / "c", capsys=capsys
+    )
+    assert status == 1
+    assert 'question.persistence must be "none" or "turn", not \'forever\'' in out
+
+
+def test_a_scenario_may_run_it_under_another_name_and_its_defaults_follow(
+    tmp_path: Path,
+) -> None:
+    """``[tools.ask] builtin = "ask_user"``: unattended and hidden too (JP refuses such aliases)."""
+    text = '[defaults]\nrun = "ask"\n[tools.ask]\nbuiltin = "ask_user"\n' + SCENARIO
+    scenario = load_scenario(write(tmp_path / "scenario.toml", text))
+    assert scenario.config.run_mode("ask") is RunMode.UNATTENDED
+    assert scenario.config.detached("ask").tool is DetachedMode.DENY
+    assert scenario.hidden_tools == frozenset({"ask", "ask_user"})
