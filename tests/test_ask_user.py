@@ -100,6 +100,20 @@ def _told(arguments: dict[str, JsonValue], answers: dict[str, JsonValue] | None 
     return run(AskUser().run(arguments, answers or {}))
 
 
+def _assert_refused(
+    conversation: Conversation,
+    response: ToolCallResponse,
+    reason: CancellationReason,
+    *said: str,
+) -> None:
+    """Its one question was closed for ``reason``; the call failed, telling the model ``said``."""
+    (cancelled,) = payloads(conversation, Cancelled)
+    assert cancelled.reason is reason
+    assert response.is_error
+    for words in said:
+        assert words in response.content
+
+
 # ------------------------------------------------------------ the arguments
 
 
@@ -373,13 +387,13 @@ def test_a_static_answer_that_does_not_fit_is_refused_naming_the_configuration(
     """A misfit static answer: Cancelled(invalid_static_answer), the model told not to retry."""
     config = _config({"tools": {"ask_user": {"questions": {"answer": {"answer": "yes"}}}}})
     conversation, (response,) = _play(tmp_path, BOOLEAN, config=config)
-    (cancelled,) = payloads(conversation, Cancelled)
-    assert cancelled.reason is CancellationReason.INVALID_STATIC_ANSWER
-    assert response.is_error
-    assert "The static answer configured for question 'answer' of tool 'ask_user'" in (
-        response.content
+    _assert_refused(
+        conversation,
+        response,
+        CancellationReason.INVALID_STATIC_ANSWER,
+        "The static answer configured for question 'answer' of tool 'ask_user'",
+        "Update the configuration; do not retry this tool call.",
     )
-    assert "Update the configuration; do not retry this tool call." in response.content
 
 
 @pytest.mark.parametrize("mode", ["auto", "defaults", "deny"])
@@ -398,11 +412,13 @@ def test_nobody_to_ask_fails_the_call_whatever_the_runs_detached_policy(
         config=_config({"defaults": {"detached": mode}}),
         backend=backend,
     )
-    (cancelled,) = payloads(conversation, Cancelled)
-    assert cancelled.reason is CancellationReason.NO_PROMPT_BACKEND
-    assert response.is_error
-    assert "no person can be asked in this run" in response.content
-    assert "Do not retry this tool call" in response.content
+    _assert_refused(
+        conversation,
+        response,
+        CancellationReason.NO_PROMPT_BACKEND,
+        "no person can be asked in this run",
+        "Do not retry this tool call",
+    )
     assert backend.tasks == []
     assert recorded_routes(tmp_path) == [RecordedRoute(route="denied", detached="deny")]
 
@@ -416,11 +432,13 @@ def test_configured_for_the_assistant_it_is_refused_and_the_model_never_asked(
     conversation, (response,) = _play(
         tmp_path, BOOLEAN, prompter=ScriptedPrompter(), config=config, backend=backend
     )
-    (cancelled,) = payloads(conversation, Cancelled)
-    assert cancelled.reason is CancellationReason.ASSISTANT_ROUTING_DENIED
-    assert response.is_error
-    assert "requires a human answer" in response.content
-    assert "Do not retry this tool call in this turn." in response.content
+    _assert_refused(
+        conversation,
+        response,
+        CancellationReason.ASSISTANT_ROUTING_DENIED,
+        "requires a human answer",
+        "Do not retry this tool call in this turn.",
+    )
     assert backend.tasks == []
     assert recorded_routes(tmp_path) == [RecordedRoute(route="refused")]
 
@@ -597,7 +615,7 @@ def test_a_local_tool_with_an_unknown_persistence_fails_its_call(
 def test_a_scenario_may_run_it_under_another_name_and_its_defaults_follow(
     tmp_path: Path,
 ) -> None:
-    """``[tools.ask] builtin = "ask_user"``: unattended and hidden too (JP refuses such aliases)."""
+    """``[tools.ask] builtin = "ask_user"``: unattended and hidden too (JP refuses aliases)."""
     text = '[defaults]\nrun = "ask"\n[tools.ask]\nbuiltin = "ask_user"\n' + SCENARIO
     scenario = load_scenario(write(tmp_path / "scenario.toml", text))
     assert scenario.config.run_mode("ask") is RunMode.UNATTENDED

@@ -40,9 +40,8 @@ def _pids(path: Path) -> list[int] | None:
     return [int(word) for word in path.read_text().split()] if path.exists() else None
 
 
-@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) -> None:
-    """The call is answered, every request paired, the tool's group killed, status 128+N."""
+def _long_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+    """`inquiry run` of the long tool and a turn never played: the run, pids file, conversation."""
     pids = tmp_path / "pids"
     tool = write(tmp_path / "long.py", LONG_TOOL)
     scenario = write(
@@ -66,6 +65,13 @@ def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) 
     argv += ["-c", conversation]
     with stop_signals_at_default():
         run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return run, pids, conversation
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) -> None:
+    """The call is answered, every request paired, the tool's group killed, status 128+N."""
+    run, pids, conversation = _long_run(tmp_path)
     with reaped(run):
         tool_pid, child_pid, group = wait_for(lambda: _pids(pids), "the tool started", process=run)
         try:
@@ -110,27 +116,7 @@ def _in_group(pid: int, group: int) -> bool:
 
 def test_sigquit_ends_the_run_at_once_leaving_it_as_a_crash_would(tmp_path: Path) -> None:
     """SIGQUIT mid-tool: the run dies of SIGQUIT, nothing closed or saved after (RFD 092)."""
-    pids = tmp_path / "pids"
-    tool = write(tmp_path / "long.py", LONG_TOOL)
-    scenario = write(
-        tmp_path / "scenario.toml",
-        f"""
-        [defaults]
-        run = "unattended"
-        [tools.long]
-        command = ["{sys.executable}", "{tool}", "{pids}"]
-        timeout = 600
-        [[turns]]
-        message = "Run the long tool."
-        [[turns.cycles]]
-        calls = [{{ tool = "long" }}]
-        """,
-    )
-    conversation = tmp_path / "conversation"
-    argv: list[str | Path] = [sys.executable, "-m", "coordinator", "run", scenario, "--no-tty"]
-    argv += ["-c", conversation]
-    with stop_signals_at_default():
-        run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run, pids, conversation = _long_run(tmp_path)
     with reaped(run):
         _, _, group = wait_for(lambda: _pids(pids), "the tool started", process=run)
         try:
