@@ -379,6 +379,12 @@ class TerminalPrompter:
         else:
             self._notice(f"  cancelled: {outcome} · Ctrl-C again stops the run")
 
+    def _answered(self) -> None:
+        """A prompt was answered: a Ctrl-C read as it ended was pressed away from it, and stops."""
+        if self._stops(None):
+            self._notice("  Ctrl-C: stopping the run")
+            self._stop_soon()
+
     async def _read(self, reading: Awaitable[_T], outcome: str) -> _T:
         """What one prompt read; cancelled, say what that means (``outcome``) and count Ctrl-C."""
         try:
@@ -386,9 +392,7 @@ class TerminalPrompter:
         except PromptCancelled as cancelled:
             self._cancelled(cancelled, outcome)
             raise
-        if self._stops(None):  # a Ctrl-C once the prompt had been answered
-            self._notice("  Ctrl-C: stopping the run")
-            self._stop_soon()
+        self._answered()
         return value
 
     async def _read_or_back(self, reading: Awaitable[_T]) -> _T | None:
@@ -398,7 +402,7 @@ class TerminalPrompter:
         permission prompt itself (the tool is skipped) and stops the run.
         """
         try:
-            return await reading
+            value = await reading
         except PromptCancelled as cancelled:
             stops = self._stops(cancelled)
             if stops:
@@ -408,6 +412,8 @@ class TerminalPrompter:
             again = " · Ctrl-C again stops the run" if stops is False else ""
             self._notice(f"  back to the permission prompt{again}")
             return None
+        self._answered()
+        return value
 
     @contextlib.asynccontextmanager
     async def _prompting(self) -> AsyncIterator[None]:
