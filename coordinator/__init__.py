@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         backend_from_config,
         builtin_executors,
         resolve_promptability,
+        with_builtin_defaults,
     )
     from coordinator.driver import (
         Ask,
@@ -116,6 +117,7 @@ __all__ = [
     "sanitize",
     "save_conversation",
     "waiting_prompts",
+    "with_builtin_defaults",
 ]
 
 logging.getLogger("coordinator").addHandler(logging.NullHandler())

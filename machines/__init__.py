@@ -89,6 +89,7 @@ from machines._meanings import (
 )
 from machines._questions import (
     AnswerKind,
+    AnswerReusePolicy,
     AnswerType,
     InquiryQuestion,
     InquirySource,
@@ -130,6 +131,7 @@ __all__ = [
     "TOO_DEEP",
     "WRITE_DEPTH",
     "AnswerKind",
+    "AnswerReusePolicy",
     "AnswerType",
     "Answered",
     "AnyCancellationReason",

@@ -35,7 +35,9 @@ Rules:
    ``no_prompt_backend`` when nobody can be asked, whatever the detached
    policy but ``park`` (a secret is a person's to give, and its default is
    never taken; parked, it waits for one). The answer the tool gets travels
-   as a :class:`SecretValue`.
+   as a :class:`SecretValue`. An exclusive question (a person's only, RFD
+   049 and 083) targeted at the assistant is refused the same way,
+   ``assistant_routing_denied``: the check is the mark, never the tool's name.
 5. A static answer that does not fit the question is not applied:
    ``invalid_static_answer``, and the tool is told which question, what was
    configured and what was expected.
@@ -45,7 +47,9 @@ Rules:
    holds every question a tool asked.
 7. Only the person's answer can be remembered for the turn (their ``Y`` or
    ``N``, or the answers file's ``remember``, standing in for them); an
-   answer from the model that asks to be is refused.
+   answer from the model that asks to be is refused. A question whose answer
+   may not be reused (``persistence`` none, RFD 083) is never looked up in
+   the turn's memory nor remembered: a ``remember`` with its answer is dropped.
 8. A turn continued after its process stopped (RFD 023) holds requests
    recorded before the stop. Such a request is never recorded again: when
    the tool, run again, asks exactly that question, ``adopt`` takes the
@@ -105,6 +109,7 @@ from machines._turn_state import CachedAnswer, TurnState
 from machines.validators import is_json, of_type, optional_of_type
 from machines.wording import (
     backend_failed,
+    exclusive_for_assistant,
     invalid_static_answer,
     question_refused,
     question_timed_out,
@@ -411,6 +416,8 @@ class Inquiry:
             )
         if answer_type.is_secret and not isinstance(value, SecretValue):
             value = SecretValue(value)  # type: ignore[arg-type] # accepts() checked it is a str
+        # A question asked afresh every time keeps nothing, whoever asked to (rule 7).
+        remember = remember and self.question.reusable
         return {"value": value, "remember": remember, "from_file": from_file}
 
 
@@ -432,8 +439,8 @@ EXHAUSTED = _g(
 )
 HAS_CACHED = _g(
     "cached",
-    "the turn cache holds an answer (never for a secret)",
-    lambda m, _: m.facts.cached_answer is not None and not _secret(m),
+    "the turn cache holds an answer (never for a secret, nor one asked afresh each time)",
+    lambda m, _: m.facts.cached_answer is not None and m.question.reusable,
 )
 HAS_STATIC = _g(
     "static",
@@ -445,6 +452,11 @@ SECRET_FOR_ASSISTANT = _g(
     "a secret targeted at the assistant",
     lambda m, _: _secret(m) and m.facts.target is Target.ASSISTANT,
 )
+EXCLUSIVE_FOR_ASSISTANT = _g(
+    "exclusive_for_assistant",
+    "an exclusive question (a person's only) targeted at the assistant",
+    lambda m, _: not _secret(m) and m.question.exclusive and m.facts.target is Target.ASSISTANT,
+)
 TO_USER = _g(
     "to_user",
     "targeted at the user and a prompt is there",
@@ -452,8 +464,10 @@ TO_USER = _g(
 )
 TO_ASSISTANT = _g(
     "to_assistant",
-    "targeted at the assistant (never a secret)",
-    lambda m, _: not _secret(m) and m.facts.target is Target.ASSISTANT,
+    "targeted at the assistant (never a secret, nor an exclusive question)",
+    lambda m, _: (
+        not _secret(m) and not m.question.exclusive and m.facts.target is Target.ASSISTANT
+    ),
 )
 NOBODY = _g(
     "nobody",
@@ -519,13 +533,14 @@ TIMEOUT_TO_POLICY = _g(
 )
 REMEMBERED_MEANWHILE = _g(
     "remembered_meanwhile",
-    "the turn cache gained an answer while the question waited (never for a secret)",
-    lambda m, p: m.routed_to is Target.USER and p["cached"] is not None and not _secret(m),
+    "the turn cache gained an answer while the question waited (never for a secret, "
+    "nor one asked afresh each time)",
+    lambda m, p: m.routed_to is Target.USER and p["cached"] is not None and m.question.reusable,
 )
 STILL_OPEN = _g(
     "uncached",
     "routed to the user and nothing remembered meanwhile",
-    lambda m, p: m.routed_to is Target.USER and (p["cached"] is None or _secret(m)),
+    lambda m, p: m.routed_to is Target.USER and (p["cached"] is None or not m.question.reusable),
 )
 FROM_MODEL = _g(
     "from_model",
@@ -597,6 +612,11 @@ def _supersede(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
 
 def _deny_secret_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     failure = secret_for_assistant(m.tool_name, m.question)
+    _cancelled(m, out, CancellationReason.ASSISTANT_ROUTING_DENIED, failure)
+
+
+def _deny_exclusive_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    failure = exclusive_for_assistant(m.tool_name, m.question)
     _cancelled(m, out, CancellationReason.ASSISTANT_ROUTING_DENIED, failure)
 
 
@@ -758,6 +778,9 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.STATIC, guard=HAS_STATIC, auto=True),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=SECRET_FOR_ASSISTANT,
         action=_deny_secret_for_assistant, emits=(Cancelled,), auto=True,
+        resolution=Resolution.REFUSED),
+    Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=EXCLUSIVE_FOR_ASSISTANT,
+        action=_deny_exclusive_for_assistant, emits=(Cancelled,), auto=True,
         resolution=Resolution.REFUSED),
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.ROUTED, guard=TO_USER,
         action=_queue_for_user, effects=(QueueQuestion,), auto=True),

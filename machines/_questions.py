@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnswerKind",
+    "AnswerReusePolicy",
     "AnswerType",
     "InquiryQuestion",
     "InquirySource",
@@ -50,6 +51,20 @@ class AnswerKind(enum.Enum):
     SELECT = "select"
     TEXT = "text"
     SECRET = "secret"  # noqa: S105 - a wire tag, not a password
+
+
+class AnswerReusePolicy(enum.Enum):
+    """Whether a person's answer may be remembered for the rest of the turn (RFD 083).
+
+    The tool decides, per question: ``TURN`` (the default, JP's behaviour
+    before RFD 083) lets a person's ``Y`` or ``N`` answer the same question
+    of later calls in the turn; ``NONE`` asks it every time, offers no
+    ``Y``/``N`` and never looks in the turn's memory (``ask_user``, a
+    high-risk confirmation). Values are wire tags.
+    """
+
+    NONE = "none"
+    TURN = "turn"
 
 
 @attrs.frozen(kw_only=True)
@@ -163,7 +178,9 @@ class Question:
     nobody can be asked, the detached policy ``auto`` fails it instead of
     putting it to the model. The tool sets it; the user's configuration
     overrides it, both ways. A secret is always answered by a person,
-    exclusive or not.
+    exclusive or not. ``persistence`` says whether a person's answer may be
+    remembered for the turn (:class:`AnswerReusePolicy`, RFD 083); a secret
+    never is, whatever it says.
     """
 
     id: str = attrs.field(validator=non_empty_string)
@@ -172,6 +189,9 @@ class Question:
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
     default: JsonValue = attrs.field(default=None, validator=json_value)
     exclusive: bool = attrs.field(default=False, validator=of_type(bool))
+    persistence: AnswerReusePolicy = attrs.field(
+        default=AnswerReusePolicy.TURN, validator=of_type(AnswerReusePolicy)
+    )
 
     def __attrs_post_init__(self) -> None:
         """A question must be answerable (its default is whatever the tool gave)."""
@@ -189,6 +209,11 @@ class Question:
             return None
         return self.default
 
+    @property
+    def reusable(self) -> bool:
+        """Whether a person's answer to it may be remembered for the turn (and looked up)."""
+        return self.persistence is AnswerReusePolicy.TURN and not self.answer_type.is_secret
+
     def __repr__(self) -> str:
         """The fields, with a secret question's default hidden."""
         return _repr_hiding_secret_default(self)
@@ -202,6 +227,7 @@ class Question:
         default: bool | None = None,
         context: str | None = None,
         exclusive: bool = False,
+        persistence: AnswerReusePolicy = AnswerReusePolicy.TURN,
     ) -> Question:
         """A yes/no question."""
         return cls(
@@ -211,6 +237,7 @@ class Question:
             default=default,
             context=context,
             exclusive=exclusive,
+            persistence=persistence,
         )
 
     @classmethod
@@ -223,6 +250,7 @@ class Question:
         default: str | None = None,
         context: str | None = None,
         exclusive: bool = False,
+        persistence: AnswerReusePolicy = AnswerReusePolicy.TURN,
     ) -> Question:
         """A choice among ``options``."""
         return cls(
@@ -232,6 +260,7 @@ class Question:
             default=default,
             context=context,
             exclusive=exclusive,
+            persistence=persistence,
         )
 
     @classmethod
@@ -243,6 +272,7 @@ class Question:
         default: str | None = None,
         context: str | None = None,
         exclusive: bool = False,
+        persistence: AnswerReusePolicy = AnswerReusePolicy.TURN,
     ) -> Question:
         """A free-text question."""
         return cls(
@@ -252,6 +282,7 @@ class Question:
             default=default,
             context=context,
             exclusive=exclusive,
+            persistence=persistence,
         )
 
     @classmethod
@@ -279,6 +310,10 @@ class InquiryQuestion:
     records it verbatim); a secret question's is hidden by its ``repr``.
     ``exclusive`` is recorded only when the question was exclusive (``True``);
     ``None`` is its absence, so that a file's ``false`` reads back as written.
+    ``persistence`` likewise (RFD 083): ``"none"`` is recorded for a question
+    whose answer may not be remembered, nothing for the default; a file's
+    value is kept as it is, even one this build does not know (a newer
+    writer's), which reads as the default.
     """
 
     text: str = attrs.field(validator=string)
@@ -287,6 +322,7 @@ class InquiryQuestion:
     id: str | None = attrs.field(default=None, validator=optional_of_type(str))
     context: str | None = attrs.field(default=None, validator=optional_of_type(str))
     exclusive: bool | None = attrs.field(default=None, validator=optional_of_type(bool))
+    persistence: str | None = attrs.field(default=None, validator=optional_of_type(str))
 
     def __repr__(self) -> str:
         """The fields, with a secret question's default hidden."""
@@ -310,14 +346,20 @@ class InquiryQuestion:
             context=self.context,
             default=self.default,
             exclusive=self.exclusive is True,
+            persistence=(
+                AnswerReusePolicy.NONE
+                if self.persistence == AnswerReusePolicy.NONE.value
+                else AnswerReusePolicy.TURN
+            ),
         )
 
     @classmethod
     def from_question(cls, question: Question) -> InquiryQuestion:
         """Record what the tool asked, answer type included (``secret`` too).
 
-        ``exclusive`` is recorded only when it holds: JP keeps a field it does
-        not know verbatim, and a question that is not exclusive says nothing.
+        ``exclusive`` is recorded only when it holds, and ``persistence``
+        only when it is not the default: JP keeps a field it does not know
+        verbatim, and a question that is neither says nothing.
         """
         return cls(
             text=question.text,
@@ -326,6 +368,11 @@ class InquiryQuestion:
             id=question.id,
             context=question.context,
             exclusive=True if question.exclusive else None,
+            persistence=(
+                question.persistence.value
+                if question.persistence is not AnswerReusePolicy.TURN
+                else None
+            ),
         )
 
 

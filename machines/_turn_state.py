@@ -15,7 +15,9 @@ dropped at its end. It holds three things, each owned by one caller:
   values ``"y"`` or ``"n"``: permission answers remembered the same way.
 
 Neither cache ever holds a cancellation, a redaction or a secret: secret
-questions are bypassed on read *and* refused on write. The cache keys are not
+questions are bypassed on read *and* refused on write, and so are questions
+whose tool says their answer may not be reused (``persistence = none``, RFD
+083: ``ask_user``, asked afresh every time). The cache keys are not
 inquiry ids (those identify one request in the stream; these identify a
 question across tool calls).
 """
@@ -114,11 +116,13 @@ class TurnState:
     def remembered_tool_answer(self, tool_name: str, question: Question) -> CachedAnswer | None:
         """The remembered answer to ``question``; never one for a secret question.
 
-        Nor one that does not fit the question as it is asked now: a tool may
+        Nor for a question whose answer may not be reused (RFD 083: it is asked
+        every time, whatever an earlier call of the same question was told),
+        nor one that does not fit the question as it is asked now: a tool may
         ask the same question id with other options in another call, and a
         remembered choice that is not among them is no answer.
         """
-        if question.answer_type.is_secret:
+        if not question.reusable:
             return None
         key = (tool_name, question.id)
         if key not in self._tool_answers:
@@ -132,11 +136,17 @@ class TurnState:
         """Remember ``value`` as the answer to ``question`` for the rest of the turn.
 
         Refuses secret questions and anything that is not a plain JSON answer:
-        a secret must never outlive its way to the tool.
+        a secret must never outlive its way to the tool. Refuses a question
+        whose answer may not be reused, too.
         """
         if question.answer_type.is_secret:
             raise MachineError(
                 f"refusing to remember an answer to secret question {question.id!r}"
+            )
+        if not question.reusable:
+            raise MachineError(
+                f"refusing to remember an answer to question {question.id!r}, "
+                "whose answer may not be reused (persistence none)"
             )
         if not is_json(value):
             raise MachineError(f"refusing to remember a non-JSON answer to {question.id!r}")

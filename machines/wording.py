@@ -31,6 +31,7 @@ __all__ = [
     "backend_failed",
     "delivery_refused",
     "delivery_timed_out",
+    "exclusive_for_assistant",
     "invalid_static_answer",
     "permission_refused",
     "permission_timed_out",
@@ -110,6 +111,20 @@ def secret_for_assistant(tool_name: str, question: Question) -> str:
     )
 
 
+def exclusive_for_assistant(tool_name: str, question: Question) -> str:
+    """An exclusive question (a person's only) configured to be answered by the assistant.
+
+    RFD 083's wording, with the question named: the configuration, not the
+    call, must change, so the model is told not to retry.
+    """
+    return (
+        f"The tool '{tool_name}' asked \"{question.text}\" (question '{question.id}'), which "
+        "requires a human answer, and it is configured to be answered by the assistant "
+        '(target = "assistant"), so it cannot be routed to the assistant. '
+        "Do not retry this tool call in this turn."
+    )
+
+
 def _describe_configured(question: Question, value: JsonValue | SecretValue) -> str:
     if question.answer_type.is_secret or isinstance(value, SecretValue):
         # The configured value was meant as a secret: describe its type only.
@@ -124,7 +139,8 @@ def invalid_static_answer(
     return (
         f"The static answer configured for question '{question.id}' of tool '{tool_name}' "
         f"does not fit the question: configured {_describe_configured(question, configured)}, "
-        f"expected {question.answer_type.expected()}. It was not applied."
+        f"expected {question.answer_type.expected()}. It was not applied. Update the "
+        "configuration; do not retry this tool call."
     )
 
 

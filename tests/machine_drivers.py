@@ -125,6 +125,8 @@ def inquiry_cases() -> list[InquiryCase]:
     ] + [
         InquiryCase(exhausted=True),
         InquiryCase(answer_type="secret", exhausted=True),
+        # Exclusive (a person's only) and configured for the assistant (RFD 083).
+        InquiryCase(target=Target.ASSISTANT, exclusive=True),
         # Each detached mode, for a question with a default and one without: nobody
         # to ask, or an answers file on screen without a reply.
         *(

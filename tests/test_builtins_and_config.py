@@ -10,18 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
-from coordinator_harness import UNATTENDED, assert_invariants, conversation_on_disk, payloads, run
+from coordinator_harness import UNATTENDED, conversation_on_disk, payloads, run
 
 from coordinator import (
     ConfigError,
-    ScriptedPrompter,
     ToolCoordinator,
     ToolsConfig,
     builtin_executors,
     load_tools_config,
     parse_tools_config,
 )
-from coordinator.adapters import AskUser
 from coordinator.adapters.providers import ANSWER_INQUIRY_TOOL
 from coordinator.driver import QuestionConfig, ToolConfig
 from coordinator.driver._toml_fields import DEEPEST_JSON
@@ -43,81 +41,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from machines import JsonValue
-
-
-def _ask(tmp_path: Path, arguments: dict[str, JsonValue], prompter: ScriptedPrompter) -> str:
-    conversation = conversation_on_disk(tmp_path)
-    request = ToolCallRequest(id="call_1", name="ask_user", arguments=arguments)
-    conversation.stream.append(request)
-    coordinator = ToolCoordinator(
-        conversation, tools=builtin_executors(), config=UNATTENDED, prompter=prompter
-    )
-    (response,) = run(coordinator.run([request]))
-    assert_invariants(conversation)
-    return response.content if not response.is_error else "error: " + response.content
-
-
-def test_ask_user_asks_a_boolean_and_reports_the_answer(tmp_path: Path) -> None:
-    """The person's answer comes back to the model, quoted with the question."""
-    said = _ask(
-        tmp_path,
-        {"question": "Deploy now?", "answer_type": "boolean"},
-        ScriptedPrompter().answer(value=False),
-    )
-    assert said == "The answer to \u201cDeploy now?\u201d is: false"
-
-
-@pytest.mark.parametrize(
-    ("arguments", "problem"),
-    [
-        ({}, "missing required argument 'question'"),
-        ({"question": 3}, "argument 'question' must be of type string"),
-        ({"question": "Which?", "answer_type": "colour"}, "must be one of"),
-        ({"question": "Which?", "answer_type": "select"}, "non-empty 'options'"),
-        ({"question": "Which?", "answer_type": "select", "options": []}, "non-empty 'options'"),
-        ({"question": "Sure?", "answer_type": "boolean", "default": "yes"}, "default"),
-        ({"question": "Hi?", "mood": "sunny"}, "'mood'"),
-        ({"question": ""}, "the question is empty"),
-        ({"question": "  \n"}, "the question is empty"),
-        (
-            {"question": "Which?", "options": ["a", "b"]},
-            "'options' are for answer_type \"select\"",
-        ),
-        (
-            {"question": "Sure?", "answer_type": "boolean", "options": ["a"]},
-            "'options' are for answer_type \"select\" only, not 'boolean'",
-        ),
-        (
-            {"question": "Which?", "answer_type": "select", "options": ["a", 1]},
-            "option 1 must be a string, not an integer",
-        ),
-        (
-            {"question": "Which?", "answer_type": "select", "options": [{"x": 1}]},
-            "option 0 must be a string, not an object",
-        ),
-        (
-            {"question": "Which?", "answer_type": "select", "options": ["a", "b", "a"]},
-            "option 2 ('a') repeats an earlier option",
-        ),
-        (
-            {"question": "Which?", "answer_type": "select", "options": ["a", " "]},
-            "option 1 is empty",
-        ),
-    ],
-)
-def test_ask_user_with_bad_arguments_tells_the_model_what_is_wrong(
-    tmp_path: Path, arguments: dict[str, JsonValue], problem: str
-) -> None:
-    """Nothing is asked; the tool error names the argument at fault."""
-    said = _ask(tmp_path, arguments, ScriptedPrompter())
-    assert said.startswith("error: Invalid arguments for tool 'ask_user'")
-    assert problem in said
-
-
-def test_ask_user_question_ids_follow_the_text() -> None:
-    """Two different questions never share an id (so a remembered answer never crosses)."""
-    assert AskUser.question_id("Deploy?") == AskUser.question_id("Deploy?")
-    assert AskUser.question_id("Deploy?") != AskUser.question_id("Delete?")
 
 
 def test_answer_inquiry_called_on_its_own_is_an_error(tmp_path: Path) -> None:

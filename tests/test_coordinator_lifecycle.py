@@ -332,7 +332,7 @@ def test_the_assistant_source_path(tmp_path: Path) -> None:
     assert sources["call_1"].kind is SourceKind.ASSISTANT
     assert sources["call_2"].kind is SourceKind.ASSISTANT
     assert sources["call_3"] == InquirySource.tool("fs")
-    assert responses[0].content == 'The answer to \u201cWhich branch?\u201d is: "dev"'
+    assert responses[0].content == '{"answer_type":"select","answer":"dev"}'
     assert_invariants(conversation)
 
 

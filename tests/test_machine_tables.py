@@ -117,6 +117,9 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "resolve:requested->cancelled[secret_for_assistant]": Witness(
         InquiryCase(answer_type="secret", target=Target.ASSISTANT), (("ask", {}),), _fixed({})
     ),
+    "resolve:requested->cancelled[exclusive_for_assistant]": Witness(
+        InquiryCase(target=Target.ASSISTANT, exclusive=True), (("ask", {}),), _fixed({})
+    ),
     "resolve:requested->routed[to_user]": Witness(ROUTED, (("ask", {}),), _fixed({})),
     "resolve:requested->routed[to_assistant]": Witness(
         InquiryCase(target=Target.ASSISTANT), (("ask", {}),), _fixed({})

@@ -174,7 +174,8 @@ def test_a_secret_question_may_have_a_default_its_repr_hides() -> None:
     plain = Question.boolean("go", "Go?", default=True)
     assert repr(plain) == (
         "Question(id='go', text='Go?', answer_type=AnswerType(kind=<AnswerKind.BOOLEAN: "
-        "'boolean'>, options=()), context=None, default=True, exclusive=False)"
+        "'boolean'>, options=()), context=None, default=True, exclusive=False, "
+        "persistence=<AnswerReusePolicy.TURN: 'turn'>)"
     )
 
 
@@ -211,7 +212,8 @@ def test_a_recorded_secret_default_is_hidden_from_repr() -> None:
     plain = InquiryQuestion(text="Go?", answer_type=AnswerType.boolean(), default=True)
     assert repr(plain) == (
         "InquiryQuestion(text='Go?', answer_type=AnswerType(kind=<AnswerKind.BOOLEAN: "
-        "'boolean'>, options=()), default=True, id=None, context=None, exclusive=None)"
+        "'boolean'>, options=()), default=True, id=None, context=None, exclusive=None, "
+        "persistence=None)"
     )
 
 

@@ -1,4 +1,4 @@
-"""`inquiry run` stopped from outside: SIGTERM and SIGHUP close, kill, save and say so.
+"""`inquiry run` stopped from outside: SIGTERM and SIGHUP close, kill and save; SIGQUIT quits.
 
 Each test starts a real `inquiry run` process whose local tool (and a child
 the tool starts in its process group) would run for a minute, waits until
@@ -8,6 +8,7 @@ stream complete, the tools' process group gone, the documented exit status.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -20,6 +21,7 @@ from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_defaul
 from run_helpers import assert_paired, responses, write
 
 from coordinator.cli._run_result import signal_status
+from coordinator.cli._run_signals import Stop, stop_signals
 from machines.wording import INTERRUPTED
 
 #: A tool that starts a child in its own process group, notes both pids, and sleeps.
@@ -38,9 +40,8 @@ def _pids(path: Path) -> list[int] | None:
     return [int(word) for word in path.read_text().split()] if path.exists() else None
 
 
-@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) -> None:
-    """The call is answered, every request paired, the tool's group killed, status 128+N."""
+def _long_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+    """`inquiry run` of the long tool and a turn never played: the run, pids file, conversation."""
     pids = tmp_path / "pids"
     tool = write(tmp_path / "long.py", LONG_TOOL)
     scenario = write(
@@ -64,6 +65,13 @@ def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) 
     argv += ["-c", conversation]
     with stop_signals_at_default():
         run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return run, pids, conversation
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) -> None:
+    """The call is answered, every request paired, the tool's group killed, status 128+N."""
+    run, pids, conversation = _long_run(tmp_path)
     with reaped(run):
         tool_pid, child_pid, group = wait_for(lambda: _pids(pids), "the tool started", process=run)
         try:
@@ -104,3 +112,35 @@ def _in_group(pid: int, group: int) -> bool:
         return os.getpgid(pid) == group
     except ProcessLookupError:
         return False
+
+
+def test_sigquit_ends_the_run_at_once_leaving_it_as_a_crash_would(tmp_path: Path) -> None:
+    """SIGQUIT mid-tool: the run dies of SIGQUIT, nothing closed or saved after (RFD 092)."""
+    run, pids, conversation = _long_run(tmp_path)
+    with reaped(run):
+        _, _, group = wait_for(lambda: _pids(pids), "the tool started", process=run)
+        try:
+            run.send_signal(signal.SIGQUIT)
+            out, _ = run.communicate(timeout=PATIENCE)
+        finally:
+            # The tools of a run that quit are the next writer's to stop; here, the test's.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+    assert run.returncode == -signal.SIGQUIT
+    assert "stopped by" not in out
+    events = (conversation / "events.json").read_text()
+    assert '"tool_call_request"' in events
+    assert '"tool_call_response"' not in events  # as on disk before the signal
+
+
+def test_the_play_loop_holds_sigquit_and_gives_it_back() -> None:
+    """Inside stop_signals SIGQUIT is the stop's quit; after, whatever it was before."""
+    before = signal.getsignal(signal.SIGQUIT)
+    stop = Stop()
+
+    async def main() -> object:
+        with stop_signals(stop):
+            return signal.getsignal(signal.SIGQUIT)
+
+    assert asyncio.run(main()) == stop.on_quit
+    assert signal.getsignal(signal.SIGQUIT) == before

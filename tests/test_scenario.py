@@ -189,7 +189,7 @@ SCENARIO_ERRORS = [
     pytest.param(
         ECHO + CALL.replace('tool = "echo"', 'tool = "nope"'),
         "turns[0].cycles[0].calls[0].tool",
-        "no tool 'nope' in this scenario (its tools: echo)",
+        "no tool 'nope' in this scenario (its tools: echo, ask_user)",
         id="unknown-tool-in-cycle",
     ),
     pytest.param(
@@ -327,9 +327,8 @@ def test_a_scenario_error_writes_nothing(
     assert status == 2
     assert out == ""
     key = "turns[0].cycles[0].calls[0].tool"
-    assert (
-        err == f"inquiry: {scenario}: {key}: no tool 'nope' in this scenario (its tools: echo)\n"
-    )
+    problem = "no tool 'nope' in this scenario (its tools: echo, ask_user)"
+    assert err == f"inquiry: {scenario}: {key}: {problem}\n"
     assert not directory.exists()
 
 

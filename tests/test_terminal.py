@@ -18,6 +18,7 @@ import pytest
 from process_helpers import PATIENCE
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.key_binding import merge_key_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 from run_helpers import TOUR_SCENARIO
@@ -31,11 +32,12 @@ from coordinator.adapters._terminal import (
     parse_arguments,
     printable,
 )
-from coordinator.adapters._terminal_toolkit import _Choice
+from coordinator.adapters._terminal_toolkit import ToolkitTerminal, _Choice
 from coordinator.cli._run import run_scenario
 from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.driver._prompting import Deny, Permit, PromptCancelled, QuestionAnswer
 from machines import (
+    AnswerReusePolicy,
     InquirySource,
     JsonValue,
     Question,
@@ -243,7 +245,7 @@ def test_a_select_taller_than_the_terminal_scrolls_to_the_highlight() -> None:
     assert " > 31. option-31" in lines
     assert lines[0] == "   (26 more above)"
     assert lines[-2] == "   (16 more below)"
-    assert "Ctrl-C cancels" in lines[-1]
+    assert "Esc cancels" in lines[-1]
     choice.move(100)  # the last option: nothing more below
     lines = _drawn(choice, rows=12).split("\n")
     assert " > 50. option-50" in lines
@@ -256,18 +258,23 @@ def test_a_select_that_fits_is_drawn_whole() -> None:
     assert _drawn(choice, rows=40).split("\n") == [
         "   1. staging",
         " > 2. production  live",
-        "   up/down or a number, then Enter; Ctrl-C cancels",
+        "   up/down or a number, then Enter; Esc cancels",
     ]
 
 
 @pytest.mark.parametrize(
-    ("key", "error"), [(Keys.ControlC, "_Cancel"), (Keys.ControlD, "EOFError")]
+    ("key", "error"),
+    [(Keys.ControlC, "_Cancel"), (Keys.Escape, "_Escape"), (Keys.ControlD, "EOFError")],
 )
 def test_a_cancelled_select_does_not_show_an_option_as_chosen(key: Keys, error: str) -> None:
-    """Ctrl-C or Ctrl-D at a select: the last frame says nothing was chosen."""
+    """Ctrl-C, Esc or Ctrl-D at a select: the last frame says nothing was chosen."""
     choice = _Choice([("staging", None), ("production", None)], default=1)
     assert _drawn(choice, rows=40, done=True) == "  2. production"
-    (binding,) = [b for b in choice.keys().bindings if b.keys == (key,)]
+    output = Vt100_Output(io.StringIO(), lambda: Size(rows=40, columns=120), enable_cpr=False)
+    with create_pipe_input() as pipe:
+        terminal = ToolkitTerminal(input=pipe, output=output)
+        keys = merge_key_bindings([terminal._keys(choice.cancel), choice.keys()])
+    (binding,) = [b for b in keys.bindings if b.keys == (key,)]
     exits: list[dict[str, object]] = []
     binding.handler(SimpleNamespace(app=SimpleNamespace(exit=lambda **kw: exits.append(kw))))  # type: ignore[arg-type]
     assert type(exits[0]["exception"]).__name__ == error
@@ -434,3 +441,75 @@ def test_keys_read_past_an_answer_do_not_reach_the_next_prompt() -> None:
 
     answers, _ = at_terminal(work)
     assert answers == [QuestionAnswer(value=True), QuestionAnswer(value=False)]
+
+
+@pytest.mark.parametrize(
+    ("keys", "cancelled", "stops"),
+    [
+        pytest.param("y\r\x03", False, 1, id="ctrl-c-after-an-answer"),
+        pytest.param("\x03\x03", True, 1, id="ctrl-c-twice-in-one-read"),
+        pytest.param("\x04\x03", True, 1, id="ctrl-c-after-ctrl-d"),
+        pytest.param("y\r", False, 0, id="no-ctrl-c"),
+    ],
+)
+def test_a_ctrl_c_read_once_its_prompt_has_ended_stops_the_run(
+    keys: str, cancelled: bool, stops: int
+) -> None:
+    """A Ctrl-C the ending prompt read and kept for the next is no key for it: the run stops."""
+    stopped: list[None] = []
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        prompter.on_stop = lambda: stopped.append(None)
+        task = asyncio.create_task(prompter.ask_question(asked(Question.boolean("go", "Go?"))))
+        await started(task)
+        pipe.send_text(keys)  # one read: what follows the prompt's end is kept by prompt_toolkit
+        try:
+            answer = await task
+        except PromptCancelled:
+            answer = None
+        await asyncio.sleep(0)  # on_stop is called soon, once the prompt's outcome is out
+        return answer
+
+    answer, screen = at_terminal(work)
+    assert (answer is None) == cancelled
+    assert len(stopped) == stops
+    assert ("stopping the run" in screen) == bool(stops)
+
+
+def test_esc_cancels_a_prompt_and_is_no_ctrl_c() -> None:
+    """Esc alone cancels the question, and says nothing of stopping the run."""
+    stopped: list[None] = []
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        prompter.on_stop = lambda: stopped.append(None)
+        for _ in range(2):  # twice: Esc is never counted as a Ctrl-C
+            task = asyncio.create_task(
+                prompter.ask_question(asked(Question.text_input("n", "N?")))
+            )
+            await started(task)
+            pipe.send_text("\x1b")
+            with pytest.raises(PromptCancelled) as caught:
+                await task
+            assert type(caught.value) is PromptCancelled
+        return None
+
+    _, screen = at_terminal(work)
+    assert stopped == []
+    assert screen.count("cancelled: the tool is told so") == 2
+    assert "Ctrl-C" not in screen
+
+
+def test_a_question_not_to_be_reused_offers_no_remembering() -> None:
+    """Persistence none: no Y/N in the hint nor the prompt, and Y is a plain yes."""
+    question = Question.boolean("q", "Go?", persistence=AnswerReusePolicy.NONE)
+
+    async def work(prompter: TerminalPrompter, pipe: PipeInput) -> object:
+        pipe.send_text("Y\r")
+        return await prompter.ask_question(asked(question))
+
+    answer, screen = at_terminal(work)
+    assert answer == QuestionAnswer(value=True)
+    assert "remembered" not in screen
+    assert "[y/n] >" in screen
+    assert boolean_answer("N", None, reusable=False) == QuestionAnswer(value=False)
+    assert boolean_answer("N", None) == QuestionAnswer(value=False, remember=True)

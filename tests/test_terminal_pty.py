@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING
+import termios
+import time
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pexpect
 import pytest
+from coordinator_harness import payloads
 from process_helpers import PATIENCE, wait_for
 from run_helpers import (
     LOOPING,
@@ -31,15 +35,27 @@ from run_helpers import (
     write,
 )
 
-from machines import Answered, CancellationReason, Cancelled, Redacted
-from machines.wording import INPUT_CANCELLED
+from coordinator import load_conversation
+from machines import (
+    Answered,
+    CancellationReason,
+    Cancelled,
+    Redacted,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+from machines.wording import DELIVERY_CANCELLED, INPUT_CANCELLED, SKIPPED_BY_USER
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
 DOWN = "\x1b[B"
+ESC = "\x1b"
 CTRL_C = "\x03"
+CTRL_BACKSLASH = "\x1c"
+CPR_QUERY = "\x1b[6n"
+CPR_ANSWER = "\x1b[1;1R"
 CTRL_D = "\x04"
 CTRL_U = "\x15"
 BACKSPACE = "\x7f"
@@ -77,11 +93,19 @@ def scenario(tmp_path: Path, *cycles: str, run: str = "unattended") -> Path:
 class Session:
     """`inquiry run SCENARIO` in a pseudo-terminal."""
 
-    def __init__(self, tmp_path: Path, scenario: Path, options: Sequence[str]) -> None:
-        """Start the run with ``options``; the conversation goes to ``tmp_path/conversation``."""
+    def __init__(
+        self, tmp_path: Path, scenario: Path, options: Sequence[str], *, cpr: bool = False
+    ) -> None:
+        """Start the run with ``options``; the conversation goes to ``tmp_path/conversation``.
+
+        ``cpr``: prompt_toolkit asks the terminal where its cursor is, and the
+        test answers when it chooses to (:meth:`answer_cpr`), as a slow link would.
+        """
         self.directory = tmp_path / "conversation"
         self.log = io.BytesIO()
         env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+        if cpr:
+            del env["PROMPT_TOOLKIT_NO_CPR"]
         self.child = pexpect.spawn(
             sys.executable,
             [
@@ -115,6 +139,21 @@ class Session:
         assert self.child.exitstatus is not None
         return self.child.exitstatus
 
+    def killed_by(self) -> tuple[int | None, list[Any]]:
+        """Wait for the run to end; the signal that killed it (if one did), and the modes left."""
+        self.child.expect(pexpect.EOF)
+        modes = self.modes()
+        self.child.close()
+        return self.child.signalstatus, modes
+
+    def answer_cpr(self) -> None:
+        """Answer the terminal's cursor-position query, as a terminal does (row 1, column 1)."""
+        self.type(CPR_ANSWER)
+
+    def modes(self) -> list[Any]:
+        """The terminal's modes (``termios``), as the program left them."""
+        return termios.tcgetattr(self.child.child_fd)
+
     @property
     def screen(self) -> str:
         """Everything written to the terminal so far."""
@@ -134,8 +173,10 @@ def session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     """
     started: list[Session] = []
 
-    def start(scenario: Path, *, verbose: bool = True, options: Sequence[str] = ()) -> Session:
-        run = Session(tmp_path, scenario, ("--verbose",) * verbose + tuple(options))
+    def start(
+        scenario: Path, *, verbose: bool = True, options: Sequence[str] = (), cpr: bool = False
+    ) -> Session:
+        run = Session(tmp_path, scenario, ("--verbose",) * verbose + tuple(options), cpr=cpr)
         started.append(run)
         return run
 
@@ -531,3 +572,179 @@ def test_keys_typed_before_a_question_is_shown_do_not_answer_it(
     assert run.finish() == 0
     found = outcomes(assert_paired(run.directory))
     assert found["call_1_1_2.go.1"] == Answered(id="call_1_1_2.go.1", answer=False)
+
+
+# ------------------------------------------------------ the keys (RFD 092)
+
+#: A local tool asking one question of the kind its arguments name, text
+#: "Question N?" (kind "none": asking nothing), then saying it is done.
+ASKS = """
+import json, sys
+request = json.load(sys.stdin)
+kind, n = request["arguments"]["kind"], request["arguments"]["n"]
+if kind != "none" and "q" not in request["answers"]:
+    answer_type = {"type": kind}
+    if kind == "select":
+        answer_type["options"] = ["left", "right"]
+    question = {"id": "q", "text": f"Question {n}?", "answer_type": answer_type}
+    print(json.dumps({"type": "needs_input", "question": question}))
+    sys.exit(0)
+print(json.dumps({"type": "success", "content": f"done {n}"}))
+"""
+
+#: Each prompt kind: how its tool is run, what shows call ``n``'s prompt, and
+#: the prompt's own line (once drawn, it reads keys), and what the tool call
+#: of a cancelled prompt is answered.
+PROMPT_KINDS: dict[str, tuple[str, str, Callable[[int], str], str, str]] = {
+    "permission": ("none", 'run = "ask"', lambda n: f'"n":{n}', PERMISSION, SKIPPED_BY_USER),
+    "delivery": ("none", 'result = "ask"', lambda n: f"done {n}", "[y/n/p] >", DELIVERY_CANCELLED),
+    "boolean": ("boolean", "", lambda n: f"Question {n}?", BOOLEAN, INPUT_CANCELLED),
+    "select": ("select", "", lambda n: f"Question {n}?", SELECT, INPUT_CANCELLED),
+    "text": ("text", "", lambda n: f"Question {n}?", ">", INPUT_CANCELLED),
+    "secret": ("secret", "", lambda n: f"Question {n}?", "(hidden) >", INPUT_CANCELLED),
+}
+
+
+def asking(tmp_path: Path, kind: str, *cycles: Sequence[int]) -> Path:
+    """A scenario whose cycles call the asking tool, each call ``n`` with a prompt of ``kind``."""
+    asks, mode, _, _, _ = PROMPT_KINDS[kind]
+    program = write(tmp_path / "asks.py", ASKS)
+
+    def call(n: int) -> str:
+        return f'{{ tool = "asks", arguments = {{ kind = "{asks}", n = {n} }} }}'
+
+    played = "".join(f"[[turns.cycles]]\ncalls = [{', '.join(map(call, ns))}]\n" for ns in cycles)
+    tool = f'[tools.asks]\ncommand = ["{sys.executable}", "{program}"]\n{mode}\n'
+    turn = f'[[turns]]\nmessage = "Go."\n{played}'
+    return write(tmp_path / "scenario.toml", f'[defaults]\nrun = "unattended"\n{tool}{turn}')
+
+
+def at_prompt(run: Session, kind: str, n: int | None = None) -> None:
+    """Wait until a prompt of ``kind`` (call ``n``'s, if given) is on screen, reading keys."""
+    _, _, shows, prompt, _ = PROMPT_KINDS[kind]
+    if n is not None:
+        run.expect(shows(n))
+    run.expect(prompt)
+
+
+def call_responses(directory: Path) -> dict[str, ToolCallResponse]:
+    """Each tool call's response, by the ``n`` of its call."""
+    conversation = load_conversation(directory)
+    numbers = {
+        request.id: request.arguments["n"] for request in payloads(conversation, ToolCallRequest)
+    }
+    return {
+        f"call {numbers[response.id]}": response
+        for response in payloads(conversation, ToolCallResponse)
+    }
+
+
+@pytest.mark.parametrize("kind", list(PROMPT_KINDS))
+def test_esc_cancels_the_prompt_and_ctrl_c_twice_stops_the_run(
+    tmp_path: Path, session: Callable[..., Session], kind: str
+) -> None:
+    """Esc cancels (no count); Ctrl-C cancels and warns; a second Ctrl-C cancels and stops."""
+    run = session(asking(tmp_path, kind, [1], [2, 3], [4]), verbose=False)
+    at_prompt(run, kind, 1)
+    run.type(ESC)
+    run.expect("cancelled: ")
+    at_prompt(run, kind)  # call 2's or call 3's: they ask at once
+    run.type(CTRL_C)
+    run.expect("Ctrl-C again stops the run")
+    at_prompt(run, kind)
+    run.type(CTRL_C)
+    run.expect("Ctrl-C again: stopping the run")
+    assert run.finish() == 3  # interrupted: the turn is left incomplete
+    screen = run.screen
+    assert screen.index("cancelled: ") < screen.index("Ctrl-C again stops the run")
+    assert "Question 4?" not in screen
+    conversation = assert_paired(run.directory)
+    found = call_responses(run.directory)
+    assert sorted(found) == ["call 1", "call 2", "call 3"]  # call 4 never ran
+    assert {response.content for response in found.values()} == {PROMPT_KINDS[kind][4]}
+    if PROMPT_KINDS[kind][0] != "none":
+        reasons = [o.reason for o in outcomes(conversation).values()]
+        assert reasons == [CancellationReason.USER] * 3
+
+
+@pytest.mark.parametrize("kind", list(PROMPT_KINDS))
+def test_ctrl_backslash_quits_at_once_and_sets_the_terminal_back(
+    tmp_path: Path, session: Callable[..., Session], kind: str
+) -> None:
+    """Ctrl-Backslash at a prompt: SIGQUIT kills the run at once, the terminal as it was."""
+    run = session(asking(tmp_path, kind, [1], [2]), verbose=False)
+    before = run.modes()
+    at_prompt(run, kind, 1)
+    assert run.modes() != before  # the prompt holds the terminal raw
+    run.type(CTRL_BACKSLASH)
+    assert run.killed_by() == (signal.SIGQUIT, before)
+    assert "\x1b[?25h" in run.screen  # the cursor shown again
+    # Nothing more was saved: the prompt's call waits, as after a crash.
+    events = orjson.loads((run.directory / "events.json").read_bytes())
+    kinds = [event["type"] for event in events]
+    assert "tool_call_response" not in kinds
+    assert kinds.count("inquiry_request") == (PROMPT_KINDS[kind][0] != "none")
+    assert "inquiry_response" not in kinds
+
+
+def test_sigquit_from_outside_quits_at_once_and_sets_the_terminal_back(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """``kill -QUIT`` while a prompt holds the terminal: the same immediate exit."""
+    run = session(asking(tmp_path, "boolean", [1]), verbose=False)
+    before = run.modes()
+    at_prompt(run, "boolean", 1)
+    run.child.kill(signal.SIGQUIT)
+    assert run.killed_by() == (signal.SIGQUIT, before)
+
+
+@pytest.mark.parametrize("kind", ["boolean", "select"])
+def test_a_ctrl_c_read_as_its_prompt_ends_is_not_lost(
+    tmp_path: Path, session: Callable[..., Session], kind: str
+) -> None:
+    """The second Ctrl-C counts from the first, even while a slow terminal holds the prompt open.
+
+    The terminal answers prompt_toolkit's cursor query late (a slow link):
+    until it does, the cancelled prompt still reads keys, and keeps them.
+    """
+    run = session(asking(tmp_path, kind, [1], [2]), verbose=False, cpr=True)
+    run.expect("Question 1?")
+    run.expect(CPR_QUERY)  # not answered yet
+    at_prompt(run, kind)
+    run.type(CTRL_C)
+    time.sleep(0.2)  # the prompt is ending, waiting for the terminal's answer
+    run.type(CTRL_C)
+    run.answer_cpr()
+    run.expect("Ctrl-C again: stopping the run")
+    assert run.finish() == 3
+    assert "Question 2?" not in run.screen
+    found = call_responses(run.directory)
+    assert list(found) == ["call 1"]
+    assert found["call 1"].content == INPUT_CANCELLED
+
+
+def test_ask_user_at_the_terminal_is_asked_each_time_without_y_or_n_to_remember(
+    tmp_path: Path, session: Callable[..., Session]
+) -> None:
+    """ask_user's boolean offers no Y/N; a Y is a plain yes; the same question is asked again."""
+    arguments = '{ question = "Open a pull request?", answer_type = "boolean" }'
+    ask = f'{{ tool = "ask_user", arguments = {arguments} }}'
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f'[[turns]]\nmessage = "Go."\n[[turns.cycles]]\ncalls = [{ask}]\n'
+        f"[[turns.cycles]]\ncalls = [{ask}]\n",
+    )
+    run = session(scenario, verbose=False)
+    for reply in ("Y\r", "n\r"):
+        run.expect("The assistant asks (through ask_user)")
+        run.expect("Open a pull request?")
+        run.expect("[y/n] >")
+        run.type(reply)
+    assert run.finish() == 0
+    screen = run.screen
+    assert "remembered for this turn" not in screen
+    assert "-> ask_user" not in screen  # hidden: the question is the assistant's own words
+    assert "= ask_user: answered by the person: true" in screen
+    assert "= ask_user: answered by the person: false" in screen
+    conversation = assert_paired(run.directory)
+    assert [o.answer for o in outcomes(conversation).values()] == [True, False]

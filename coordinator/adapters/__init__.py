@@ -4,8 +4,11 @@ The sixth layer, on the driver. Each adapter implements one of the
 driver's protocols over something real, and depends on nothing above it:
 
 - executors: :class:`LocalToolExecutor` runs a program speaking JP's
-  local-tool protocol; :func:`builtin_executors` gives ``ask_user`` and
-  ``answer_inquiry``;
+  local-tool protocol; :func:`builtin_executors` gives ``ask_user`` (RFD
+  083) and ``answer_inquiry``, and :func:`with_builtin_defaults` merges
+  their configuration defaults under an embedder's (``ask_user`` runs
+  unattended, is refused when nobody can be asked, and is on unless
+  ``enable = false``);
 - the person: :class:`TerminalPrompter` (the ``terminal`` extra), on the
   controlling terminal; :func:`resolve_promptability` says, once, whether
   a person can be asked at all (RFD 104);
@@ -17,8 +20,9 @@ driver's protocols over something real, and depends on nothing above it:
   runs them, each question a server asks an inquiry of the calling tool.
 
 What the CLI checks a scenario with before it runs anything:
-:data:`ASK_USER_PARAMETERS` (``ask_user``'s arguments, as the model is
-told them), :func:`check_arguments` and :func:`schema_problem` (a local
+:data:`ASK_USER_PARAMETERS` and :data:`ASK_USER_DESCRIPTION` (``ask_user``
+as the model is told of it; :data:`HIDDEN_BUILTINS`, the built-ins whose
+calls are not shown as tool calls), :func:`check_arguments` and :func:`schema_problem` (a local
 tool's arguments against its schema, and a schema this cannot check with);
 :func:`printable` shows text from outside as the terminal prompter does.
 
@@ -30,10 +34,16 @@ Rules:
 """
 
 from coordinator.adapters._builtins import (
+    ASK_USER,
+    ASK_USER_ANSWER_ID,
+    ASK_USER_DESCRIPTION,
     ASK_USER_PARAMETERS,
+    BUILTIN_DEFAULTS,
+    HIDDEN_BUILTINS,
     AnswerInquiry,
     AskUser,
     builtin_executors,
+    with_builtin_defaults,
 )
 from coordinator.adapters._local_tools import (
     LocalTool,
@@ -50,7 +60,12 @@ from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailable
 from coordinator.adapters.providers import ModelInquiryBackend, backend_from_config, turn_tools
 
 __all__ = [
+    "ASK_USER",
+    "ASK_USER_ANSWER_ID",
+    "ASK_USER_DESCRIPTION",
     "ASK_USER_PARAMETERS",
+    "BUILTIN_DEFAULTS",
+    "HIDDEN_BUILTINS",
     "AnswerInquiry",
     "AskUser",
     "LocalTool",
@@ -67,4 +82,5 @@ __all__ = [
     "resolve_promptability",
     "schema_problem",
     "turn_tools",
+    "with_builtin_defaults",
 ]

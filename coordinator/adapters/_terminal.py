@@ -14,7 +14,9 @@ conventions"):
   ``Y`` alone yes and ``N`` alone no, then Enter, remembered for the rest of
   the turn; Enter alone takes the question's default, if it has one. A
   capital letter waits for the rest of the word like any other: ``Yes`` is a
-  plain yes, never a remembered ``Y`` with ``es`` left over;
+  plain yes, never a remembered ``Y`` with ``es`` left over. A question
+  whose answer may not be reused (``persistence`` none, RFD 083: ``ask_user``)
+  offers no ``Y`` or ``N``: typed, they are a plain yes and no;
 - select: the options with their descriptions, picked with the arrow keys or
   by number, then Enter (the default is highlighted first); never remembered;
 - text: a line editor showing the default as a placeholder, which Enter on
@@ -54,14 +56,33 @@ Internal ids (the tool call's, the inquiry's) are shown only when the
 prompter is made ``verbose`` (``inquiry run --verbose``): the person is told
 which tool asks what, in words.
 
+The keys that end a prompt unanswered (RFD 092), at every prompt: the
+permission prompt, the delivery prompt, a boolean, a select, a text and a
+secret:
+
+- **Esc** cancels the prompt: the question is cancelled by the person
+  (``user``), the permission refused (the tool is skipped), the result not
+  delivered. So do Ctrl-D on an empty line and the end of input. At the
+  reason and the argument editor of a permission prompt, Esc and Ctrl-C go
+  back to the permission prompt (in the editor, Esc then Enter accepts, so
+  there Esc alone does nothing).
+- **Ctrl-C** is the run's interrupt. The first, at a prompt, cancels it as
+  Esc does, and the screen says that Ctrl-C again stops the run; a second
+  within :data:`CTRL_C_WINDOW` seconds of the first (counted from when the
+  first was read) cancels its prompt too and calls ``on_stop``: the run
+  stops, as on a Ctrl-C while no prompt is on screen. A Ctrl-C read after
+  its prompt had ended (while its last frame was drawn) is such a Ctrl-C
+  away from any prompt, and calls ``on_stop`` too: whatever the timing, the
+  Ctrl-C after the first is never lost.
+- **Ctrl-Backslash** is SIGQUIT: the process exits at once, the terminal
+  set back first (:meth:`TerminalPrompter.restore_terminal`).
+
 Rules:
 
-1. Ctrl-C, and Ctrl-D or end of input, at a prompt raise
+1. Esc, Ctrl-C, and Ctrl-D or end of input, at a prompt raise
    :class:`~coordinator.driver._prompting.PromptCancelled`: that question (or that
-   permission) is cancelled and the next prompt works as before. The screen
-   then says that Ctrl-C again stops the run: a second Ctrl-C at a prompt
-   within :data:`CTRL_C_WINDOW` seconds calls ``on_stop`` (the run stops as
-   on a Ctrl-C while no prompt is on screen) besides cancelling its prompt.
+   permission) is cancelled and the next prompt works as before; the ladder
+   of Ctrl-C presses is above.
 2. A secret answer is never echoed, never remembered (``remember=False``), and
    leaves as a :class:`~machines.SecretValue`; nothing here prints, logs or
    raises with it.
@@ -78,8 +99,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 
@@ -96,7 +116,7 @@ from coordinator.driver import (
 from machines import AnswerKind, SourceKind, json_type
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
@@ -128,6 +148,8 @@ TERMINAL_EXTRA = "inquiry-coordinator[terminal]"
 #: Seconds within which a second Ctrl-C at a prompt stops the run.
 CTRL_C_WINDOW = 2.0
 
+_T = TypeVar("_T")
+
 #: A boolean's replies (in any case), and the two that are remembered for the
 #: turn (exactly these, alone on the line): each is typed, then Enter.
 _BOOLEAN_WORDS: Mapping[str, bool] = {"y": True, "yes": True, "n": False, "no": False}
@@ -138,13 +160,14 @@ _SHORT_ARGUMENTS = 160
 #: boolean, ``5`` for a text): recorded as given (RFD 082), never offered. The
 #: value itself is not shown: the prompt is for answering, the record keeps it.
 _UNFIT_DEFAULT = "the tool's default does not fit this question and is not offered"
-#: What a yes-or-no question takes, said whenever a reply is not one.
+#: What a yes-or-no question takes, said whenever a reply is not one (without
+#: ``Y`` or ``N`` when its answer may not be reused).
 _BOOLEAN_REPLIES = "type y, yes, n or no (or Y or N), then Enter"
+_BOOLEAN_REPLIES_NOT_REUSED = "type y, yes, n or no, then Enter"
 _UNFIT_BOOLEAN_DEFAULT = (
-    f"the tool's default does not fit this question: Enter alone does not answer; "
-    f"{_BOOLEAN_REPLIES}"
+    "the tool's default does not fit this question: Enter alone does not answer; "
 )
-_NO_BOOLEAN_DEFAULT = f"there is no default: {_BOOLEAN_REPLIES}"
+_NO_BOOLEAN_DEFAULT = "there is no default: "
 
 
 class TerminalUnavailableError(CoordinatorError):
@@ -186,12 +209,18 @@ def asker(prompt: ShowQuestion) -> str:
     return f"{printable(source.name or '')} asks (through {tool})"
 
 
-def boolean_answer(reply: str, default: JsonValue) -> QuestionAnswer | None:
-    """The answer a boolean reply gives, or ``None`` when it gives none."""
+def boolean_answer(
+    reply: str, default: JsonValue, *, reusable: bool = True
+) -> QuestionAnswer | None:
+    """The answer a boolean reply gives, or ``None`` when it gives none.
+
+    ``reusable``: whether the answer may be remembered for the turn; when
+    not, ``Y`` and ``N`` are a plain yes and no.
+    """
     reply = reply.strip()
     if not reply:
         return QuestionAnswer(value=default) if isinstance(default, bool) else None
-    if reply in _BOOLEAN_REMEMBERED:
+    if reusable and reply in _BOOLEAN_REMEMBERED:
         return QuestionAnswer(value=_BOOLEAN_REMEMBERED[reply], remember=True)
     value = _BOOLEAN_WORDS.get(reply.lower())
     return None if value is None else QuestionAnswer(value=value)
@@ -240,11 +269,12 @@ def _hint(text: str) -> Fragments:
     return [("class:hint", f"  {text}\n")]
 
 
-def _boolean_hint(default: JsonValue) -> str:
+def _boolean_hint(default: JsonValue, *, reusable: bool) -> str:
     enter = ""
     if isinstance(default, bool):
         enter = " · Enter alone: yes" if default else " · Enter alone: no"
-    return f"y or yes · n or no, then Enter · Y or N, then Enter: remembered for this turn{enter}"
+    remembered = " · Y or N, then Enter: remembered for this turn" if reusable else ""
+    return f"y or yes · n or no, then Enter{remembered}{enter}"
 
 
 class TerminalPrompter:
@@ -287,6 +317,10 @@ class TerminalPrompter:
         """Let go of the controlling terminal (if this prompter opened it)."""
         self._terminal.close()
 
+    def restore_terminal(self) -> None:
+        """Set the terminal back as before any prompt (for a quit, from a signal handler)."""
+        self._terminal.restore()
+
     def show(self, text: str, *, style: str = "progress") -> None:
         """Print ``text`` as one line (``style``: progress, notice or error).
 
@@ -302,23 +336,84 @@ class TerminalPrompter:
     def _notice(self, text: str, *, style: str = "notice") -> None:
         self._terminal.show([(f"class:{style}", printable(text)), ("", "\n")])
 
-    def _cancelled(self, cancelled: PromptCancelled, outcome: str) -> None:
-        """Say what a cancelled prompt did; on a second Ctrl-C in its window, stop the run."""
+    def _stops(self, cancelled: PromptCancelled | None) -> bool | None:
+        """Count the Ctrl-C presses a prompt ended with (``cancelled``) or after.
+
+        ``True``: the run stops (a second press within the window, or one
+        read once the prompt had ended); ``False``: a first press; ``None``:
+        no Ctrl-C, or nothing to stop (no ``on_stop``).
+        """
         from coordinator.adapters._terminal_toolkit import CtrlC  # noqa: PLC0415 - optional
 
-        if not isinstance(cancelled, CtrlC) or self.on_stop is None:
-            self._notice(f"  cancelled: {outcome}")
-            return
-        now = time.monotonic()
-        if self._last_ctrl_c is not None and now - self._last_ctrl_c <= CTRL_C_WINDOW:
+        late = self._terminal.late_presses()
+        if self.on_stop is None:
+            return None
+        if late:
             self._last_ctrl_c = None
-            self._notice(f"  cancelled: {outcome}; Ctrl-C again: stopping the run")
-            # Once this prompt's own cancel has been reported (the person cancelled
-            # it: `user`), not before: what the stop closes besides is withdrawn.
+            return True
+        if not isinstance(cancelled, CtrlC):
+            return None
+        last, self._last_ctrl_c = self._last_ctrl_c, cancelled.at
+        if last is not None and cancelled.at - last <= CTRL_C_WINDOW:
+            self._last_ctrl_c = None
+            return True
+        return False
+
+    def _stop_soon(self) -> None:
+        """Call ``on_stop`` once what the prompt decided has been reported, not before.
+
+        The prompt's own outcome (a cancel is the person's: ``user``) reaches
+        the coordinator first; what the stop closes besides is withdrawn.
+        """
+        if self.on_stop is not None:
             asyncio.get_running_loop().call_soon(self.on_stop)
-            return
-        self._last_ctrl_c = now
-        self._notice(f"  cancelled: {outcome} · Ctrl-C again stops the run")
+
+    def _cancelled(self, cancelled: PromptCancelled, outcome: str) -> None:
+        """Say what a cancelled prompt did; on a second Ctrl-C (or one after it), stop the run."""
+        stops = self._stops(cancelled)
+        if stops is None:
+            self._notice(f"  cancelled: {outcome}")
+        elif stops:
+            self._notice(f"  cancelled: {outcome}; Ctrl-C again: stopping the run")
+            self._stop_soon()
+        else:
+            self._notice(f"  cancelled: {outcome} · Ctrl-C again stops the run")
+
+    def _answered(self) -> None:
+        """A prompt was answered: a Ctrl-C read as it ended was pressed away from it, and stops."""
+        if self._stops(None):
+            self._notice("  Ctrl-C: stopping the run")
+            self._stop_soon()
+
+    async def _read(self, reading: Awaitable[_T], outcome: str) -> _T:
+        """What one prompt read; cancelled, say what that means (``outcome``) and count Ctrl-C."""
+        try:
+            value = await reading
+        except PromptCancelled as cancelled:
+            self._cancelled(cancelled, outcome)
+            raise
+        self._answered()
+        return value
+
+    async def _read_or_back(self, reading: Awaitable[_T]) -> _T | None:
+        """A reply at the reason or the editor; ``None`` to go back to the permission prompt.
+
+        A Ctrl-C there counts as any other: the second cancels the
+        permission prompt itself (the tool is skipped) and stops the run.
+        """
+        try:
+            value = await reading
+        except PromptCancelled as cancelled:
+            stops = self._stops(cancelled)
+            if stops:
+                self._notice("  cancelled: the tool is skipped; Ctrl-C again: stopping the run")
+                self._stop_soon()
+                raise
+            again = " · Ctrl-C again stops the run" if stops is False else ""
+            self._notice(f"  back to the permission prompt{again}")
+            return None
+        self._answered()
+        return value
 
     @contextlib.asynccontextmanager
     async def _prompting(self) -> AsyncIterator[None]:
@@ -383,24 +478,18 @@ class TerminalPrompter:
         self, message: Fragments, check: Callable[[str], str | None], cancelled: str
     ) -> str:
         """One reply to a prompt of keys (stripped); on cancel, say what ``cancelled`` means."""
-        try:
-            reply = await self._terminal.line(message, check=check)
-        except PromptCancelled as cancel:
-            self._cancelled(cancel, cancelled)
-            raise
+        reply = await self._read(self._terminal.line(message, check=check), cancelled)
         return reply.strip()
 
     async def _reason(self) -> str | None:
         """The reason for skipping (empty for none), or ``None`` to go back."""
-        try:
-            reason = await self._terminal.line(
+        reason = await self._read_or_back(
+            self._terminal.line(
                 [("class:question", "Why skip it?"), ("", " (Enter for no reason) > ")],
                 check=lambda _: None,
             )
-        except PromptCancelled:
-            self._notice("  back to the permission prompt")
-            return None
-        return reason.strip()
+        )
+        return None if reason is None else reason.strip()
 
     async def _edit(self, arguments: Mapping[str, JsonValue]) -> dict[str, JsonValue] | None:
         """Arguments edited as JSON, or ``None`` to go back."""
@@ -410,11 +499,12 @@ class TerminalPrompter:
             + _hint("with them · Ctrl-C goes back to the permission prompt")
         )
         while True:
-            try:
-                text = await self._terminal.edit([("class:question", "arguments (JSON):\n")], text)
-            except PromptCancelled:
-                self._notice("  back to the permission prompt")
+            edited = await self._read_or_back(
+                self._terminal.edit([("class:question", "arguments (JSON):\n")], text)
+            )
+            if edited is None:
                 return None
+            text = edited
             parsed = parse_arguments(text)
             if isinstance(parsed, dict):
                 return parsed
@@ -461,11 +551,7 @@ class TerminalPrompter:
         """Answer the question, in the form its answer type asks for."""
         async with self._prompting():
             self._terminal.show(self._header(prompt))
-            try:
-                return await self._answer(prompt.question)
-            except PromptCancelled as cancelled:
-                self._cancelled(cancelled, "the tool is told so")
-                raise
+            return await self._read(self._answer(prompt.question), "the tool is told so")
 
     def _header(self, prompt: ShowQuestion) -> Fragments:
         question = prompt.question
@@ -486,7 +572,7 @@ class TerminalPrompter:
         default = question.offered_default
         unoffered = question.default is not None and default is None
         if kind is AnswerKind.BOOLEAN:
-            return await self._boolean(default, unoffered=unoffered)
+            return await self._boolean(default, unoffered=unoffered, reusable=question.reusable)
         if kind is AnswerKind.SELECT:
             if unoffered:
                 self._terminal.show(_hint(_UNFIT_DEFAULT))
@@ -508,15 +594,20 @@ class TerminalPrompter:
         secret = await self._terminal.secret([("", "(hidden) > ")])
         return QuestionAnswer(value=secret, remember=False)
 
-    async def _boolean(self, default: JsonValue, *, unoffered: bool) -> QuestionAnswer:
-        self._terminal.show(_hint(_boolean_hint(default)))
+    async def _boolean(
+        self, default: JsonValue, *, unoffered: bool, reusable: bool
+    ) -> QuestionAnswer:
+        self._terminal.show(_hint(_boolean_hint(default, reusable=reusable)))
+        replies = _BOOLEAN_REPLIES if reusable else _BOOLEAN_REPLIES_NOT_REUSED
         if unoffered:
-            self._terminal.show(_hint(_UNFIT_BOOLEAN_DEFAULT))
+            self._terminal.show(_hint(_UNFIT_BOOLEAN_DEFAULT + replies))
         reply = await self._terminal.line(
-            [("", "[y/n/Y/N] > ")],
-            check=lambda text: _check_boolean_reply(text, default, unoffered=unoffered),
+            [("", "[y/n/Y/N] > " if reusable else "[y/n] > ")],
+            check=lambda text: _check_boolean_reply(
+                text, default, unoffered=unoffered, reusable=reusable
+            ),
         )
-        answer = boolean_answer(reply, default)
+        answer = boolean_answer(reply, default, reusable=reusable)
         if answer is None:  # pragma: no cover - the check refused such a reply
             raise PromptCancelled
         return answer
@@ -547,9 +638,12 @@ def _check_delivery(reply: str) -> str | None:
     return "type y, n or p, then Enter"
 
 
-def _check_boolean_reply(reply: str, default: JsonValue, *, unoffered: bool) -> str | None:
-    if boolean_answer(reply, default) is not None:
+def _check_boolean_reply(
+    reply: str, default: JsonValue, *, unoffered: bool, reusable: bool
+) -> str | None:
+    if boolean_answer(reply, default, reusable=reusable) is not None:
         return None
+    replies = _BOOLEAN_REPLIES if reusable else _BOOLEAN_REPLIES_NOT_REUSED
     if not reply.strip():  # Enter alone, and no default it takes (a yes or no)
-        return _UNFIT_BOOLEAN_DEFAULT if unoffered else _NO_BOOLEAN_DEFAULT
-    return _BOOLEAN_REPLIES
+        return (_UNFIT_BOOLEAN_DEFAULT if unoffered else _NO_BOOLEAN_DEFAULT) + replies
+    return replies

@@ -32,11 +32,22 @@ Rules:
    and keeps the cursor at the first column, so not even its length shows. Its
    session keeps no history, suggests nothing and cannot open an editor; the
    value is wrapped in a :class:`~machines.SecretValue` as it leaves.
-3. Ctrl-C, Ctrl-D on an empty line and end of input raise
-   :class:`~coordinator.driver._prompting.PromptCancelled` (Ctrl-C its
-   subclass :class:`CtrlC`, so the prompter can count them); the terminal is left in
-   its normal mode, ready for the next prompt. Cancelling the awaiting task
-   does the same (prompt_toolkit restores the terminal on the way out).
+3. The keys that end a prompt unanswered (RFD 092), at every prompt
+   alike: Esc, Ctrl-D on an empty line and end of input raise
+   :class:`~coordinator.driver._prompting.PromptCancelled`; Ctrl-C raises
+   its subclass :class:`CtrlC`, carrying when the key was read, so that the
+   prompter can count presses; the terminal is left in its normal mode,
+   ready for the next prompt. Cancelling the awaiting task does the same
+   (prompt_toolkit restores the terminal on the way out). A Ctrl-C read once
+   the prompt has ended, while its last frame is drawn (prompt_toolkit reads
+   on until the terminal answers its cursor-position query, which a slow
+   link may take long to, and keeps what it read for the next prompt), ends
+   nothing: it is taken out of what is kept, and
+   :meth:`~ToolkitTerminal.late_presses` counts it for the prompter, since at
+   that moment no prompt was on screen. Esc is the multi-line editor's
+   Escape-then-Enter, and ends nothing there. Ctrl-Backslash is SIGQUIT's key:
+   :meth:`~ToolkitTerminal.quit_now` sets the terminal back and the process
+   dies of SIGQUIT, at once, as it would away from a prompt.
 4. Nothing runs in a thread, and no signal handler or loop exception handler
    is installed: the prompts belong to the caller's event loop.
 5. Text from tools is printed through prompt_toolkit's output, which turns
@@ -52,16 +63,20 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import TYPE_CHECKING
+import signal
+import time
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application, get_app
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import DummyHistory, InMemoryHistory
 from prompt_toolkit.input import create_input
-from prompt_toolkit.input.typeahead import clear_typeahead
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.input.typeahead import clear_typeahead, get_typeahead, store_typeahead
+from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
@@ -82,7 +97,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.key_binding import KeyPressEvent
     from prompt_toolkit.output import Output
 
-__all__ = ["CtrlC", "Fragments", "ToolkitTerminal"]
+__all__ = ["ESCAPE_WAIT", "CtrlC", "Fragments", "ToolkitTerminal"]
 
 #: Styled text: ``(style, text)`` pairs, the style a ``class:`` name or empty.
 Fragments = list[tuple[str, str]]
@@ -112,31 +127,40 @@ _STYLE = Style.from_dict(
 #: However short the terminal, a select draws at least this many options.
 _FEWEST_OPTIONS_SHOWN = 3
 
+#: Seconds a lone Escape waits for the rest of a key (an arrow key's bytes,
+#: Alt-b's ``b``) before it is read as Esc, in the parser and again in the
+#: key bindings. prompt_toolkit's own waits (0.5 s, then 1 s) would make Esc
+#: take a second and a half to cancel; the bytes of one key arrive together.
+ESCAPE_WAIT = 0.1
+
+#: What sets a terminal's display back after a prompt left it abruptly:
+#: bracketed paste off, the cursor shown, then a fresh line.
+_DISPLAY_RESET = b"\x1b[?2004l\x1b[?25h\r\n"
+
 
 class _Cancel(Exception):  # noqa: N818 - a signal between a key binding and its prompt
-    """Ctrl-C was pressed at a prompt."""
+    """Ctrl-C was pressed at a prompt, at ``at`` (``time.monotonic``)."""
+
+    def __init__(self, at: float) -> None:
+        super().__init__()
+        self.at = at
+
+
+class _Escape(Exception):  # noqa: N818 - a signal between a key binding and its prompt
+    """Esc was pressed at a prompt."""
 
 
 class CtrlC(PromptCancelled):
-    """The prompt was cancelled with Ctrl-C (not Ctrl-D, nor the end of input)."""
+    """The prompt was cancelled with Ctrl-C (not Esc, Ctrl-D, nor the end of input).
 
-
-def _cancel_keys(on_cancel: Callable[[], None] | None = None) -> KeyBindings:
-    """Ctrl-C ends the prompt with :class:`_Cancel` rather than ``KeyboardInterrupt``.
-
-    prompt_toolkit's own binding raises ``KeyboardInterrupt`` through the
-    awaiting coroutine, which asyncio treats as a reason to stop the loop.
-    ``on_cancel`` runs first, so the last frame drawn can say nothing was chosen.
+    ``at`` is when the key was read (``time.monotonic``): a second press is
+    counted from the first, not from when the prompt had finished ending.
     """
-    keys = KeyBindings()
 
-    @keys.add("c-c", eager=True)
-    def _cancel(event: KeyPressEvent) -> None:
-        if on_cancel is not None:
-            on_cancel()
-        event.app.exit(exception=_Cancel(), style="class:aborting")
-
-    return keys
+    def __init__(self, at: float) -> None:
+        """Ctrl-C read at ``at``."""
+        super().__init__()
+        self.at = at
 
 
 class _Check(Validator):
@@ -178,6 +202,93 @@ class ToolkitTerminal:
             self._input, self._output = input, output
         # Earlier text answers, for the up arrow; never a secret, a reply key or an edit.
         self._history = InMemoryHistory()
+        # Ctrl-C presses read after their prompt ended (rule 3), for the prompter.
+        self._late = 0
+        # The terminal's modes before any prompt, to set back on a quit (rule 3).
+        self._modes = _terminal_modes(self._input)
+
+    def late_presses(self) -> int:
+        """How many Ctrl-C presses were read after their prompt had ended, since the last call."""
+        late, self._late = self._late, 0
+        return late
+
+    def _take_late_presses(self) -> None:
+        """Count the Ctrl-C presses a prompt read as it ended, and keep them from the next.
+
+        prompt_toolkit stops handling keys once a prompt has its result, and
+        keeps what it reads after (waiting for the terminal's answer to its
+        cursor-position query) for the next prompt, which discards it.
+        """
+        kept = get_typeahead(self._input)
+        self._late += sum(key.key is Keys.ControlC for key in kept)
+        store_typeahead(self._input, [key for key in kept if key.key is not Keys.ControlC])
+
+    def restore(self) -> None:
+        """Set the terminal back as it was before any prompt: its modes, the cursor, a new line.
+
+        For a prompt left abruptly (a quit, a signal): prompt_toolkit, not
+        given the chance, would leave the terminal raw. Written straight to
+        the descriptors, so that it is safe in a signal handler; does nothing
+        where the input is no terminal.
+        """
+        if self._modes is None:
+            return
+        import termios  # noqa: PLC0415 - POSIX only; _modes is None elsewhere
+
+        with contextlib.suppress(OSError, ValueError, NotImplementedError, termios.error):
+            termios.tcsetattr(self._input.fileno(), termios.TCSANOW, self._modes)
+        with contextlib.suppress(OSError, ValueError, NotImplementedError):
+            os.write(self._output.fileno(), _DISPLAY_RESET)
+
+    def quit_now(self) -> None:
+        """Ctrl-Backslash at a prompt: what SIGQUIT does, the terminal set back first.
+
+        The process dies of SIGQUIT at once (its handler, if one is set,
+        runs first), saving nothing more: what the conversation holds is on
+        disk already, and ``--continue-turn`` takes it up. Nothing happens
+        where SIGQUIT is ignored, as the key would do nothing away from a
+        prompt either.
+        """
+        quit_signal = getattr(signal, "SIGQUIT", None)
+        if quit_signal is None or signal.getsignal(quit_signal) is signal.SIG_IGN:
+            return
+        self.restore()
+        signal.raise_signal(quit_signal)
+
+    def _keys(
+        self, on_cancel: Callable[[], None] | None = None, *, escape: bool = True
+    ) -> KeyBindings:
+        """The keys that end a prompt unanswered (rule 3), and Ctrl-Backslash.
+
+        Ctrl-C ends the prompt with :class:`_Cancel` rather than
+        prompt_toolkit's ``KeyboardInterrupt``, which asyncio would take for
+        a reason to stop the loop. ``on_cancel`` runs first, so the last
+        frame drawn can say nothing was chosen. ``escape``: whether Esc
+        cancels (not in the multi-line editor, where it begins Escape-Enter).
+        """
+        keys = KeyBindings()
+
+        @keys.add("c-c", eager=True)
+        def _ctrl_c(event: KeyPressEvent) -> None:
+            if on_cancel is not None:
+                on_cancel()
+            event.app.exit(exception=_Cancel(time.monotonic()), style="class:aborting")
+
+        if escape:
+            # Not eager: Alt-b arrives as Escape then b, which the editing
+            # keys read as one; a lone Escape is Esc once ESCAPE_WAIT passes.
+            @keys.add("escape")
+            def _escape(event: KeyPressEvent) -> None:
+                if on_cancel is not None:
+                    on_cancel()
+                event.app.exit(exception=_Escape(), style="class:aborting")
+
+        @keys.add("c-\\", eager=True)
+        def _quit(event: KeyPressEvent) -> None:
+            del event
+            self.quit_now()
+
+        return keys
 
     def close(self) -> None:
         """Let go of the controlling terminal, if this opened it."""
@@ -211,12 +322,12 @@ class ToolkitTerminal:
     def _session(
         self, *, secret: bool = False, multiline: bool = False, history: bool = False
     ) -> PromptSession[str]:
-        return PromptSession(
+        session: PromptSession[str] = PromptSession(
             input=self._input,
             output=self._output,
             style=_STYLE,
             include_default_pygments_style=False,
-            key_bindings=_cancel_keys(),
+            key_bindings=self._keys(escape=not multiline),
             history=self._history if history and not secret else DummyHistory(),
             enable_history_search=False,
             enable_open_in_editor=False,
@@ -227,6 +338,9 @@ class ToolkitTerminal:
             input_processors=[_Hidden()] if secret else None,
             validate_while_typing=False,
         )
+        if not multiline:  # the editor keeps prompt_toolkit's waits, for Escape then Enter
+            _quick_escape(session.app)
+        return session
 
     async def _ask(
         self,
@@ -249,10 +363,12 @@ class ToolkitTerminal:
                 handle_sigint=False,
                 set_exception_handler=False,
             )
-        except _Cancel:
-            raise CtrlC from None
-        except (KeyboardInterrupt, EOFError):
+        except _Cancel as pressed:
+            raise CtrlC(pressed.at) from None
+        except (_Escape, KeyboardInterrupt, EOFError):
             raise PromptCancelled from None
+        finally:
+            self._take_late_presses()
 
     async def line(
         self,
@@ -295,7 +411,7 @@ class ToolkitTerminal:
                     ]
                 )
             ),
-            key_bindings=chosen.keys(),
+            key_bindings=merge_key_bindings([self._keys(chosen.cancel), chosen.keys()]),
             style=_STYLE,
             include_default_pygments_style=False,
             input=self._input,
@@ -303,12 +419,34 @@ class ToolkitTerminal:
             full_screen=False,
             mouse_support=False,
         )
+        _quick_escape(application)
         try:
             return await application.run_async(handle_sigint=False, set_exception_handler=False)
-        except _Cancel:
-            raise CtrlC from None
-        except (KeyboardInterrupt, EOFError):
+        except _Cancel as pressed:
+            raise CtrlC(pressed.at) from None
+        except (_Escape, KeyboardInterrupt, EOFError):
             raise PromptCancelled from None
+        finally:
+            self._take_late_presses()
+
+
+def _quick_escape(application: Application[Any]) -> None:
+    """Read a lone Escape as Esc after :data:`ESCAPE_WAIT`, not prompt_toolkit's 1.5 s."""
+    application.ttimeoutlen = ESCAPE_WAIT
+    application.timeoutlen = ESCAPE_WAIT
+
+
+def _terminal_modes(source: Input) -> list[Any] | None:
+    """The modes (``termios``) of the terminal behind ``source``; ``None`` if there is none."""
+    try:
+        import termios  # noqa: PLC0415 - POSIX only
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    try:
+        descriptor = source.fileno()
+        return termios.tcgetattr(descriptor) if os.isatty(descriptor) else None
+    except (OSError, ValueError, NotImplementedError, termios.error):
+        return None
 
 
 def _flush_terminal_input(source: Input) -> None:
@@ -383,9 +521,7 @@ class _Choice:
         if shown.stop < len(self.options):
             fragments.append(("class:hint", f"   ({len(self.options) - shown.stop} more below)\n"))
         typed = f"  number: {self.typed}" if self.typed else ""
-        fragments.append(
-            ("class:hint", f"   up/down or a number, then Enter; Ctrl-C cancels{typed}")
-        )
+        fragments.append(("class:hint", f"   up/down or a number, then Enter; Esc cancels{typed}"))
         return fragments
 
     def type_digit(self, digit: str) -> None:
@@ -403,7 +539,8 @@ class _Choice:
         self.index = min(max(self.index + step, 0), len(self.options) - 1)
 
     def keys(self) -> KeyBindings:
-        keys = _cancel_keys(self.cancel)
+        """The keys that choose (and Ctrl-D; the terminal adds the other keys that cancel)."""
+        keys = KeyBindings()
 
         @keys.add("up")
         def _up(event: KeyPressEvent) -> None:

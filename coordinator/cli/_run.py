@@ -183,7 +183,10 @@ async def _play_into(
     stop = Stop()
     player = person(options, script, promptability=promptability, out=out, stop=stop)
     progress = Progress(
-        player.emit, verbose=options.verbose, prompts_show_questions=player.prompts_on_screen
+        player.emit,
+        verbose=options.verbose,
+        prompts_show_questions=player.prompts_on_screen,
+        hidden_tools=scenario.hidden_tools,
     )
     try:
         scripted_model = script.backend() if script else None

@@ -187,6 +187,7 @@ def person(
     ):
         try:
             prompter = TerminalPrompter(verbose=options.verbose, on_stop=stop.request)
+            stop.before_quit = prompter.restore_terminal
         except TerminalUnavailableError as error:
             raise RunError(f"{error} (or run with --answers FILE or --no-interactive)") from None
         # Whether stdout is a terminal says where progress goes (RFD 104: a

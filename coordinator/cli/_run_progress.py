@@ -51,6 +51,12 @@ Lines:
   and printed, grouped by call, once it is answered: an answer is never
   printed under another call's lines. A prompt is never held.
 
+A hidden tool's call (RFD 083's ``style.hidden``: ``ask_user``, the
+assistant asking the person) has no ``->`` line and no ``<-`` line when it
+succeeds: the person sees its question and their answer, as the assistant's
+own words; with ``--verbose``, and when it fails, its lines are printed as
+any call's.
+
 Each tool call is named by its tool (``lint #2`` for the second call of
 ``lint`` in a cycle), each answer by its call and question
 (``release · bump``); the internal ids (tool calls', inquiries') are shown
@@ -260,15 +266,19 @@ class Progress:
         *,
         verbose: bool = False,
         prompts_show_questions: bool = False,
+        hidden_tools: frozenset[str] = frozenset(),
     ) -> None:
         """Print with ``emit``.
 
         ``verbose``: show the internal ids (tool calls', inquiries').
         ``prompts_show_questions``: the person's prompts show each question
         they are asked (at the terminal), so such a question is not printed.
+        ``hidden_tools``: the tools whose calls are not shown as tool calls.
         """
         self.emit = emit
         self.verbose = verbose
+        self.hidden_tools = hidden_tools
+        self._hidden_calls: set[str] = set()
         self.prompts_show_questions = prompts_show_questions
         self.labels: dict[str, str] = {}
         self._headers: dict[str, str] = {}
@@ -316,6 +326,8 @@ class Progress:
         seen: Counter[str] = Counter()
         for request in requests:
             self.call_turns[request.id] = self.turn
+            if request.name in self.hidden_tools and not self.verbose:
+                self._hidden_calls.add(request.id)
             seen[request.name] += 1
             label = printable(request.name)
             if of_tool[request.name] > 1:
@@ -329,6 +341,8 @@ class Progress:
         return self.labels.get(call_id) or printable(call_id)
 
     def call(self, request: ToolCallRequest) -> None:
+        if request.id in self._hidden_calls:
+            return
         arguments = shown_line(_json(request.arguments), _SHOWN)
         self.emit(f"  -> {self._label(request.id)} {arguments}")
 
@@ -380,7 +394,7 @@ class Progress:
         label = self._label(call)
         shown = printable(question.question_id)
         if request.source.kind is SourceKind.ASSISTANT and not self.verbose:
-            # The assistant's own question (ask_user): its id is made up, not a name.
+            # The assistant's own question (ask_user): its id (``answer``) names nothing.
             asks, named, shown = "the assistant asks", label, ""
         else:
             who = "the assistant" if request.source.kind is SourceKind.ASSISTANT else label
@@ -491,6 +505,8 @@ class Progress:
         response = _first(facts.records, ToolCallResponse)
         content = response.content if response is not None else ""
         if outcome is CallOutcome.SUCCEEDED:
+            if call in self._hidden_calls:
+                return []
             return [f"  <- {label} succeeded: {shown_line(content, _SHOWN)}"]
         if outcome not in _FAILED_OUTCOMES:
             return [f"  <- {label} {outcome.value}"]

@@ -36,6 +36,13 @@ Rules:
 3. Provenance is not configurable here either: a built-in's questions are
    recorded as its code says (``ask_user``: the assistant), a local tool's
    and an MCP tool's as the tool's own.
+4. ``ask_user`` (RFD 083) is in every scenario, whether or not it has a
+   ``[tools.ask_user]`` table; such a table without ``command``, ``builtin``
+   or ``mcp`` configures the built-in (``enable = false`` turns it off by
+   name), and a built-in's defaults are merged under whatever the scenario
+   sets for it (:func:`~coordinator.adapters.with_builtin_defaults`). A
+   tool turned off is not told to the model; a call to it is played, and
+   answered as for a tool that is not there.
 """
 
 from __future__ import annotations
@@ -53,7 +60,16 @@ import attrs
 
 from coordinator._errors import ConfigError, os_reason
 from coordinator._text import shown_path
-from coordinator.adapters import ASK_USER_PARAMETERS, LocalTool, check_arguments, schema_problem
+from coordinator.adapters import (
+    ASK_USER,
+    ASK_USER_DESCRIPTION,
+    ASK_USER_PARAMETERS,
+    HIDDEN_BUILTINS,
+    LocalTool,
+    check_arguments,
+    schema_problem,
+    with_builtin_defaults,
+)
 from coordinator.adapters.mcp import (
     DEFAULT_MAX_REPLY,
     MCP_EXTRA,
@@ -98,7 +114,7 @@ __all__ = [
 
 #: The built-in tools a scenario may name with ``builtin``, and what the model is told of each.
 BUILTIN_TOOLS: Final[Mapping[str, str]] = {
-    "ask_user": "Ask the user a question and wait for the answer.",
+    ASK_USER: ASK_USER_DESCRIPTION,
     ANSWER_INQUIRY: "Answer a question from a tool that needs additional input.",
 }
 
@@ -162,9 +178,14 @@ class ScenarioTool:
     mcp_tool: str | None = None
 
     @property
+    def hidden(self) -> bool:
+        """Whether its call and result are left out of the progress (RFD 083: ``ask_user``)."""
+        return self.builtin in HIDDEN_BUILTINS
+
+    @property
     def parameters(self) -> Mapping[str, Any] | None:
         """The JSON schema of the tool's arguments, if it has one."""
-        if self.builtin == "ask_user":
+        if self.builtin == ASK_USER:
             return ASK_USER_PARAMETERS
         return self.local.parameters if self.local is not None else None
 
@@ -217,10 +238,17 @@ class Scenario:
 
     @property
     def definitions(self) -> tuple[ToolDefinition, ...]:
-        """The tools the model is told of (``answer_inquiry`` is always added by the backend)."""
+        """The tools told to the model, those turned on (the backend adds ``answer_inquiry``)."""
         return tuple(
-            tool.definition() for tool in self.tools.values() if tool.builtin != ANSWER_INQUIRY
+            tool.definition()
+            for name, tool in self.tools.items()
+            if tool.builtin != ANSWER_INQUIRY and self.config.enabled(name)
         )
+
+    @property
+    def hidden_tools(self) -> frozenset[str]:
+        """The tools whose calls the progress does not show (only their questions)."""
+        return frozenset(name for name, tool in self.tools.items() if tool.hidden)
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -249,6 +277,13 @@ def parse_scenario(data: Mapping[str, Any], *, origin: str, directory: Path) -> 
         name: _tool(name, value, origin, directory, servers)
         for name, value in table(data.get("tools", {}), origin, "tools").items()
     }
+    if ASK_USER not in tools:  # on by default (RFD 083)
+        tools[ASK_USER] = ScenarioTool(
+            name=ASK_USER, description=ASK_USER_DESCRIPTION, builtin=ASK_USER
+        )
+    config = with_builtin_defaults(
+        config, {name: tool.builtin for name, tool in tools.items() if tool.builtin is not None}
+    )
     backend = None
     if "backend" in data:
         backend = _backend(data["backend"], origin)
@@ -338,6 +373,9 @@ def _tool(
         )
     if "builtin" in data:
         return _builtin(name, data, origin, key, description)
+    if name == ASK_USER and not kinds:
+        # The built-in's own table: its configuration, nothing to run instead.
+        return _builtin(name, {**data, "builtin": ASK_USER}, origin, key, description)
     if "mcp" in data:
         return _mcp_tool(name, data, origin, key, description=description, servers=servers)
     if "command" not in data:

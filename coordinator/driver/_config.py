@@ -1,6 +1,8 @@
 """Tool and question configuration.
 
-Per tool: how it may run (``run = "ask" | "unattended" | "skip"``), whether
+Per tool: whether it is there at all (``enable = false`` turns it off by
+name: a call to it is answered as for a tool that is not there, as JP
+answers a disabled one), how it may run (``run = "ask" | "unattended" | "skip"``), whether
 its result reaches the model as it is or once a person confirms it
 (``result = "unattended" | "ask"``), what happens to a prompt when nobody
 can be asked (``detached``, RFD 049, and ours: ``park``), how long a prompt
@@ -198,7 +200,11 @@ _NO_CONFIG = QuestionConfig()
 
 @attrs.frozen(kw_only=True)
 class ToolConfig:
-    """How a tool may run, and its questions' configuration."""
+    """Whether a tool is on, how it may run, and its questions' configuration.
+
+    ``None`` in a field is "not said here": the defaults (or a built-in's
+    own, merged under) decide.
+    """
 
     run: RunMode | None = attrs.field(default=None, validator=optional_of_type(RunMode))
     result: ResultMode | None = attrs.field(default=None, validator=optional_of_type(ResultMode))
@@ -206,6 +212,8 @@ class ToolConfig:
     questions: Mapping[str, QuestionConfig] = attrs.field(
         factory=dict, validator=mapping_of(QuestionConfig)
     )
+    #: ``False`` turns the tool off by name; ``None`` (unsaid) and ``True`` leave it on.
+    enable: bool | None = attrs.field(default=None, validator=optional_of_type(bool))
     #: Seconds a prompt of the tool may stay on screen unanswered (``None``: the default).
     prompt_timeout: float | None = attrs.field(default=None, validator=optional_of_type(float))
     on_prompt_timeout: OnTimeout | None = attrs.field(
@@ -244,6 +252,11 @@ class ToolsConfig:
     _default_policy: DetachedPolicy = attrs.field(
         init=False, repr=False, eq=False, default=attrs.Factory(_default_policy, takes_self=True)
     )
+
+    def enabled(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` is on (every tool is, unless its ``enable`` is false)."""
+        tool = self.tools.get(tool_name)
+        return tool is None or tool.enable is not False
 
     def run_mode(self, tool_name: str) -> RunMode:
         """How ``tool_name`` may run."""
@@ -404,10 +417,11 @@ def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
     data = table(value, origin, key)
     _check_keys(
         data,
-        {"run", "result", "detached", "questions", *_TIMEOUT_KEYS, *extra},
+        {"enable", "run", "result", "detached", "questions", *_TIMEOUT_KEYS, *extra},
         origin,
         key,
     )
+    enable = boolean(data["enable"], origin, f"{key}.enable") if "enable" in data else None
     run = _enum(RunMode, data["run"], origin, f"{key}.run") if "run" in data else None
     result = (
         _enum(ResultMode, data["result"], origin, f"{key}.result") if "result" in data else None
@@ -426,6 +440,7 @@ def _tool(value: object, origin: str, key: str, extra: set[str]) -> ToolConfig:
         result=result,
         detached=detached or _NO_DETACHED,
         questions=questions,
+        enable=enable,
         prompt_timeout=_timeout(data, origin, key),
         on_prompt_timeout=_on_timeout(data, origin, key),
     )

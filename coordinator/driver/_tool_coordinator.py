@@ -343,7 +343,8 @@ class ToolCoordinator:
     """Runs the tool calls of assistant responses, resolving every question.
 
     ``conversation`` receives every record. ``tools`` maps tool names to
-    executors; a call to any other name is answered as unavailable.
+    executors; a call to any other name, or to one ``config`` turns off
+    (``enable = false``), is answered as unavailable.
     ``prompter`` asks the person; ``terminal`` says whether there is one to
     ask (by default, whether a prompter was given). ``backend`` answers
     questions for the model. ``autosave`` (by default, whether the
@@ -616,7 +617,7 @@ class ToolCoordinator:
                 run_mode=self.config.run_mode(name),
                 terminal=self.terminal,
                 remembered_permission=self._turn.remembered_permission(name),
-                available=name in self.tools,
+                available=self._available(name),
                 max_attempts=self.max_attempts,
                 max_questions=self.max_questions,
                 detached=self.config.detached(name),
@@ -631,7 +632,7 @@ class ToolCoordinator:
                 recorded=recorded,
                 run_mode=self.config.run_mode(name),
                 terminal=self.terminal,
-                available=name in self.tools,
+                available=self._available(name),
                 max_attempts=self.max_attempts,
                 max_questions=self.max_questions,
                 detached=self.config.detached(name),
@@ -642,6 +643,10 @@ class ToolCoordinator:
         batch.routes.append(CallRoutes())
         self._apply(batch, index, step)
         _raise_observer_error(batch)
+
+    def _available(self, name: str) -> bool:
+        """Whether a call to ``name`` can run: an executor for it, and not turned off by name."""
+        return name in self.tools and self.config.enabled(name)
 
     # ------------------------------------------------------------ checks
 

@@ -46,6 +46,7 @@ from coordinator.wire._storage_fields import (
 from machines import (
     Answered,
     AnswerKind,
+    AnswerReusePolicy,
     AnswerType,
     AnyCancellationReason,
     Cancelled,
@@ -216,6 +217,7 @@ def _structure_recorded_question(value: Any, _: Any = None) -> InquiryQuestion:
         id=data.get("id"),
         context=data.get("context"),
         exclusive=data.get("exclusive"),
+        persistence=data.get("persistence"),
     )
 
 
@@ -224,13 +226,15 @@ def _unstructure_recorded_question(question: InquiryQuestion) -> dict[str, Any]:
         "text": question.text,
         "answer_type": _unstructure_answer_type(question.answer_type),
     }
-    # What is absent is omitted, as JP omits it; `exclusive` (RFD 049) is
-    # written only by a question that was, and a file's value is kept.
+    # What is absent is omitted, as JP omits it; `exclusive` (RFD 049) and
+    # `persistence` (RFD 083) are written only where they are not the
+    # default, and a file's value is kept.
     optional = (
         ("default", question.default),
         ("id", question.id),
         ("context", question.context),
         ("exclusive", question.exclusive),
+        ("persistence", question.persistence),
     )
     return out | {key: value for key, value in optional if value is not None}
 
@@ -247,7 +251,21 @@ def _structure_question(value: Any, _: Any = None) -> Question:
         default=data.get("default"),
         # RFD 049: the tool marks a question only a person may answer; absent or null, it is not.
         exclusive=False if data.get("exclusive") is None else data["exclusive"],
+        persistence=_structure_persistence(data.get("persistence")),
     )
+
+
+def _structure_persistence(value: object) -> AnswerReusePolicy:
+    """RFD 083's ``persistence`` of a tool's question: ``"none"`` or ``"turn"`` (absent)."""
+    if value is None:
+        return AnswerReusePolicy.TURN
+    for policy in AnswerReusePolicy:
+        if value == policy.value:
+            return policy
+    choices = " or ".join(f'"{policy.value}"' for policy in AnswerReusePolicy)
+    # A short repr: the value is a tool's, and the message may reach a terminal.
+    given = repr(value[:32]) if isinstance(value, str) else json_type(value)
+    raise WireError(f"question.persistence must be {choices}, not {given}")
 
 
 def unstructure_question(question: Question) -> dict[str, Any]:
@@ -259,6 +277,8 @@ def unstructure_question(question: Question) -> dict[str, Any]:
         "answer_type": _unstructure_answer_type(question.answer_type, options_as_objects=False),
         "default": question.default,
     }
+    if question.persistence is not AnswerReusePolicy.TURN:
+        out["persistence"] = question.persistence.value
     return out | ({"exclusive": True} if question.exclusive else {})
 
 
