@@ -184,6 +184,9 @@ def run(sizes: Sizes) -> list[Metric]:
             runs=paired(measured["large"], measured["rerun"], scale=1e3),
             unit="ms",
             target=0.5,
-            note=f"continuing a turn of {large} finished calls vs running those calls again",
+            note=(
+                f"durable: continuing a turn of {large} finished calls (load, find the turn, "
+                "continue it) vs running those calls again, saved as they go"
+            ),
         ),
     ]
