@@ -286,7 +286,8 @@ def _markdown_row(metric: Metric, what: str) -> str:
     low, high = metric.value_range
     dash, times = "\N{EN DASH}", "\N{MULTIPLICATION SIGN}"
     value = f"{_figure(metric.value)} {metric.unit} ({_figure(low)}{dash}{_figure(high)})"
-    ratio = f"{metric.ratio:.2f}{times} ({least:.2f}{dash}{greatest:.2f})"
+    # Three figures, not two decimals: a median of 0.104 must not read as the target's 0.10.
+    ratio = f"{metric.ratio:.3g}{times} ({least:.3g}{dash}{greatest:.3g})"
     target = _bounds(metric, at_most="≤", times=times)
     return f"| {what} | {value} | {ratio} | {target}{_verdict_mark(metric)} |"
 

@@ -48,6 +48,7 @@ import operator
 import sqlite3
 import sys
 import tempfile
+from contextlib import ExitStack
 from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
@@ -297,36 +298,41 @@ def _langgraph_durable(database: Path, history: int, questions: int) -> tuple[An
 
 
 def durable_rows(histories: list[int], questions: int, repeats: int) -> list[Metric]:
-    """Ours against LangGraph with ``SqliteSaver``, at each of ``histories`` turns."""
-    metrics: list[Metric] = []
-    with tempfile.TemporaryDirectory(prefix="inquiry-bench-peers-") as temp:
+    """Ours against LangGraph with ``SqliteSaver``, at each of ``histories`` turns.
+
+    Every size and side takes turns run by run, so a slow spell of the disk
+    falls on all of them, and ours can be read across the sizes too.
+    """
+    with tempfile.TemporaryDirectory(prefix="inquiry-bench-peers-") as temp, ExitStack() as open_:
         root = Path(temp)
+        runs: dict[tuple[str, int], Run] = {}
         for history in histories:
-            ours, our_run = _our_durable(root / f"ours-{history}", history, questions)
-            connection, their_run = _langgraph_durable(
+            ours, runs["ours", history] = _our_durable(
+                root / f"ours-{history}", history, questions
+            )
+            open_.callback(ours.conversation.close)
+            connection, runs["langgraph", history] = _langgraph_durable(
                 root / f"langgraph-{history}.sqlite", history, questions
             )
-            try:
-                times = paired_times({"ours": our_run, "langgraph": their_run}, repeats=repeats)
-            finally:
-                ours.conversation.close()
-                connection.close()
-            entries = len(generated_turns(history))
-            metrics.append(
-                Metric.from_runs(
-                    metric=f"peers.langgraph_sqlite.per_question.{history}",
-                    runs=paired(times["ours"], times["langgraph"], scale=1e6 / questions),
-                    unit="us/question",
-                    note=(
-                        f"durable: a turn of one tool call asking {questions} questions (routed "
-                        f"to the person, scripted) on a conversation of {history} turns "
-                        f"({entries} entries): ours saved in its directory vs LangGraph's "
-                        f"thread under SqliteSaver, its state carrying the records "
-                        f"({_versions()})"
-                    ),
-                )
-            )
-    return metrics
+            open_.callback(connection.close)
+        times = paired_times(runs, repeats=repeats)
+    return [
+        Metric.from_runs(
+            metric=f"peers.langgraph_sqlite.per_question.{history}",
+            runs=paired(
+                times["ours", history], times["langgraph", history], scale=1e6 / questions
+            ),
+            unit="us/question",
+            note=(
+                f"durable: a turn of one tool call asking {questions} questions (routed "
+                f"to the person, scripted) on a conversation of {history} turns "
+                f"({len(generated_turns(history))} entries): ours saved in its directory vs "
+                "LangGraph's thread under SqliteSaver, its state carrying the records "
+                f"({_versions()})"
+            ),
+        )
+        for history in histories
+    ]
 
 
 # ---------------------------------------------------------------- machine steps
