@@ -14,19 +14,26 @@ The tree is the architecture, each layer importing only those before it
 
 The library logs under the ``coordinator`` logger and adds only a
 ``NullHandler`` to it: where its warnings go is the application's choice.
+:mod:`coordinator.stream`, the layer every layer that logs is built on, adds
+it, so that importing this package alone imports no ``logging``.
 
 The names below are imported when first used, so that a command that only
 reads conversations starts without the driver, asyncio or the providers. The
 ``TYPE_CHECKING`` block is the one list of them: where each name lives is
-read from it.
+read from it. Importing this package itself imports nothing: ``inquiry
+--version`` and ``--help``, which run this file, import no layer and no
+dependency (``docs/performance.md``, *Start-up*).
+
+``__version__`` is the distribution's version: ``pyproject.toml`` reads it
+from here, so ``inquiry --version`` prints it without
+:mod:`importlib.metadata`, which costs more than the rest of that command.
 """
 
-import ast
-import importlib
-import logging
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+# `typing` costs a quarter of `python -c pass`: `inquiry --version` does
+# without it. mypy and ruff read a `TYPE_CHECKING` of this name as typing's.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coordinator._errors import (
         ConfigError,
@@ -76,6 +83,8 @@ if TYPE_CHECKING:
         sanitize,
     )
 
+__version__ = "0.1.0"
+
 __all__ = [
     "Ask",
     "BuiltinExecutor",
@@ -120,8 +129,6 @@ __all__ = [
     "with_builtin_defaults",
 ]
 
-logging.getLogger("coordinator").addHandler(logging.NullHandler())
-
 _homes: dict[str, str] | None = None
 
 
@@ -129,6 +136,9 @@ def _name_homes() -> dict[str, str]:
     """Each public name, and the module it is imported from (read from this file's source)."""
     global _homes  # noqa: PLW0603 - read once, on the first name asked for
     if _homes is None:
+        import ast  # noqa: PLC0415 - only when a public name is first asked for
+        from pathlib import Path  # noqa: PLC0415 - likewise
+
         source = Path(__file__).read_text(encoding="utf-8")
         found: dict[str, str] = {}
         for node in ast.walk(ast.parse(source)):
@@ -142,11 +152,13 @@ def _name_homes() -> dict[str, str]:
     return _homes
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Import a public name from its module on first use (then it is a plain attribute)."""
     module = _name_homes().get(name) if name in __all__ else None
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # noqa: PLC0415 - only when a public name is first asked for
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ GROUPS = ("store", "inquiry", "turn", "history", "readers", "startup", "resume")
 
 
 def test_a_quick_run_prints_one_json_object_per_metric() -> None:
-    """Each line is a metric with a name, and a positive value, baseline and ratio."""
+    """Each line is a metric with a name, positive figures, and its runs' ratios around it."""
     done = subprocess.run(
         # The peers group builds an environment from the network: see the test below.
         [sys.executable, str(RUNNER), "--quick", "--json", "--skip", "peers"],
@@ -34,6 +35,12 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
         for key in ("value", "baseline", "ratio"):
             assert isinstance(metric[key], float | int)
             assert metric[key] > 0, metric
+        # A quick run makes two runs of a row (a memory row is measured once);
+        # the ratio is their median, within their range.
+        assert metric["runs"] == len(metric["pairs"]) >= 1, metric
+        assert metric["ratio_min"] <= metric["ratio"] <= metric["ratio_max"], metric
+    timed = [metric for metric in metrics if "memory" not in metric["metric"]]
+    assert {metric["runs"] for metric in timed} >= {2}
     assert {metric["metric"].split(".")[0] for metric in metrics} == set(GROUPS)
     store = {
         metric["metric"].split(".")[1]
@@ -48,7 +55,13 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
         "machine",
     }
     startup = {metric["metric"] for metric in metrics if metric["metric"].startswith("startup.")}
-    assert startup == {"startup.inquiry_check", "startup.inquiry_check.bytecode_cached"}
+    assert startup == {
+        "startup.version",
+        "startup.help",
+        "startup.check",
+        "startup.floor.argparse_version",
+        "startup.floor.dependencies",
+    }
     # Each growth figure has the machine's own beside it: the raw pipeline's, the floor pass's;
     # and the load's growth is split, its CPU time in user space beside its wall time.
     scaling = {
@@ -72,6 +85,30 @@ def test_a_quick_run_prints_one_json_object_per_metric() -> None:
         "history.turn_durable.100_vs_1",
         "history.turn_durable.1000_vs_1",
     }
+
+
+def test_markdown_prints_the_readme_table_and_every_row_with_medians_and_ranges() -> None:
+    """`--markdown` heads both tables with the run; each row shows its median and range."""
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), "--quick", "--markdown", "--runs", "3", "--only", "startup"],
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=120,
+    )
+    readme, performance = done.stdout.split("<!-- docs/performance.md, The figures -->")
+    assert readme.startswith("<!-- README.md, How fast -->\nFrom one run of")
+    for table in (readme, performance):
+        assert "(3 runs a row)" in table
+        assert "load average" in table
+        assert "| what | value: median (range) | ratio: median (range) | target |" in table
+    version_row = next(line for line in readme.splitlines() if "`inquiry --version`" in line)
+    # The median, then the range as an en dash joins it; the ratio with its times sign.
+    figure = r"[\d.]+ ms \([\d.]+\N{EN DASH}[\d.]+\)"
+    ratio = r"[\d.]+\N{MULTIPLICATION SIGN} \([\d.]+\N{EN DASH}[\d.]+\)"
+    assert re.search(rf"\| {figure} \| {ratio} \| ≤ 2\N{{MULTIPLICATION SIGN}}", version_row)
+    rows = [line for line in performance.splitlines() if line.startswith("| `startup.")]
+    assert len(rows) == 5
 
 
 def test_the_peers_group_is_skipped_saying_why_when_their_environment_cannot_be_built(

@@ -1,4 +1,4 @@
-"""The public API: a short list, each name documented, imported when first used."""
+"""The public API, imported when first used; what each command imports, and what it does not."""
 
 from __future__ import annotations
 
@@ -6,12 +6,20 @@ import importlib
 import re
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
 from conftest import PROJECT
 from process_helpers import PATIENCE
 
 import coordinator
+from coordinator import Conversation, save_conversation
+from coordinator.cli._main import main
+from machines import MACHINES, ChatRequest, ChatResponse, TurnStart
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
 
 LAYERS = (
     "coordinator.stream",
@@ -64,15 +72,132 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         _ = coordinator.plan_sanitize
 
 
-def test_the_check_command_does_not_import_the_runner_or_the_providers() -> None:
-    """`inquiry check` starts without the runner, providers, exporter, asyncio or transitions."""
-    probe = (
-        "import sys; from coordinator.cli._main import main; "
-        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('asyncio', 'transitions') or m.startswith(('coordinator.cli._run', "
-        "'coordinator.stream._export', 'coordinator.driver', 'coordinator.adapters')))))"
-    )
+#: Runs the command with the arguments after the first, then writes to the file
+#: named first the modules the command imported (those not there when it began).
+_PROBE = """
+import sys
+before = set(sys.modules)
+from coordinator.cli._main import main
+try:
+    status = main(sys.argv[2:])
+except SystemExit as stop:
+    status = stop.code
+with open(sys.argv[1], "w", encoding="utf-8") as file:
+    file.write("\\n".join(sorted(set(sys.modules) - before)))
+sys.exit(status)
+"""
+
+#: What neither ``inquiry --version`` nor ``--help`` imports: every layer below
+#: the command, the machines, the dependencies, and the standard library's
+#: heavier modules the engine uses (docs/performance.md, *Start-up*).
+_NOT_FOR_VERSION_OR_HELP = (
+    *(layer for layer in LAYERS if layer != "coordinator.cli"),
+    "machines",
+    "attr",
+    "attrs",
+    "cattrs",
+    "orjson",
+    "logging",
+    "typing",
+    "importlib.metadata",
+    "asyncio",
+)
+
+
+def _imported(tmp_path: Path, *argv: str) -> tuple[int, set[str]]:
+    """The exit status of ``inquiry ARGV`` as a process, and the modules it imported."""
+    modules = tmp_path / "modules.txt"
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=PATIENCE
+        [sys.executable, "-c", _PROBE, str(modules), *argv],
+        capture_output=True,
+        check=False,
+        timeout=PATIENCE,
     )
-    assert done.stdout.split() == []
+    return done.returncode, set(modules.read_text(encoding="utf-8").split())
+
+
+def _within(modules: set[str], packages: Iterable[str]) -> list[str]:
+    """The modules that are one of ``packages`` or inside one."""
+    return sorted(
+        module
+        for module in modules
+        for package in packages
+        if module == package or module.startswith(f"{package}.")
+    )
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_version_and_help_import_nothing_of_the_engine(tmp_path: Path, option: str) -> None:
+    """`inquiry --version` / `--help` import no layer, no dependency, no logging or typing."""
+    status, modules = _imported(tmp_path, option)
+    assert status == 0
+    assert "coordinator.cli._main" in modules
+    assert _within(modules, _NOT_FOR_VERSION_OR_HELP) == []
+
+
+def test_the_check_command_imports_what_it_reads_with_and_no_more(tmp_path: Path) -> None:
+    """`inquiry check` reads through the store, without the driver, adapters, asyncio or runner."""
+    conversation = Conversation.new(metadata={"title": "probe"}, base_config={})
+    conversation.stream.append(TurnStart())
+    conversation.stream.append(ChatRequest(content="hello"))
+    conversation.stream.append(ChatResponse.message("hi"))
+    save_conversation(conversation, tmp_path / "conversation")
+    status, modules = _imported(tmp_path, "check", str(tmp_path / "conversation"))
+    assert status == 0
+    assert {"coordinator.store", "coordinator.wire", "orjson", "cattrs"} <= modules
+    unwanted = (
+        "coordinator.driver",
+        "coordinator.adapters",
+        "coordinator.cli._run",
+        "coordinator.stream._export",
+        "asyncio",
+        "transitions",
+        "importlib.metadata",
+    )
+    assert [m for m in _within(modules, unwanted) if not m.startswith("asyncio.")] == []
+    assert _within(modules, ["asyncio"]) == []
+
+
+def test_inquiry_table_still_checks_and_shows_the_machines_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The machines' names, read only when asked, are still `table`'s choices and its help."""
+    with pytest.raises(SystemExit) as refused:
+        main(["table", "no_such_machine"])
+    assert refused.value.code == 2
+    choices = ", ".join(repr(machine.name) for machine in MACHINES)
+    assert f"invalid choice: 'no_such_machine' (choose from {choices})" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["table", "--help"])
+    assert ", ".join(machine.name for machine in MACHINES) in capsys.readouterr().out
+
+
+def _logging_modules() -> list[str]:
+    """Every module of the package whose source asks ``logging`` for a logger."""
+    package = PROJECT / "coordinator"
+    return sorted(
+        ".".join(path.relative_to(PROJECT).with_suffix("").parts)
+        for path in package.rglob("*.py")
+        if "logging.getLogger(" in path.read_text(encoding="utf-8")
+        and path.parent.name != "cli"  # the command adds a handler of its own as it runs
+    )
+
+
+def test_every_module_that_logs_has_the_librarys_null_handler_when_imported_alone() -> None:
+    """Importing any module that logs, alone, gives the `coordinator` logger its NullHandler."""
+    modules = _logging_modules()
+    assert "coordinator.store._atomic" in modules
+    probe = (
+        "import importlib, logging, sys; importlib.import_module(sys.argv[1]); "
+        "print(any(isinstance(h, logging.NullHandler) "
+        "for h in logging.getLogger('coordinator').handlers))"
+    )
+    for module in modules:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, module],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=PATIENCE,
+        )
+        assert done.stdout.strip() == "True", module

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_line, shown_path, shown_reason
 from coordinator.cli._command_lines import sanitize_line
+from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 from coordinator.stream import (
     EventEntry,
     find_incomplete_turn,
@@ -87,12 +88,6 @@ __all__ = [
     "to_null_device",
 ]
 
-#: ``inquiry check``'s exit status when the last turn is blocked on an open
-#: tool call or question (RFD 023: it is to be continued or discarded).
-EXIT_INCOMPLETE_TURN = 3
-#: ``inquiry check``'s exit status when the last turn did not finish but
-#: nothing is open in it: it waits for the model's response or follow-up.
-EXIT_AWAITING_MODEL = 4
 #: How much of a question's text a line of the report quotes.
 TEXT_SHOWN = 72
 #: What is said of an open call whose tool was running when its run stopped

@@ -63,39 +63,23 @@ replaced atomically.
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
 
-import orjson
+from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 
-from coordinator._errors import CoordinatorError, os_reason
-from coordinator._text import shown_path, shown_text
-from coordinator.cli._check import (
-    EXIT_AWAITING_MODEL,
-    EXIT_INCOMPLETE_TURN,
-    exit_status,
-    incomplete_lines,
-    request_link_lines,
-    summarize,
-    to_null_device,
-)
-from coordinator.store import load_conversation, save_conversation, write_output
-from coordinator.stream import (
-    INTERRUPTED_TOOL_CALL,
-    InsertionReason,
-    Removal,
-    SanitizeReport,
-    plan_sanitize,
-)
-from machines import MACHINES, render_markdown_table
-
+# What this module imports at its top is what `inquiry --version` and
+# `--help` import: argparse, and nothing of the engine, its dependencies,
+# `logging` or `typing` (`tests/test_lazy_exports.py` holds it; the cost of
+# each is in docs/performance.md, *Start-up*). Each subcommand imports what
+# it uses when it runs, so that `inquiry check` starts without the runner,
+# the providers, asyncio or the exporter. mypy and ruff read a
+# `TYPE_CHECKING` of this name as typing's.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import TextIO
 
-    from coordinator.stream import Insertion
+    from coordinator.stream import Insertion, Removal, SanitizeReport
 
 __all__ = ["main"]
 
@@ -105,12 +89,18 @@ EXIT_UNREADABLE = 2
 
 
 def _print_json(value: object, out: TextIO) -> None:
+    import orjson  # noqa: PLC0415 - see the imports
+
+    from coordinator._text import shown_text  # noqa: PLC0415 - see the imports
+
     text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     out.write(shown_text(text, lines=True, spelling="json") + "\n")
 
 
 def _shown(text: str) -> str:
     """``text`` from outside (a name, an id, a kind, a path) as one line a terminal only shows."""
+    from coordinator._text import shown_path, shown_text  # noqa: PLC0415 - see the imports
+
     return shown_text(shown_path(text))
 
 
@@ -120,6 +110,14 @@ def _error(problem: str) -> None:
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from coordinator.cli._check import (  # noqa: PLC0415 - see the imports
+        exit_status,
+        incomplete_lines,
+        request_link_lines,
+        summarize,
+    )
+    from coordinator.store import load_conversation  # noqa: PLC0415 - see the imports
+
     conversation = load_conversation(args.path)
     summary = summarize(conversation)
     # A last turn that did not finish: to be continued or discarded (docs/resume.md).
@@ -174,6 +172,11 @@ def _describe_removal(removal: Removal) -> str:
 
 
 def _describe_insertion(insertion: Insertion) -> str:
+    from coordinator.stream import (  # noqa: PLC0415 - see the imports
+        INTERRUPTED_TOOL_CALL,
+        InsertionReason,
+    )
+
     entry = insertion.entry
     event = _shown(entry.event_id)
     if insertion.reason is InsertionReason.INTERRUPTED_TOOL_CALL:
@@ -195,6 +198,13 @@ def _report_lines(report: SanitizeReport, *, dry_run: bool) -> list[str]:
 
 
 def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
+    from coordinator._text import shown_path  # noqa: PLC0415 - see the imports
+    from coordinator.store import (  # noqa: PLC0415 - see the imports
+        load_conversation,
+        save_conversation,
+    )
+    from coordinator.stream import plan_sanitize  # noqa: PLC0415 - see the imports
+
     conversation = load_conversation(args.path)
     plan = plan_sanitize(conversation.stream)
     report = plan.report
@@ -237,12 +247,14 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-# Subcommands import what only they need when they run, so that `inquiry check`
-# starts without the runner, the providers, asyncio or the exporters.
-
-
 def _export(args: argparse.Namespace, out: TextIO) -> int:
-    from coordinator.stream import export_markdown  # noqa: PLC0415 - see above
+    import os  # noqa: PLC0415 - see the imports
+    from pathlib import Path  # noqa: PLC0415 - see the imports
+
+    from coordinator._errors import os_reason  # noqa: PLC0415 - see the imports
+    from coordinator._text import shown_path  # noqa: PLC0415 - see the imports
+    from coordinator.store import load_conversation, write_output  # noqa: PLC0415 - see the imports
+    from coordinator.stream import export_markdown  # noqa: PLC0415 - see the imports
 
     conversation = load_conversation(args.path)
     title = (conversation.metadata or {}).get("title")
@@ -269,7 +281,10 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diagram(args: argparse.Namespace, out: TextIO) -> int:
-    from coordinator.cli._diagram_files import (  # noqa: PLC0415 - see above
+    from pathlib import Path  # noqa: PLC0415 - see the imports
+
+    from coordinator._text import shown_path  # noqa: PLC0415 - see the imports
+    from coordinator.cli._diagram_files import (  # noqa: PLC0415 - see the imports
         MACHINES_PAGE,
         stale_files,
         write_files,
@@ -300,6 +315,8 @@ def _diagram(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _table(args: argparse.Namespace, out: TextIO) -> int:
+    from machines import MACHINES, render_markdown_table  # noqa: PLC0415 - see the imports
+
     for machine in MACHINES:
         if args.machine in (None, machine.name):
             out.write(f"## The {machine.name} machine\n\n{render_markdown_table(machine)}\n")
@@ -307,10 +324,11 @@ def _table(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
-    import asyncio  # noqa: PLC0415 - see above
+    import asyncio  # noqa: PLC0415 - see the imports
+    from pathlib import Path  # noqa: PLC0415 - see the imports
 
-    from coordinator.cli._run import run_scenario  # noqa: PLC0415 - see above
-    from coordinator.cli._run_result import (  # noqa: PLC0415 - see above
+    from coordinator.cli._run import run_scenario  # noqa: PLC0415 - see the imports
+    from coordinator.cli._run_result import (  # noqa: PLC0415 - see the imports
         EXIT_INCOMPLETE_TURN,
         RunError,
         RunOptions,
@@ -408,7 +426,13 @@ def _parser() -> argparse.ArgumentParser:
 
     table = commands.add_parser("table", help="print the machines' transition tables")
     table.add_argument(
-        "machine", nargs="?", choices=[m.name for m in MACHINES], help="just this machine"
+        "machine",
+        nargs="?",
+        choices=_MachineNames(),
+        # A metavar of its own: argparse would otherwise spell the choices
+        # out as it builds the parser; %(choices)s reads them only for help.
+        metavar="MACHINE",
+        help="just this machine: %(choices)s",
     )
     table.set_defaults(handler=_table)
 
@@ -491,6 +515,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
     """Why ``output`` could not be written; a pipe its reader closed is let go quietly."""
+    from coordinator._errors import os_reason  # noqa: PLC0415 - see the imports
+    from coordinator.cli._check import to_null_device  # noqa: PLC0415 - see the imports
+
     if isinstance(error, BrokenPipeError):
         to_null_device(output)
         return "its reader closed it"
@@ -499,33 +526,38 @@ def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:
     return os_reason(error)
 
 
-def _not_a_notice(record: logging.LogRecord) -> bool:
-    """Whether ``record`` is a warning of its own, not a notice the run's progress prints.
+class _MachineNames:
+    """``inquiry table``'s choices: the machines' names, read from :mod:`machines` when asked.
 
-    The driver logs each notice it tells its observer (a secret question's
-    default) for callers that do not observe its steps; ``inquiry run`` prints
-    every notice as a ``!`` line of its progress, so the log would say it a
-    second time on the same screen.
+    argparse asks only when it checks ``table``'s argument or shows its
+    help (``in`` and iteration are all it uses of choices, and the
+    argument's own ``metavar`` spares it spelling them out as the parser is
+    built); the parser is
+    built for every command, ``--version`` included, which would otherwise
+    import the machines (and ``attrs``) for a list it never reads.
     """
-    return getattr(record, "notice", None) is None
 
+    def __iter__(self) -> Iterator[str]:
+        """Each machine's name, in the machines' order."""
+        from machines import MACHINES  # noqa: PLC0415 - see the class docstring
 
-class _ShownFormatter(logging.Formatter):
-    """Formats a warning as one line a terminal only shows: it may name a tool or quote a file."""
+        return iter([machine.name for machine in MACHINES])
 
-    def format(self, record: logging.LogRecord) -> str:
-        """The record as one line, every character a terminal acts on escaped."""
-        return _shown(super().format(record))
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is a machine's name."""
+        return name in list(self)
 
 
 def _version() -> str:
-    """The installed distribution's version (the one ``pip`` reports)."""
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - --version only
+    """The distribution's version: ``pyproject.toml`` reads it from ``coordinator.__version__``.
 
-    try:
-        return version("inquiry-coordinator")
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return "(not installed)"
+    The version pip reports is the same one; reading it from
+    :mod:`importlib.metadata` would cost ``inquiry --version`` more than all
+    the rest it does.
+    """
+    from coordinator import __version__  # noqa: PLC0415 - --version and --help only
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
@@ -536,17 +568,14 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         parser.print_help(sys.stderr)
         return EXIT_UNREADABLE
     handler: Callable[[argparse.Namespace, TextIO], int] = args.handler
-    # The library logs to a NullHandler (it is not its place to print); a
-    # person at the command line is told its warnings, for this run only.
-    logger = logging.getLogger("coordinator")
-    warnings = logging.StreamHandler(sys.stderr)
-    warnings.setLevel(logging.WARNING)
-    warnings.setFormatter(_ShownFormatter("inquiry: %(message)s"))
-    warnings.addFilter(_not_a_notice)
-    logger.addHandler(warnings)
+    # After the parse: --version and --help have returned by now, with none of it imported.
+    from coordinator._errors import CoordinatorError  # noqa: PLC0415 - see the imports
+    from coordinator.cli._warnings import shown_warnings  # noqa: PLC0415 - see the imports
+
     output = out or sys.stdout
     try:
-        return handler(args, output)
+        with shown_warnings(sys.stderr):
+            return handler(args, output)
     except CoordinatorError as error:
         # The message may quote the file (an entry's type, a value) or a
         # file name that is not UTF-8, which shows U+FFFD as paths do.
@@ -558,5 +587,3 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         # of their own catch their errors).
         _error(f"the output cannot be written: {_failed(error, output)}")
         return EXIT_UNREADABLE
-    finally:
-        logger.removeHandler(warnings)

@@ -37,6 +37,7 @@ The export is imported when it is first asked for (``__getattr__`` below):
 ``inquiry check`` reads streams without it.
 """
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from coordinator.stream._entries import (
@@ -146,6 +147,11 @@ __all__ = [
     "sanitize",
     "with_loaded_form",
 ]
+
+# The library's one handler (see `coordinator`'s docstring), added by the
+# layer that every layer that logs imports: `coordinator` itself, which
+# `inquiry --version` imports, imports no `logging`.
+logging.getLogger("coordinator").addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str) -> Any:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bench_support import Metric, Run, Sizes, best_times
+from bench_support import Metric, Run, Sizes, paired, paired_times
 
 from coordinator import ConversationStream
 from machines import (
@@ -164,10 +164,12 @@ def _turns(
     return (work, kept.clear), turns * size
 
 
-def _per_inquiry(runs: dict[_Side, tuple[Run, int]], repeats: int) -> dict[_Side, float]:
-    """Seconds per inquiry of each run; the runs take turns (see ``best_times``)."""
-    times = best_times({side: run for side, (run, _) in runs.items()}, repeats=repeats)
-    return {side: seconds / runs[side][1] for side, seconds in times.items()}
+def _per_inquiry(runs: dict[_Side, tuple[Run, int]], repeats: int) -> dict[_Side, list[float]]:
+    """Seconds per inquiry of each run, run by run; the runs take turns (see ``paired_times``)."""
+    times = paired_times({side: run for side, (run, _) in runs.items()}, repeats=repeats)
+    return {
+        side: [seconds / runs[side][1] for seconds in measured] for side, measured in times.items()
+    }
 
 
 def run(sizes: Sizes) -> list[Metric]:
@@ -184,13 +186,12 @@ def run(sizes: Sizes) -> list[Metric]:
                     side: _turns(turn, path=path, sink=sink, size=middle, total=middle * 10)
                     for side, turn in sides.items()
                 },
-                sizes.repeats,
+                sizes.runs,
             )
             metrics.append(
-                Metric(
+                Metric.from_runs(
                     metric=f"inquiry.{path}{suffix}",
-                    value=per["engine"] * 1e6,
-                    baseline=per["baseline"] * 1e6,
+                    runs=paired(per["engine"], per["baseline"], scale=1e6),
                     unit="us/inquiry",
                     target=10 if sink == "stream" else None,
                     note=f"turns of {middle} inquiries, records to a {sink}",
@@ -202,13 +203,12 @@ def run(sizes: Sizes) -> list[Metric]:
                 size: _turns(engine_turn, path=path, sink="stream", size=size, total=large)
                 for size in (small, large)
             },
-            sizes.repeats,
+            sizes.runs,
         )
         metrics.append(
-            Metric(
+            Metric.from_runs(
                 metric=f"inquiry.flat.{path}.{large}_vs_{small}",
-                value=at[large] * 1e6,
-                baseline=at[small] * 1e6,
+                runs=paired(at[large], at[small], scale=1e6),
                 unit="us/inquiry",
                 target=1.2,
                 note=f"per inquiry in a turn of {large} vs turns of {small}",

@@ -118,24 +118,11 @@ def run(sizes: Sizes) -> list[Metric]:
         str(python),
         str(MEASURE),
         *("--threads", str(sizes.peer_threads), "--questions", str(sizes.peer_questions)),
-        *("--models", str(sizes.peer_models), "--repeats", str(sizes.repeats)),
+        *("--models", str(sizes.peer_models), "--runs", str(sizes.runs)),
+        *(argument for turns in sizes.peer_history for argument in ("--history", str(turns))),
     ]
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(PROJECT), str(bench)])}
     done = subprocess.run(command, capture_output=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"peers/measure.py failed:\n{done.stderr.decode(errors='replace')}")
-    metrics = []
-    for line in done.stdout.splitlines():
-        fields = orjson.loads(line)
-        metrics.append(
-            Metric(
-                metric=fields["metric"],
-                value=fields["value"],
-                baseline=fields["baseline"],
-                unit=fields["unit"],
-                target=fields["target"],
-                ceiling=fields["ceiling"],
-                note=fields["note"],
-            )
-        )
-    return metrics
+    return [Metric.from_json(orjson.loads(line)) for line in done.stdout.splitlines()]

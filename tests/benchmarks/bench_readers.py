@@ -27,7 +27,7 @@ be as exposed to them, or the comparison measures the machine.
 
 from __future__ import annotations
 
-from bench_support import Metric, Run, Sizes, best_times, generated_entries
+from bench_support import Metric, Run, Sizes, generated_entries, paired, paired_times
 
 from coordinator import ConversationStream, pair_events, sanitize
 from coordinator.wire import decode_stream
@@ -104,22 +104,15 @@ def run(sizes: Sizes) -> list[Metric]:
     longest = _stream(large)
     streams = {count: _slices(longest, count) for count in sizes.reader_streams}
     runs = {count: _reader_runs(streams[count]) for count in streams}
-    best = {
-        name: best_times(
-            {count: runs[count][name] for count in streams}, repeats=max(2, sizes.repeats)
-        )
+    measured = {
+        name: paired_times({count: runs[count][name] for count in streams}, repeats=sizes.runs)
         for name in _READERS
     }
-    per_entry = {
-        (name, count): seconds / len(longest)
-        for name, times in best.items()
-        for count, seconds in times.items()
-    }
     return [
-        Metric(
+        Metric.from_runs(
             metric=f"readers.{name}.per_entry.{large}_vs_{small}",
-            value=per_entry[name, large] * 1e9,
-            baseline=per_entry[name, small] * 1e9,
+            # Every run reads the same entries at every size: the ratio per entry is the run's.
+            runs=paired(measured[name][large], measured[name][small], scale=1e9 / len(longest)),
             unit="ns/entry",
             target=target,
             note=(

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench_support import Metric, Sizes
+from bench_support import Metric, Sizes, paired
 
 from coordinator import (
     Ask,
@@ -152,25 +152,26 @@ async def _rerun(directory: Path, calls: int) -> float:
 def run(sizes: Sizes) -> list[Metric]:
     """Every resume metric."""
     small, large = min(sizes.tool_calls), max(sizes.tool_calls)
-    best: dict[str, float] = {}
+    measured: dict[str, list[float]] = {"small": [], "large": [], "rerun": []}
     with tempfile.TemporaryDirectory(prefix="inquiry-bench-resume-") as temp:
         root = Path(temp)
-        for repeat in range(sizes.repeats):
+        for repeat in range(sizes.runs):
             # The runs take turns, and each is given a fresh copy: continuing appends to it.
             for name, finished in (("small", small), ("large", large)):
                 directory = _left_by_a_crash(root / f"{name}-{repeat}", finished)
                 gc.collect()
-                seconds = asyncio.run(_continue(directory, finished))
-                best[name] = min(best.get(name, seconds), seconds)
+                measured[name].append(asyncio.run(_continue(directory, finished)))
             directory = _left_by_a_crash(root / f"rerun-{repeat}", 0)
             gc.collect()
-            seconds = asyncio.run(_rerun(directory, large))
-            best["rerun"] = min(best.get("rerun", seconds), seconds)
+            measured["rerun"].append(asyncio.run(_rerun(directory, large)))
+    per_call = {
+        name: [seconds / calls for seconds in measured[name]]
+        for name, calls in (("small", small), ("large", large))
+    }
     return [
-        Metric(
+        Metric.from_runs(
             metric=f"resume.continue_per_finished_call.{large}_vs_{small}",
-            value=best["large"] / large * 1e6,
-            baseline=best["small"] / small * 1e6,
+            runs=paired(per_call["large"], per_call["small"], scale=1e6),
             unit="us/call",
             target=1.5,
             note=(
@@ -178,12 +179,14 @@ def run(sizes: Sizes) -> list[Metric]:
                 f"finished calls vs {small}"
             ),
         ),
-        Metric(
+        Metric.from_runs(
             metric=f"resume.continue_vs_rerun.{large}",
-            value=best["large"] * 1e3,
-            baseline=best["rerun"] * 1e3,
+            runs=paired(measured["large"], measured["rerun"], scale=1e3),
             unit="ms",
             target=0.5,
-            note=f"continuing a turn of {large} finished calls vs running those calls again",
+            note=(
+                f"durable: continuing a turn of {large} finished calls (load, find the turn, "
+                "continue it) vs running those calls again, saved as they go"
+            ),
         ),
     ]

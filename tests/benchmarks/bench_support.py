@@ -4,10 +4,15 @@ A metric compares a measured ``value`` with a ``baseline`` measured in the
 same run; ``ratio`` is ``value / baseline``, and a metric with a ``target``
 passes when the ratio is at most the target. Where an issue bounds the value
 itself (so many microseconds a question), the bound is its ``ceiling``, in
-the metric's unit, and the value must not exceed it either. Times are the best of several
-repeats (the least disturbed run), CPU time in user space their mean (see
-:meth:`Cost.best`); memory is measured in a separate pass, since
-``tracemalloc`` slows everything it watches.
+the metric's unit, and the value must not exceed it either.
+
+A row is measured in several runs, ours and the baseline's taking turns in
+one process (:func:`paired_costs`): each run gives a value and the baseline
+measured beside it, and so a ratio. The figures are the medians of the
+runs, and the ratio's range (its least and greatest) says how far the runs
+spread: on a shared machine one draw is not a figure (issue 37). Memory is
+measured in a separate pass, once, since ``tracemalloc`` slows everything
+it watches and counts bytes, not time.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import base64
 import gc
 import os
 import resource
+import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -35,11 +41,12 @@ __all__ = [
     "Metric",
     "Run",
     "Sizes",
-    "best_costs",
-    "best_times",
     "fixture_dirs",
     "generated_entries",
     "generated_turns",
+    "paired",
+    "paired_costs",
+    "paired_times",
     "peak_memory",
     "retained_memory",
     "write_conversation",
@@ -55,7 +62,12 @@ JP_FIXTURES = Path(
 
 @attrs.frozen(kw_only=True)
 class Metric:
-    """One measured figure and the baseline it is compared with."""
+    """One measured figure and the baseline it is compared with, over one run or several.
+
+    Made with :meth:`from_runs`, ``value`` and ``baseline`` are the medians
+    of the runs' and ``runs`` keeps each run's pair; made with a value and a
+    baseline alone, it is one run (a memory figure, measured once).
+    """
 
     metric: str
     value: float
@@ -64,15 +76,66 @@ class Metric:
     target: float | None = None
     ceiling: float | None = None
     note: str = ""
+    #: Each run's (value, baseline), in the order they ran; empty: the one pair above.
+    runs: tuple[tuple[float, float], ...] = ()
+
+    @classmethod
+    def from_runs(
+        cls,
+        *,
+        metric: str,
+        runs: Sequence[tuple[float, float]],
+        unit: str,
+        target: float | None = None,
+        ceiling: float | None = None,
+        note: str = "",
+    ) -> Metric:
+        """The metric of ``runs``, each run's (value, baseline): its figures the medians."""
+        if not runs:
+            raise ValueError(f"{metric}: no runs to make a metric of")
+        return cls(
+            metric=metric,
+            value=statistics.median(value for value, _ in runs),
+            baseline=statistics.median(baseline for _, baseline in runs),
+            unit=unit,
+            target=target,
+            ceiling=ceiling,
+            note=note,
+            runs=tuple(runs),
+        )
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """Each run's ``value / baseline``, in the order they ran."""
+        return tuple(value / baseline for value, baseline in self.runs or [self.pair])
+
+    @property
+    def pair(self) -> tuple[float, float]:
+        """``(value, baseline)``."""
+        return (self.value, self.baseline)
 
     @property
     def ratio(self) -> float:
-        """``value / baseline``: how many times the baseline's cost."""
-        return self.value / self.baseline
+        """The median of the runs' ratios: how many times the baseline's cost."""
+        return statistics.median(self.ratios)
+
+    @property
+    def ratio_range(self) -> tuple[float, float]:
+        """The least and the greatest of the runs' ratios."""
+        return (min(self.ratios), max(self.ratios))
+
+    @property
+    def value_range(self) -> tuple[float, float]:
+        """The least and the greatest of the runs' values."""
+        values = [value for value, _ in self.runs or [self.pair]]
+        return (min(values), max(values))
 
     @property
     def passed(self) -> bool | None:
-        """Whether the ratio meets the target and the value its ceiling (``None``: neither set)."""
+        """Whether the median ratio meets the target and the median value its ceiling.
+
+        ``None`` when neither is set.
+        """
         if self.target is None and self.ceiling is None:
             return None
         return (self.target is None or self.ratio <= self.target) and (
@@ -81,22 +144,41 @@ class Metric:
 
     def as_json(self) -> dict[str, Any]:
         """The JSON line: ``metric``, ``value``, ``baseline``, ``ratio``, then extras."""
+        least, greatest = self.ratio_range
         return {
             "metric": self.metric,
             "value": self.value,
             "baseline": self.baseline,
             "ratio": self.ratio,
+            "ratio_min": least,
+            "ratio_max": greatest,
+            "runs": len(self.ratios),
             "unit": self.unit,
             "target": self.target,
             "ceiling": self.ceiling,
             "passed": self.passed,
             "note": self.note,
+            "pairs": [list(pair) for pair in self.runs or [self.pair]],
         }
+
+    @classmethod
+    def from_json(cls, fields: Mapping[str, Any]) -> Metric:
+        """The metric :meth:`as_json` wrote (a metric measured in another process: the peers')."""
+        return cls(
+            metric=fields["metric"],
+            value=fields["value"],
+            baseline=fields["baseline"],
+            unit=fields["unit"],
+            target=fields["target"],
+            ceiling=fields["ceiling"],
+            note=fields["note"],
+            runs=tuple((value, baseline) for value, baseline in fields.get("pairs", ())),
+        )
 
 
 @attrs.frozen(kw_only=True)
 class Sizes:
-    """How big the generated workloads are (full run or ``--quick``)."""
+    """How big the generated workloads are (full run or ``--quick``), and how many runs of each."""
 
     streams: tuple[int, ...]
     #: The stream whose memory is measured: one of ``streams``, which are generated.
@@ -104,8 +186,9 @@ class Sizes:
     inquiries: tuple[int, ...]
     tool_calls: tuple[int, ...]
     reader_streams: tuple[int, ...]
-    repeats: int
-    startup_runs: int
+    #: How many runs of each row, ours and the baseline's taking turns
+    #: (``--runs``); a row of short runs makes a multiple of them (see its group).
+    runs: int
     #: How long, in seconds, memory stays freed before the machine's own page
     #: measure touches it again (a host takes freed memory back after a while).
     freed_pause: float
@@ -114,11 +197,12 @@ class Sizes:
     peer_threads: int = 100
     peer_questions: int = 10
     peer_models: int = 1_000
+    #: The peers' durable rows: the turns a conversation holds before the
+    #: questions asked, in our store and in LangGraph's ``SqliteSaver``.
+    peer_history: tuple[int, ...] = (300, 1_000)
     #: The history group: the turns a conversation holds before the measured
-    #: one (the smallest is the baseline), how many samples of each, and how
-    #: many turns a sample plays.
+    #: one (the smallest is the baseline), and how many turns a run plays.
     history_turns: tuple[int, ...] = (0, 999, 9_999)
-    history_samples: int = 7
     history_block: int = 5
 
     @memory_stream.validator
@@ -144,18 +228,6 @@ class Cost:
         """Each measure divided by ``count`` (the cost per entry, say)."""
         return Cost(self.wall / count, self.user / count)
 
-    @staticmethod
-    def best(runs: Sequence[Cost]) -> Cost:
-        """The shortest wall time of ``runs``, and their mean user time.
-
-        The least disturbed run is the shortest. But the kernel splits CPU
-        time between user and kernel space by sampling at its clock ticks
-        (every 4 ms on a 250 Hz kernel), so one short run's split is a
-        sample: the least of many would be the luckiest, and the mean is
-        the estimate.
-        """
-        return Cost(min(run.wall for run in runs), sum(run.user for run in runs) / len(runs))
-
 
 def _user_time() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_utime
@@ -179,23 +251,37 @@ Run: TypeAlias = tuple[Callable[[], object], Callable[[], object] | None]
 _Name = TypeVar("_Name", bound=Hashable)
 
 
-def best_times(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, float]:
-    """The shortest of ``repeats`` timed runs of each of ``runs``, in seconds, by name.
+def paired_costs(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, list[Cost]]:
+    """``repeats`` timed runs of each of ``runs``, by name: the i-th of each list ran in round i.
 
     The runs take turns (a, b, a, b, ...): a slow spell of the machine, which
     on a shared host can last seconds, then falls on each of them rather than
-    on whichever was running. Each run's setup runs untimed before it.
+    on whichever was running, and the i-th runs of two names, side by side
+    in time, make the i-th ratio. Each run's setup runs untimed before it.
     """
-    return {name: cost.wall for name, cost in best_costs(runs, repeats=repeats).items()}
-
-
-def best_costs(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, Cost]:
-    """As :func:`best_times`, with each run's :class:`Cost` (see :meth:`Cost.best`)."""
     costs: dict[_Name, list[Cost]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, (work, setup) in runs.items():
             costs[name].append(_cost(work, setup))
-    return {name: Cost.best(measured) for name, measured in costs.items()}
+    return costs
+
+
+def paired_times(runs: Mapping[_Name, Run], *, repeats: int) -> dict[_Name, list[float]]:
+    """As :func:`paired_costs`, each run's wall time alone, in seconds."""
+    return {
+        name: [cost.wall for cost in costs]
+        for name, costs in paired_costs(runs, repeats=repeats).items()
+    }
+
+
+def paired(
+    values: Sequence[float], baselines: Sequence[float], *, scale: float = 1.0
+) -> list[tuple[float, float]]:
+    """Each run's (value, baseline), both times ``scale`` (1e3: seconds to milliseconds)."""
+    return [
+        (value * scale, baseline * scale)
+        for value, baseline in zip(values, baselines, strict=True)
+    ]
 
 
 def peak_memory(work: Callable[[], object]) -> int:
