@@ -619,12 +619,21 @@ def asking(tmp_path: Path, kind: str, *cycles: Sequence[int]) -> Path:
     return write(tmp_path / "scenario.toml", f'[defaults]\nrun = "unattended"\n{tool}{turn}')
 
 
-def at_prompt(run: Session, kind: str, n: int | None = None) -> None:
-    """Wait until a prompt of ``kind`` (call ``n``'s, if given) is on screen, reading keys."""
+def at_prompt(run: Session, kind: str, n: int | Sequence[int] | None = None) -> int | None:
+    """Wait until a prompt of ``kind`` is on screen, reading keys; say which call's it is.
+
+    ``n``: the call whose prompt it is, or the calls one of which it may be
+    (their question shown first: a prompt's own marker alone, ``>`` say, is
+    also in the progress lines printed before it, and keys typed then are
+    read between prompts).
+    """
     _, _, shows, prompt, _ = PROMPT_KINDS[kind]
+    shown = None
     if n is not None:
-        run.expect(shows(n))
+        calls = [n] if isinstance(n, int) else list(n)
+        shown = calls[run.child.expect_exact([shows(call).encode() for call in calls])]
     run.expect(prompt)
+    return shown
 
 
 def call_responses(directory: Path) -> dict[str, ToolCallResponse]:
@@ -648,10 +657,10 @@ def test_esc_cancels_the_prompt_and_ctrl_c_twice_stops_the_run(
     at_prompt(run, kind, 1)
     run.type(ESC)
     run.expect("cancelled: ")
-    at_prompt(run, kind)  # call 2's or call 3's: they ask at once
+    first = at_prompt(run, kind, (2, 3))  # call 2's or call 3's: they ask at once
     run.type(CTRL_C)
     run.expect("Ctrl-C again stops the run")
-    at_prompt(run, kind)
+    at_prompt(run, kind, 5 - (first or 0))  # the other one's
     run.type(CTRL_C)
     run.expect("Ctrl-C again: stopping the run")
     assert run.finish() == 3  # interrupted: the turn is left incomplete
