@@ -1,0 +1,56 @@
+// The inbox, kept current: on each server-sent event, fetch the list and
+// merge it in place. A question still waiting is left as it is (a choice
+// made or text typed in it stays); a new one is added where the server
+// put it; one answered elsewhere, or closed, is removed. The page works
+// without this script: reload it to see what changed.
+"use strict";
+(function () {
+  const inbox = document.getElementById("inbox");
+  if (!inbox || !window.EventSource) return;
+  let fetching = false;
+  let again = false;
+
+  function merge(html) {
+    const fresh = document.createElement("main");
+    fresh.innerHTML = html;
+    const wanted = new Set(Array.from(fresh.querySelectorAll("[id]"), (node) => node.id));
+    for (const node of Array.from(inbox.querySelectorAll(".question, .group, #empty, #skipped"))) {
+      if (!wanted.has(node.id) || node.id === "skipped") node.remove();
+    }
+    let previous = null;
+    for (const group of Array.from(fresh.children)) {
+      let here = group.id ? document.getElementById(group.id) : null;
+      if (!here) {
+        here = group.cloneNode(true);
+        if (previous) previous.after(here); else inbox.prepend(here);
+      } else {
+        let before = null;
+        for (const question of Array.from(group.querySelectorAll(".question"))) {
+          let mine = document.getElementById(question.id);
+          if (!mine) {
+            mine = question.cloneNode(true);
+            if (before) before.after(mine); else here.querySelector("h2").after(mine);
+          }
+          before = mine;
+        }
+      }
+      previous = here;
+    }
+    const count = inbox.querySelectorAll(".question").length;
+    document.title = "Inquiry inbox (" + count + ")";
+  }
+
+  async function refresh() {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      const response = await fetch("questions", { credentials: "same-origin", cache: "no-store" });
+      if (response.ok) merge(await response.text());
+    } finally {
+      fetching = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  new EventSource("events").onmessage = refresh;
+})();
