@@ -318,7 +318,12 @@ class LocalSource:
                 )
             )
         return [
-            WaitingGroup(label=labels[run], live=True, busy=None, questions=tuple(questions))
+            WaitingGroup(
+                label=labels[run],
+                live=True,
+                busy=None,
+                questions=tuple(sorted(questions, key=lambda q: moment(q.since), reverse=True)),
+            )
             for run, questions in runs.items()
         ]
 

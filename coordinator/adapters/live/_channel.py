@@ -99,7 +99,11 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 @attrs.define
 class _Waiting:
-    """A question on the page, and the answer the inbox gave it (``None``: none yet)."""
+    """A question on the page, and the answer the inbox gave it (done once given).
+
+    An answer given is kept here until the driver shows the question and
+    takes it (:meth:`LiveChannel.answer_for`); the page is told at once.
+    """
 
     asked: Asked
     answer: asyncio.Future[QuestionAnswer]
@@ -175,7 +179,7 @@ class LiveChannel:
     @property
     def waiting(self) -> tuple[Asked, ...]:
         """The questions on the page now, in the order they were asked."""
-        return tuple(waiting.asked for waiting in self._waiting.values())
+        return tuple(w.asked for w in self._waiting.values() if not w.answer.done())
 
     # ------------------------------------------------------------- the steps
 
@@ -216,8 +220,10 @@ class LiveChannel:
         self._tell(Gone(key=key, why=why))
 
     async def answer_for(self, key: str) -> QuestionAnswer:
-        """The inbox's answer to question ``key`` (waits for it)."""
-        return await asyncio.shield(self._waiting[key].answer)
+        """The inbox's answer to question ``key`` (waits for it); the question is then done."""
+        answer = await asyncio.shield(self._waiting[key].answer)
+        self._waiting.pop(key, None)
+        return answer
 
     def done(self, key: str, why: str) -> None:
         """Question ``key`` was answered elsewhere (the terminal): it leaves the page."""
@@ -245,7 +251,8 @@ class LiveChannel:
             handler.add_done_callback(self._handlers.discard)
         writer.write(encode(self._hello))
         for waiting in self._waiting.values():
-            writer.write(encode(waiting.asked))
+            if not waiting.answer.done():
+                writer.write(encode(waiting.asked))
         self._peers.add(writer)
         try:
             while line := await reader.readline():
@@ -275,8 +282,9 @@ class LiveChannel:
         value: ToolAnswer = answer.value
         if answer_type.is_secret and isinstance(answer.value, str):
             value = SecretValue(answer.value)
+        # Kept until the driver asks for it (a queued question's turn may come later).
         waiting.answer.set_result(QuestionAnswer(value=value, by=INBOX))
-        self._withdraw(answer.key, "answered from the inbox")
+        self._tell(Gone(key=answer.key, why="answered from the inbox"))
         return Reply(ask=answer.ask, taken=True)
 
 

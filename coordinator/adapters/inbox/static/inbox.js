@@ -1,8 +1,11 @@
 // The inbox, kept current: on each server-sent event, fetch the list and
 // merge it in place. A question still waiting is left as it is (a choice
 // made or text typed in it stays); a new one is added where the server
-// put it; one answered elsewhere, or closed, is removed. The page works
-// without this script: reload it to see what changed.
+// put it; one answered elsewhere, or closed, is removed. An answer is
+// posted in the background, and the page the server answers with is
+// merged the same way, its notice shown: answering one question leaves
+// what was typed in the others. The page works without this script (a
+// form posts as any form; reload to see what changed).
 "use strict";
 (function () {
   const inbox = document.getElementById("inbox");
@@ -51,6 +54,25 @@
       if (again) { again = false; refresh(); }
     }
   }
+
+  function notice(page) {
+    const said = page.getElementById("notice");
+    const shown = document.getElementById("notice");
+    if (shown) shown.remove();
+    if (said) inbox.before(document.importNode(said, true));
+  }
+
+  document.addEventListener("submit", async (event) => {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.classList.contains("answer")) return;
+    event.preventDefault();
+    const body = new URLSearchParams(new FormData(form));
+    const response = await fetch(form.action, { method: "POST", body, credentials: "same-origin" });
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    const list = page.getElementById("inbox");
+    if (list) merge(list.innerHTML);
+    notice(page);
+  });
 
   new EventSource("events").onmessage = refresh;
 })();
