@@ -5,7 +5,7 @@ target is met; with ``--json``, one JSON object per metric per line, with
 ``metric``, ``value``, ``baseline`` and ``ratio`` first. ``--quick`` runs
 small sizes (a smoke run of a few seconds); ``--only`` runs one group
 (``store``, ``inquiry``, ``turn``, ``history``, ``readers``, ``startup``,
-``resume``, ``peers``), and ``--skip`` leaves one out; either may be given more than
+``resume``, ``inbox``, ``peers``), and ``--skip`` leaves one out; either may be given more than
 once. Every baseline is measured in the same run as its metric. The
 ``peers`` group builds the peers' own environment on its first run (see
 ``bench_peers.py``), and is skipped, saying why, when it cannot.
@@ -103,6 +103,12 @@ def _startup(sizes: Sizes) -> list[Metric]:
     return bench_startup.run(sizes)
 
 
+def _inbox(sizes: Sizes) -> list[Metric]:
+    import bench_inbox  # noqa: PLC0415 - each group loads only what it measures
+
+    return bench_inbox.run(sizes)
+
+
 def _peers(sizes: Sizes) -> list[Metric]:
     import bench_peers  # noqa: PLC0415 - each group loads only what it measures
 
@@ -118,6 +124,7 @@ GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "readers": _readers,
     "startup": _startup,
     "resume": _resume,
+    "inbox": _inbox,
     "peers": _peers,
 }
 
