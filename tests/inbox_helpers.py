@@ -28,6 +28,9 @@ import pytest
 from conftest import IN_CI
 from process_helpers import reaped, wait_for
 
+from coordinator import EventEntry, load_conversation
+from machines import Answered, InquiryRequest, Redacted
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -50,14 +53,14 @@ CHROMIUM_FLAGS = (
     "--window-size=1100,900",
 )
 
-BOOLEAN = {
+BOOLEAN: dict[str, Any] = {
     "id": "apply",
     "text": "Apply the change to notes.txt?",
     "answer_type": {"type": "boolean"},
     "default": True,
     "pre_amble": "--- a/notes.txt\n+++ b/notes.txt\n-teh plan\n+the plan",
 }
-SELECT = {
+SELECT: dict[str, Any] = {
     "id": "channel",
     "text": "Publish notes.txt where?",
     "answer_type": {
@@ -69,8 +72,16 @@ SELECT = {
     },
     "default": "beta",
 }
-TEXT = {"id": "headline", "text": "The changelog headline?", "answer_type": {"type": "text"}}
-SECRET = {"id": "token", "text": "The deploy token?", "answer_type": {"type": "secret"}}
+TEXT: dict[str, Any] = {
+    "id": "headline",
+    "text": "The changelog headline?",
+    "answer_type": {"type": "text"},
+}
+SECRET: dict[str, Any] = {
+    "id": "token",
+    "text": "The deploy token?",
+    "answer_type": {"type": "secret"},
+}
 #: The inbox tool's parameters' properties, as TOML.
 PROPERTIES = '{ note = { type = "string" }, question = { type = "object" } }'
 #: Text no page may run or let out of its attribute.
@@ -199,7 +210,7 @@ class Client:
     """A browser's requests without a browser: the token's cookie kept, forms posted."""
 
     def __init__(self, address: str, *, stranger: bool = False) -> None:
-        """Open ``address`` (with its token), keeping the cookie it sets; a ``stranger`` does not."""
+        """Open ``address`` (token and all), keeping its cookie; a ``stranger`` does not."""
         parts = urllib.parse.urlsplit(address)
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.cookies = http.cookiejar.CookieJar()
@@ -242,6 +253,29 @@ class Client:
         return found
 
 
+def requests_of(directory: Path) -> dict[str, str]:
+    """Each question id asked in the conversation in ``directory``, by inquiry id."""
+    return {
+        entry.payload.id: str(entry.payload.question.id)
+        for entry in load_conversation(directory).stream
+        if isinstance(entry, EventEntry) and isinstance(entry.payload, InquiryRequest)
+    }
+
+
+def answered(directory: Path) -> dict[str, tuple[Any, Any]]:
+    """Each question answered in ``directory``, by its id: its answer (or redaction) and route."""
+    asked = requests_of(directory)
+    found: dict[str, tuple[Any, Any]] = {}
+    for entry in load_conversation(directory).stream:
+        if not isinstance(entry, EventEntry):
+            continue
+        payload = entry.payload
+        if isinstance(payload, Answered | Redacted) and payload.id in asked:
+            value = payload.answer if isinstance(payload, Answered) else "<redacted>"
+            found[asked[payload.id]] = (value, entry.metadata.get("inquiry"))
+    return found
+
+
 def chromium_problem() -> str | None:
     """Why the browser tests cannot run here (``None``: they can)."""
     for path in (CHROMIUM, CHROMEDRIVER):
@@ -256,7 +290,7 @@ def chromium_problem() -> str | None:
 
 @contextlib.contextmanager
 def browser() -> Iterator[WebDriver]:
-    """Headless chromium with a fresh profile, driven by selenium; skipped (in CI: failed) without."""
+    """Headless chromium, a fresh profile, driven by selenium; skipped without (in CI: failed)."""
     problem = chromium_problem()
     if problem is not None:
         if IN_CI:

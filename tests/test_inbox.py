@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from inbox_helpers import (
@@ -20,16 +20,16 @@ from inbox_helpers import (
     SELECT,
     TEXT,
     Client,
+    answered,
     live_directory,
+    requests_of,
     run,
     scenario,
     served,
 )
 from run_helpers import every_byte
 
-from coordinator import load_conversation
 from coordinator.store import load_locked
-from machines import Answered, InquiryRequest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -55,24 +55,15 @@ def parked(
     return plan
 
 
-def recorded_route(directory: Path, question_id: str) -> object:
-    """The route recorded with the response to ``question_id`` (``None``: no response)."""
-    conversation = load_conversation(directory)
-    asked = {
-        entry.payload.id: entry.payload.question.id
-        for entry in conversation.stream
-        if isinstance(entry.payload, InquiryRequest)
-    }
-    for entry in conversation.stream:
-        if isinstance(entry.payload, Answered) and asked.get(entry.payload.id) == question_id:
-            return (entry.payload.answer, entry.metadata.get("inquiry"))
-    return None
+def recorded_route(directory: Path, question_id: str) -> tuple[Any, Any] | None:
+    """The answer and route recorded for ``question_id`` (``None``: not answered)."""
+    return answered(directory).get(question_id)
 
 
 def test_parked_questions_are_listed_and_answered_through_the_machine(
     tmp_path: Path, live: Path
 ) -> None:
-    """A parked question answered on the page is recorded parked_then_answered by inbox, then continued."""
+    """A parked question answered on the page: parked_then_answered by inbox; the turn goes on."""
     root = tmp_path / "root"
     plan = parked(root, "c1", live, {"b": BOOLEAN, "s": SELECT, "t": TEXT, "done": None})
     with served(root, live, "--no-live") as address:
@@ -92,8 +83,14 @@ def test_parked_questions_are_listed_and_answered_through_the_machine(
         False,
         {"route": "parked_then_answered", "by": "inbox"},
     )
-    assert recorded_route(conversation, "channel")[0] == "stable"  # type: ignore[index]
-    assert recorded_route(conversation, "headline")[0] == "Typo"  # type: ignore[index]
+    assert recorded_route(conversation, "channel") == (
+        "stable",
+        {"route": "parked_then_answered", "by": "inbox"},
+    )
+    assert recorded_route(conversation, "headline") == (
+        "Typo",
+        {"route": "parked_then_answered", "by": "inbox"},
+    )
     done = run(
         "run",
         plan,
@@ -114,7 +111,7 @@ def test_parked_questions_are_listed_and_answered_through_the_machine(
 def test_hostile_text_is_escaped_everywhere_it_is_shown(tmp_path: Path, live: Path) -> None:
     """Question text, context, default and option labels from a tool never become markup."""
     root = tmp_path / "root"
-    hostile_select = {
+    hostile_select: dict[str, Any] = {
         "id": "pick",
         "text": HOSTILE,
         "pre_amble": HOSTILE,
@@ -237,10 +234,10 @@ def test_an_unfit_answer_a_secret_and_a_busy_conversation_are_refused(
 
 
 def _inquiry_id(directory: Path, question_id: str) -> str:
-    for entry in load_conversation(directory).stream:
-        if isinstance(entry.payload, InquiryRequest) and entry.payload.question.id == question_id:
-            return entry.payload.id
-    pytest.fail(f"no request for {question_id}")
+    found = [key for key, asked in requests_of(directory).items() if asked == question_id]
+    if not found:
+        pytest.fail(f"no request for {question_id}")
+    return found[0]
 
 
 def test_the_newest_conversation_comes_first(tmp_path: Path, live: Path) -> None:
@@ -268,7 +265,7 @@ def test_serve_says_what_it_needs(tmp_path: Path, live: Path) -> None:
     assert "is not a directory of conversations" in done.stderr
     open_to_all = tmp_path / "shared-live"
     open_to_all.mkdir(mode=0o777)
-    os.chmod(open_to_all, 0o777)  # noqa: PTH101 - past the umask
+    os.chmod(open_to_all, 0o777)  # noqa: PTH101, S103 - open to all on purpose, past the umask
     done = run("serve", tmp_path, "--port", "0", live=open_to_all)
     assert done.returncode == 2
     assert "may be used by others" in done.stderr

@@ -11,7 +11,6 @@ docs show (``docs/inbox.md`` says how they are made again).
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from inbox_helpers import (
     SECRET,
     SELECT,
     TEXT,
+    answered,
     browser,
     inquiry,
     live_directory,
@@ -31,10 +31,9 @@ from inbox_helpers import (
 from process_helpers import reaped, wait_for
 from run_helpers import every_byte
 
-from coordinator import load_conversation
-from machines import Answered, InquiryRequest, Redacted
-
 if TYPE_CHECKING:
+    import subprocess
+
     from selenium.webdriver.remote.webdriver import WebDriver
     from selenium.webdriver.remote.webelement import WebElement
 
@@ -73,33 +72,21 @@ def _answer(driver: WebDriver, question_id: str, value: str | bool) -> str:
     return str(shown.text)
 
 
+def _wait_question(driver: WebDriver, question_id: str, process: subprocess.Popen[str]) -> None:
+    """Wait until ``question_id`` is on the page, with no reload (the page is told)."""
+    wait_for(lambda: _question(driver, question_id), f"{question_id} live", process=process)
+
+
 def _shot(driver: WebDriver, name: str) -> None:
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(Path(SCREENSHOTS) / name))
 
 
-def _answers(directory: Path) -> dict[str, tuple[object, object]]:
-    """Each answered question's id: its recorded answer (or redaction) and route."""
-    conversation = load_conversation(directory)
-    asked = {
-        e.payload.id: e.payload.question.id
-        for e in conversation.stream
-        if isinstance(e.payload, InquiryRequest)
-    }
-    found = {}
-    for entry in conversation.stream:
-        payload = entry.payload
-        if isinstance(payload, Answered | Redacted) and payload.id in asked:
-            value = payload.answer if isinstance(payload, Answered) else "<redacted>"
-            found[str(asked[payload.id])] = (value, entry.metadata.get("inquiry"))
-    return found
-
-
 def test_a_question_a_ci_run_parked_is_answered_in_the_browser_and_the_turn_completes(
     tmp_path: Path,
 ) -> None:
-    """Each answer type answered on the page leaves it, is recorded by inbox; the turn then ends."""
+    """Each answer type answered on the page leaves it, recorded by inbox; the turn then ends."""
     root = tmp_path / "root"
     with live_directory() as live, browser() as driver:
         plan = scenario(
@@ -116,7 +103,7 @@ def test_a_question_a_ci_run_parked_is_answered_in_the_browser_and_the_turn_comp
                 notice = _answer(driver, question, value)
                 assert notice == "Answered: the answer was taken."
                 assert _question(driver, question) is None
-                recorded = _answers(conversation)
+                recorded = answered(conversation)
                 assert recorded[question] == (
                     value,
                     {"route": "parked_then_answered", "by": "inbox"},
@@ -141,7 +128,7 @@ def test_a_question_a_ci_run_parked_is_answered_in_the_browser_and_the_turn_comp
 def test_a_live_runs_questions_show_together_and_its_secret_is_answered_from_the_browser(
     tmp_path: Path,
 ) -> None:
-    """Parallel live questions appear as asked; one answered leaves the others; the secret runs the tool, unwritten."""
+    """Live questions show together; one answered leaves the rest; a secret reaches the tool."""
     root = tmp_path / "root"
     root.mkdir()
     plan = scenario(tmp_path / "live.toml", {"deploy": SECRET, "release": TEXT, "fix": BOOLEAN})
@@ -155,9 +142,7 @@ def test_a_live_runs_questions_show_together_and_its_secret_is_answered_from_the
         with reaped(started) as process:
             # The page is told: no reload.
             for question in ("token", "headline", "apply"):
-                wait_for(
-                    lambda q=question: _question(driver, q), f"{question} live", process=process
-                )
+                _wait_question(driver, question, process)
             _shot(driver, "inbox-live.png")
             typed = driver.find_element(
                 "css selector", 'article[data-question="headline"] textarea'
@@ -170,12 +155,12 @@ def test_a_live_runs_questions_show_together_and_its_secret_is_answered_from_the
             assert typed.get_attribute("value") == "half-typed"  # left alone
             assert _answer(driver, "token", DEPLOY_TOKEN) == "Answered: the answer was taken."
             assert _answer(driver, "headline", "Live") == "Answered: the answer was taken."
-            out, err = process.communicate(timeout=60)
+            _, err = process.communicate(timeout=60)
         assert process.returncode == 0, err
         wait_for(lambda: driver.title == "Inquiry inbox (0)" or None, "an empty inbox")
     workspace = conversation / "workspace"
     assert (workspace / "deploy.txt").read_text() == f"{len(DEPLOY_TOKEN)} characters\n"
-    recorded = _answers(conversation)
+    recorded = answered(conversation)
     assert recorded["token"] == ("<redacted>", {"route": "person", "by": "inbox"})
     assert recorded["apply"] == (False, {"route": "person", "by": "inbox"})
     assert DEPLOY_TOKEN.encode() not in every_byte(tmp_path)

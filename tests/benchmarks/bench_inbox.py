@@ -67,8 +67,7 @@ async def _live_latency(directory: Path, repeats: int) -> float:
     runs = LiveRuns(directory)
     watching = asyncio.get_running_loop().create_task(runs.watch())
     async with LiveChannel.open(directory=directory, title="bench") as channel:
-        while not runs.questions() and runs.version == 0:
-            await asyncio.sleep(0.01)  # connected once the run said who it is
+        await runs.changed(0, timeout=5.0)  # connected: the run said who it is
         for index in range(repeats):
             seen = runs.version
             key = f"q{index}"
