@@ -269,3 +269,16 @@ def test_serve_says_what_it_needs(tmp_path: Path, live: Path) -> None:
     done = run("serve", tmp_path, "--port", "0", live=open_to_all)
     assert done.returncode == 2
     assert "may be used by others" in done.stderr
+
+
+def test_a_run_with_inbox_refuses_a_live_directory_others_could_use(tmp_path: Path) -> None:
+    """A run with --inbox checks the live directory before it writes anything (exit 2)."""
+    open_to_all = tmp_path / "shared-live"
+    open_to_all.mkdir()
+    os.chmod(open_to_all, 0o777)  # noqa: PTH101, S103 - open to all on purpose, past the umask
+    plan = scenario(tmp_path / "c.toml", {"t": TEXT})
+    done = run("run", plan, "--inbox", "--conversation", tmp_path / "c", live=open_to_all)
+    assert done.returncode == 2
+    assert "--inbox:" in done.stderr
+    assert "may be used by others" in done.stderr
+    assert not (tmp_path / "c").exists()

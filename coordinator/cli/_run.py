@@ -67,7 +67,7 @@ from coordinator.adapters import (
     TerminalPrompter,
     resolve_promptability,
 )
-from coordinator.adapters.live import LiveChannel, LiveDirectoryError
+from coordinator.adapters.live import LiveChannel, LiveDirectoryError, live_directory
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
 from coordinator.cli._command_lines import command_line
@@ -246,6 +246,8 @@ async def _play(
             emit("note: --backend given, so the answers file's [[model]] entries are not used")
         if player.interactive and script is not None and script.plays_the_person:
             emit("note: --interactive given, so you answer, not the answers file's person replies")
+        # Checked before anything is written: a live directory others could use is refused.
+        live_dir = _live_directory() if options.inbox else None
         if player.output is not None and player.output.closed:
             # Nobody reads on: stop before anything is written.
             return RunResult(turns=len(scenario.turns), completed=0, output_closed=True)
@@ -254,7 +256,7 @@ async def _play(
         except OSError as error:
             raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
         start.seed(scenario, path)
-        live = await _live_channel(stack, path, scenario, emit) if options.inbox else None
+        live = await _live_channel(stack, live_dir, path, scenario, emit)
         mcp = mcp_toolbox(scenario, workspace)
         if mcp is not None:
             stack.push_async_callback(mcp.aclose)
@@ -306,16 +308,39 @@ async def _play(
     return result
 
 
+def _live_directory() -> Path:
+    """The user's live directory, checked (``--inbox``); a :class:`RunError` saying why not."""
+    try:
+        return live_directory()
+    except LiveDirectoryError as error:
+        raise RunError(f"--inbox: {error}") from None
+
+
 async def _live_channel(
-    stack: contextlib.AsyncExitStack, path: Path, scenario: Scenario, emit: Callable[[str], None]
-) -> LiveChannel:
-    """The run's live channel to the web inbox (``--inbox``), open until ``stack`` closes."""
+    stack: contextlib.AsyncExitStack,
+    directory: Path | None,
+    path: Path,
+    scenario: Scenario,
+    emit: Callable[[str], None],
+) -> LiveChannel | None:
+    """The run's live channel to the web inbox in ``directory`` (``--inbox``), while ``stack`` is.
+
+    ``None`` without a directory: the run has no live channel.
+    """
+    if directory is None:
+        return None
     try:
         live = await stack.enter_async_context(
-            LiveChannel.open(conversation=path.resolve(), title=scenario.title)  # noqa: ASYNC240
+            LiveChannel.open(
+                conversation=path.resolve(),  # noqa: ASYNC240 - once, as the run starts
+                title=scenario.title,
+                directory=directory,
+            )
         )
-    except (LiveDirectoryError, OSError) as error:
-        raise RunError(f"--inbox: {error}") from None
+    except OSError as error:
+        raise RunError(
+            f"--inbox: {shown_path(directory)}: cannot listen there: {os_reason(error)}"
+        ) from None
     emit("  inbox: its questions are on the web inbox too (inquiry serve), answered from there")
     return live
 

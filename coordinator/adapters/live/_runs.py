@@ -49,6 +49,8 @@ _LOG = logging.getLogger("coordinator")
 
 #: How often the directory is looked at for runs that started since (seconds).
 LOOK_EVERY = 0.2
+#: How long a socket that refused a connection is left alone (seconds).
+_RETRY_AFTER = 2.0
 #: How long a run has to take or refuse an answer (seconds).
 _REPLY_WITHIN = 10.0
 
@@ -151,8 +153,9 @@ class LiveRuns:
         try:
             reader, writer = await asyncio.open_unix_connection(str(path), limit=LINE_LIMIT)
         except OSError:
-            self._connecting.discard(name)  # a run gone without removing its socket
-            await asyncio.sleep(1.0)  # not tried again at every look
+            # A run gone without removing its socket: looked at again, but not at every look.
+            await asyncio.sleep(_RETRY_AFTER)
+            self._connecting.discard(name)
             return
         run = _Run(name=name, writer=writer)
         self._runs[name] = run
