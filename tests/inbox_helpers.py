@@ -173,6 +173,21 @@ def run(*args: str | Path, live: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
+def continue_turn(plan: Path, conversation: Path, live: Path) -> dict[str, str]:
+    """Continue a parked turn with nobody at the terminal (it must end, exit 0); each tool's notes."""
+    done = run(
+        "run",
+        plan,
+        "--no-interactive",
+        "--continue-turn",
+        "--conversation",
+        conversation,
+        live=live,
+    )
+    assert done.returncode == 0, done.stderr
+    return {note.stem: note.read_text() for note in (conversation / "workspace").glob("*.txt")}
+
+
 @contextlib.contextmanager
 def live_directory() -> Iterator[Path]:
     """A live directory of the test's own, short enough for a socket's path."""

@@ -21,6 +21,7 @@ from inbox_helpers import (
     TEXT,
     Client,
     answered,
+    continue_turn,
     live_directory,
     requests_of,
     run,
@@ -91,21 +92,8 @@ def test_parked_questions_are_listed_and_answered_through_the_machine(
         "Typo",
         {"route": "parked_then_answered", "by": "inbox"},
     )
-    done = run(
-        "run",
-        plan,
-        "--no-interactive",
-        "--continue-turn",
-        "--conversation",
-        conversation,
-        live=live,
-    )
-    assert done.returncode == 0, done.stderr
-    workspace = conversation / "workspace"
-    assert (workspace / "b.txt").read_text() == "false\n"
-    assert (workspace / "s.txt").read_text() == '"stable"\n'
-    assert (workspace / "t.txt").read_text() == '"Typo"\n'
-    assert (workspace / "done.txt").read_text() == "null\n"  # finished before: not run again
+    notes = continue_turn(plan, conversation, live)
+    assert notes == {"b": "false\n", "s": '"stable"\n', "t": '"Typo"\n', "done": "null\n"}
 
 
 def test_hostile_text_is_escaped_everywhere_it_is_shown(tmp_path: Path, live: Path) -> None:
