@@ -174,7 +174,7 @@ def run(*args: str | Path, live: Path) -> subprocess.CompletedProcess[str]:
 
 
 def continue_turn(plan: Path, conversation: Path, live: Path) -> dict[str, str]:
-    """Continue a parked turn with nobody at the terminal (it must end, exit 0); each tool's notes."""
+    """Continue a parked turn, nobody at the terminal (it must end: exit 0); each tool's notes."""
     done = run(
         "run",
         plan,
