@@ -202,7 +202,9 @@ def live_directory() -> Iterator[Path]:
 @contextlib.contextmanager
 def served(root: Path, live: Path, *extra: str) -> Iterator[str]:
     """``inquiry serve ROOT`` running on a free port; the address it printed, token included."""
-    with reaped(inquiry("serve", root, "--port", "0", *extra, live=live)) as process:
+    # Served from beside the root, named as a person would: the page shows the name given.
+    started = inquiry("serve", root.name, "--port", "0", *extra, live=live, cwd=root.parent)
+    with reaped(started) as process:
         assert process.stdout is not None
         address = wait_for(
             lambda: _address(process.stdout.readline() if process.stdout else ""),

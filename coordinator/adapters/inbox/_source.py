@@ -109,6 +109,8 @@ class WaitingGroup:
     live: bool
     busy: str | None
     questions: tuple[Waiting, ...]
+    #: What else says whose questions these are (a live run's conversation directory).
+    detail: str | None = None
 
     @property
     def newest(self) -> dt.datetime:
@@ -296,12 +298,14 @@ class LocalSource:
             return []
         runs: dict[str, list[Waiting]] = {}
         labels: dict[str, str] = {}
+        details: dict[str, str | None] = {}
         for live in self.live.questions():
             asked = live.asked
             question = asked.question
             labels[live.run] = (
                 f"{live.title or live.conversation or 'a run'} (live: pid {live.pid})"
             )
+            details[live.run] = live.conversation and f"conversation {live.conversation}"
             runs.setdefault(live.run, []).append(
                 Waiting(
                     tool_name=asked.tool_name,
@@ -314,7 +318,6 @@ class LocalSource:
                     since=asked.since,
                     status="live",
                     place=Place(kind="live", name=live.run, inquiry_id=asked.key),
-                    note=live.conversation and f"conversation {live.conversation}",
                 )
             )
         return [
@@ -322,6 +325,7 @@ class LocalSource:
                 label=labels[run],
                 live=True,
                 busy=None,
+                detail=details[run],
                 questions=tuple(sorted(questions, key=lambda q: moment(q.since), reverse=True)),
             )
             for run, questions in runs.items()

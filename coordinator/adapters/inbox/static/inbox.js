@@ -32,7 +32,10 @@
           let mine = document.getElementById(question.id);
           if (!mine) {
             mine = question.cloneNode(true);
-            if (before) before.after(mine); else here.querySelector("h2").after(mine);
+            const first = here.querySelector(".question");
+            if (before) before.after(mine);
+            else if (first) first.before(mine);
+            else here.append(mine);
           }
           before = mine;
         }
