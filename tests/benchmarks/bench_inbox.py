@@ -1,5 +1,8 @@
 """The web inbox: listing 1,000 waiting conversations, and how fast a live question arrives.
 
+As many conversations as the run's largest batch of tool calls (1,000 in a
+full run, a handful with ``--quick``); each figure the median of its runs.
+
 - ``inbox.list_1000``: the server's time to list 1,000 conversations with a
   parked question each (read, found waiting, rendered as the page), the
   first time (nothing known yet); its baseline, loading the same 1,000
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +35,9 @@ from coordinator.adapters.live import LiveChannel, LiveRuns
 from machines import Question
 
 PROJECT = Path(__file__).resolve().parents[2]
-CONVERSATIONS = 1_000
+#: Runs of the listing (each over every conversation), and of the live question.
+_RUNS = 3
+_LIVE_RUNS = 5
 
 
 def _parked_once(root: Path) -> Path:
@@ -63,7 +69,7 @@ def _render(inbox: Inbox) -> str:
 
 
 async def _live_latency(directory: Path, repeats: int) -> float:
-    best = float("inf")
+    times = []
     runs = LiveRuns(directory)
     watching = asyncio.get_running_loop().create_task(runs.watch())
     async with LiveChannel.open(directory=directory, title="bench") as channel:
@@ -75,13 +81,13 @@ async def _live_latency(directory: Path, repeats: int) -> float:
             channel.offer(key, "call", "tool", Question.text_input("q", "Which?"))
             while not any(q.asked.key == key for q in runs.questions()):
                 seen = await runs.changed(seen, timeout=1.0)
-            best = min(best, time.perf_counter() - started)
+            times.append(time.perf_counter() - started)
     watching.cancel()
-    return best
+    return statistics.median(times)
 
 
 def _round_trip(repeats: int) -> float:
-    best = float("inf")
+    times = []
     left, right = socket.socketpair()
     with left, right:
         for _ in range(repeats):
@@ -90,50 +96,53 @@ def _round_trip(repeats: int) -> float:
             right.recv(64)
             right.sendall(b"\n")
             left.recv(64)
-            best = min(best, time.perf_counter() - started)
-    return best
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 def run(sizes: Sizes) -> list[Metric]:
     """Every inbox metric."""
-    count = CONVERSATIONS if sizes.repeats > 1 else 50
+    count = max(sizes.tool_calls)
     with tempfile.TemporaryDirectory(prefix="inq-bench-") as temp:
         root = Path(temp) / "root"
         root.mkdir()
         first = _parked_once(root)
         for index in range(1, count):
             shutil.copytree(first, root / f"c{index:04d}", symlinks=True)
-        started = time.perf_counter()
-        for directory in sorted(root.iterdir()):
-            load_conversation(directory).close()
-        loads = time.perf_counter() - started
-        source = LocalSource(root)
-        started = time.perf_counter()
-        page = _render(asyncio.run(source.waiting()))
-        cold = time.perf_counter() - started
-        started = time.perf_counter()
-        _render(asyncio.run(source.waiting()))
-        warm = time.perf_counter() - started
-        assert page.count("<section") >= count, "every conversation listed"
+        loads, cold, warm = [], [], []
+        for _ in range(_RUNS):
+            started = time.perf_counter()
+            for directory in sorted(root.iterdir()):
+                load_conversation(directory).close()
+            loads.append(time.perf_counter() - started)
+            source = LocalSource(root)  # nothing known yet
+            started = time.perf_counter()
+            page = _render(asyncio.run(source.waiting()))
+            cold.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            _render(asyncio.run(source.waiting()))
+            warm.append(time.perf_counter() - started)
+            assert page.count("<section") >= count, "every conversation listed"
         live = Path(tempfile.mkdtemp(prefix="inq-bl-"))
         try:
-            latency = asyncio.run(_live_latency(live, max(3, sizes.repeats * 4)))
+            latency = asyncio.run(_live_latency(live, _LIVE_RUNS))
         finally:
             shutil.rmtree(live, ignore_errors=True)
     floor = _round_trip(100)
+    loaded = statistics.median(loads)
     return [
         Metric(
             metric=f"inbox.list_{count}",
-            value=cold,
-            baseline=loads,
+            value=statistics.median(cold),
+            baseline=loaded,
             unit="s",
             ceiling=1.0,
             note=f"list and render {count} conversations with parked questions, first time",
         ),
         Metric(
             metric=f"inbox.list_{count}_again",
-            value=warm,
-            baseline=loads,
+            value=statistics.median(warm),
+            baseline=loaded,
             unit="s",
             ceiling=1.0,
             note="the same listing when nothing changed (each events.json looked at, not read)",

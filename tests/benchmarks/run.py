@@ -5,7 +5,7 @@ target is met; with ``--json``, one JSON object per metric per line, with
 ``metric``, ``value``, ``baseline`` and ``ratio`` first. ``--quick`` runs
 small sizes (a smoke run of a few seconds); ``--only`` runs one group
 (``store``, ``inquiry``, ``turn``, ``history``, ``readers``, ``startup``,
-``resume``, ``inbox``, ``peers``), and ``--skip`` leaves one out; either may be given more than
+``resume``, ``peers``), and ``--skip`` leaves one out; either may be given more than
 once. Every baseline is measured in the same run as its metric. The
 ``peers`` group builds the peers' own environment on its first run (see
 ``bench_peers.py``), and is skipped, saying why, when it cannot.
