@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 RUNNER = PROJECT / "tests" / "benchmarks" / "run.py"
-GROUPS = ("store", "inquiry", "turn", "history", "readers", "startup", "resume")
+GROUPS = ("store", "inquiry", "turn", "history", "readers", "startup", "resume", "inbox")
 
 
 def test_a_quick_run_prints_one_json_object_per_metric() -> None:

@@ -17,7 +17,10 @@ driver's protocols over something real, and depends on nothing above it:
   provider's official SDK (the ``anthropic`` and ``openai`` extras;
   :mod:`coordinator.adapters.providers`);
 - MCP servers' tools: :mod:`coordinator.adapters.mcp` (the ``mcp`` extra)
-  runs them, each question a server asks an inquiry of the calling tool.
+  runs them, each question a server asks an inquiry of the calling tool;
+- the web inbox: :mod:`coordinator.adapters.live` puts a run's questions
+  on it as they are asked (a prompter and an observer), and
+  :mod:`coordinator.adapters.inbox` (the ``web`` extra) serves it.
 
 What the CLI checks a scenario with before it runs anything:
 :data:`ASK_USER_PARAMETERS` and :data:`ASK_USER_DESCRIPTION` (``ask_user``

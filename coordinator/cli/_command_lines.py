@@ -61,6 +61,8 @@ def command_line(options: RunOptions, flag: str) -> str:
             words += [option, _shown_base_url(value) if key == "base_url" else str(value)]
     if options.verbose:
         words.append("--verbose")
+    if options.inbox:
+        words.append("--inbox")
     words += ["--conversation", shown_path(options.conversation), flag]
     return shlex.join(words)
 

@@ -31,6 +31,11 @@
   (when nothing is open in it), or the scenario played it to its end without
   a reply (``docs/resume.md``).
 
+- ``inquiry serve [ROOT] [--host H] [--port N] [--no-live]``: the web inbox
+  (the ``web`` extra): answer the questions waiting under ROOT, and those
+  of live runs (``inquiry run --inbox``), from a browser
+  (:mod:`coordinator.cli._serve`, ``docs/inbox.md``).
+
 ``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
 when the conversation's last turn is blocked on an open (or parked) tool call
 or question, and 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
@@ -351,6 +356,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         interactive=args.interactive,
         backend=backend,
         verbose=args.verbose,
+        inbox=args.inbox,
     )
     try:
         result = asyncio.run(
@@ -367,6 +373,19 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if result.reason is not None:
         _error(result.reason)
     return result.status
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    # The web stack (Starlette, uvicorn, Jinja2) is imported here alone: no
+    # other command pays for it, nor needs the web extra.
+    try:
+        from coordinator.cli._serve import serve_inbox  # noqa: PLC0415 - see above
+    except ImportError as error:
+        _error(
+            f"inquiry serve needs the web extra (pip install 'inquiry-coordinator[web]'): {error}"
+        )
+        return EXIT_UNREADABLE
+    return serve_inbox(args, out)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -495,6 +514,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the internal ids of tool calls and questions",
     )
+    run.add_argument(
+        "--inbox",
+        action="store_true",
+        help="put the run's questions on the web inbox too (inquiry serve), and take the first "
+        "answer, the page's or the terminal's; with nobody at the terminal, the page answers "
+        "(docs/inbox.md)",
+    )
     last_turn = run.add_mutually_exclusive_group()
     last_turn.add_argument(
         "--continue-turn",
@@ -510,6 +536,33 @@ def _parser() -> argparse.ArgumentParser:
         "sanitize first)",
     )
     run.set_defaults(handler=_run)
+
+    serve = commands.add_parser(
+        "serve",
+        help="answer waiting questions from a browser: the web inbox (the web extra)",
+        description="Serve the web inbox: the questions waiting in the conversation "
+        "directories under ROOT (parked, or left open by a run that stopped) and in your live "
+        "runs (inquiry run --inbox), newest first, each answered with a form made from its "
+        "answer type. It prints the address to open, with a token that every request must "
+        "carry (docs/inbox.md).",
+    )
+    serve.add_argument(
+        "root", nargs="?", default=".", help="the directory of conversations (default: here)"
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)"
+    )
+    serve.add_argument(
+        "--no-live",
+        action="store_true",
+        help="show only what waits under ROOT, not the questions of live runs",
+    )
+    serve.set_defaults(handler=_serve)
     return parser
 
 

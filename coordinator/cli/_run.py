@@ -67,6 +67,7 @@ from coordinator.adapters import (
     TerminalPrompter,
     resolve_promptability,
 )
+from coordinator.adapters.live import LiveChannel, LiveDirectoryError, live_directory
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
 from coordinator.cli._command_lines import command_line
@@ -95,6 +96,7 @@ from coordinator.store import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from coordinator.adapters.mcp import McpToolbox
@@ -247,6 +249,8 @@ async def _play(
             emit("note: --backend given, so the answers file's [[model]] entries are not used")
         if player.interactive and script is not None and script.plays_the_person:
             emit("note: --interactive given, so you answer, not the answers file's person replies")
+        # Checked before anything is written: a live directory others could use is refused.
+        live_dir = _live_directory() if options.inbox else None
         if player.output is not None and player.output.closed:
             # Nobody reads on: stop before anything is written.
             return RunResult(turns=len(scenario.turns), completed=0, output_closed=True)
@@ -255,6 +259,7 @@ async def _play(
         except OSError as error:
             raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
         start.seed(scenario, path)
+        live = await _live_channel(stack, live_dir, path, scenario, emit)
         mcp = mcp_toolbox(scenario, workspace)
         if mcp is not None:
             stack.push_async_callback(mcp.aclose)
@@ -276,6 +281,7 @@ async def _play(
             prompter=prompter,
             backend=backend,
             progress=progress,
+            live=live,
         )
         result = await play(
             scenario, conversation, coordinator, progress, player.output, stop=stop, start=start
@@ -283,7 +289,12 @@ async def _play(
         if result.parked:
             # Answered at a terminal (with an answers file, the person answers and the
             # file plays the model), never by this run's way of asking nobody again.
-            asks = attrs.evolve(options, interactive=True if options.answers else None)
+            # With --inbox, the page answers as well as a terminal.
+            asks = (
+                options
+                if options.inbox
+                else attrs.evolve(options, interactive=True if options.answers else None)
+            )
             result = attrs.evolve(result, continue_with=command_line(asks, "--continue-turn"))
     progress.summary(
         path=path,
@@ -300,6 +311,43 @@ async def _play(
     return result
 
 
+def _live_directory() -> Path:
+    """The user's live directory, checked (``--inbox``); a :class:`RunError` saying why not."""
+    try:
+        return live_directory()
+    except LiveDirectoryError as error:
+        raise RunError(f"--inbox: {error}") from None
+
+
+async def _live_channel(
+    stack: contextlib.AsyncExitStack,
+    directory: Path | None,
+    path: Path,
+    scenario: Scenario,
+    emit: Callable[[str], None],
+) -> LiveChannel | None:
+    """The run's live channel to the web inbox in ``directory`` (``--inbox``), while ``stack`` is.
+
+    ``None`` without a directory: the run has no live channel.
+    """
+    if directory is None:
+        return None
+    try:
+        live = await stack.enter_async_context(
+            LiveChannel.open(
+                conversation=path.resolve(),  # noqa: ASYNC240 - once, as the run starts
+                title=scenario.title,
+                directory=directory,
+            )
+        )
+    except OSError as error:
+        raise RunError(
+            f"--inbox: {shown_path(directory)}: cannot listen there: {os_reason(error)}"
+        ) from None
+    emit("  inbox: its questions are on the web inbox too (inquiry serve), answered from there")
+    return live
+
+
 def _coordinator(
     conversation: Conversation,
     *,
@@ -309,17 +357,29 @@ def _coordinator(
     prompter: Prompter | None,
     backend: InquiryBackend | None,
     progress: Progress,
+    live: LiveChannel | None = None,
 ) -> ToolCoordinator:
     """The coordinator of the run: its steps told to ``progress`` (and to the MCP toolbox).
 
     The person and the answers file's ``[[model]]`` are watched for an
     answers file that does not fit the scenario; who answered what, the
-    progress learns from the steps.
+    progress learns from the steps. With ``live`` (``--inbox``), every
+    question is on the web inbox too, and the first answer, the page's or
+    the terminal's, is taken (:mod:`coordinator.adapters.live`).
     """
-    watched = WatchedPrompter(prompter, progress) if prompter is not None else None
+    watched: Prompter | None = (
+        WatchedPrompter(prompter, progress) if prompter is not None else None
+    )
+    if live is not None:
+        # The page asks alongside whoever was to answer (or alone, nobody at the terminal).
+        watched = live.prompter(watched)
     if isinstance(backend, ScriptedInquiryBackend):
         backend = WatchedBackend(backend, progress)
-    observers = [progress.step, *([mcp.observe] if mcp is not None else [])]
+    observers = [
+        progress.step,
+        *([mcp.observe] if mcp is not None else []),
+        *([live.observe] if live is not None else []),
+    ]
 
     def on_step(step: StepFacts) -> None:
         for observe in observers:
@@ -332,7 +392,7 @@ def _coordinator(
         # The MCP toolbox shows the person a URL request's whole link, which no record holds.
         prompter=mcp.prompter(watched) if mcp is not None and watched is not None else watched,
         backend=backend,
-        terminal=prompter is not None,
+        terminal=watched is not None,
         system_parts=scenario.system,
         on_step=on_step,
     )

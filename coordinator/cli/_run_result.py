@@ -94,6 +94,8 @@ class RunOptions:
     interactive: bool | None = None
     backend: Mapping[str, object] | None = None
     verbose: bool = False
+    #: ``--inbox``: the run's questions are on the web inbox too, answered from there or here.
+    inbox: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -94,11 +94,17 @@ PermissionAnswer: TypeAlias = Permit | Deny
 
 @attrs.frozen(kw_only=True)
 class QuestionAnswer:
-    """A person's answer; ``remember`` it for the rest of the turn (``Y``/``N``)."""
+    """A person's answer; ``remember`` it for the rest of the turn (``Y``/``N``).
+
+    ``by``: where the person gave it, when not at the prompter's own
+    terminal (``inbox``: on the web inbox's page); recorded with the
+    response's route (``{"route": "person", "by": "inbox"}``).
+    """
 
     value: ToolAnswer
     remember: bool = False
     from_file: bool = False
+    by: str | None = None
 
 
 @attrs.frozen(kw_only=True)

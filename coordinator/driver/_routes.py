@@ -10,6 +10,7 @@ form JP keeps verbatim: one key of the entry's ``metadata``, ``"inquiry"``
                         {"inquiry": {"route": "model", "detached": "auto"}}
                         {"inquiry": {"route": "denied", "detached": "deny"}}
                         {"inquiry": {"route": "parked_then_answered", "by": "inbox"}}
+                        {"inquiry": {"route": "person", "by": "inbox"}}
     tool_call_response  {"inquiry": {"permission": {"route": "answers_file"}}}
                         {"inquiry": {
                             "permission": {"route": "detached_policy", "detached": "auto"},
@@ -22,7 +23,9 @@ policy (RFD 049), present only where the policy decided (the row's
 ``detached`` column, or, for a question the policy put to the model, the
 row that did so); ``by`` names who answered a prompt parked earlier
 (``person``, ``answers_file``, or the name the inbox or an embedder gave:
-what the driver was handed with the answer, ``Told.answered_by``).
+what the driver was handed with the answer, ``Told.answered_by``), and
+where a person answered a live prompt when not at the terminal (``inbox``:
+the web inbox's page, ``QuestionAnswer.by``).
 Metadata is the entry's envelope, set by the driver as it appends a record
 a machine step emitted: no record is made here, and nothing is read from a
 record's text.
@@ -79,6 +82,8 @@ _WIRE: Mapping[enum.Enum, str] = {
 
 #: The routes of a prompt parked and answered later: their decision names who answered.
 _LATER = (Resolution.PARKED_THEN_ANSWERED, PermissionBy.PARKED_THEN_ANSWERED)
+#: Who answers at the terminal: a person's answer says ``by`` only when given elsewhere.
+_PERSON = "person"
 
 
 def _decision(
@@ -87,7 +92,7 @@ def _decision(
     decided: dict[str, JsonValue] = {"route": _WIRE[route]}
     if detached is not None:
         decided["detached"] = detached.value
-    if by is not None and route in _LATER:
+    if by is not None and (route in _LATER or (route is Resolution.PERSON and by != _PERSON)):
         decided["by"] = by
     return decided
 

@@ -1102,7 +1102,8 @@ class ToolCoordinator:
         except InvalidAnswerError as error:
             _LOG.warning("the prompter's answer was refused: %s", error)
             return call.cancel_input(event.inquiry_id), NOTHING_TOLD
-        return step, Told(remember=answer.remember, answered_by=_who(from_file=answer.from_file))
+        answered_by = answer.by or _who(from_file=answer.from_file)
+        return step, Told(remember=answer.remember, answered_by=answered_by)
 
     def _delivery_done(
         self, call: ToolCall, answer: DeliveryAnswer | BaseException | _TimedOut

@@ -155,6 +155,12 @@ def _startup(sizes: Sizes) -> list[Metric]:
     return bench_startup.run(sizes)
 
 
+def _inbox(sizes: Sizes) -> list[Metric]:
+    import bench_inbox  # noqa: PLC0415 - each group loads only what it measures
+
+    return bench_inbox.run(sizes)
+
+
 def _peers(sizes: Sizes) -> list[Metric]:
     import bench_peers  # noqa: PLC0415 - each group loads only what it measures
 
@@ -170,6 +176,7 @@ GROUPS: dict[str, Callable[[Sizes], list[Metric]]] = {
     "readers": _readers,
     "startup": _startup,
     "resume": _resume,
+    "inbox": _inbox,
     "peers": _peers,
 }
 
