@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -41,6 +41,7 @@ from coordinator.driver._tool_coordinator import (
     ToolCoordinator,
     default_parallel_tools,
 )
+from coordinator.store import Durability, save_conversation
 from machines import (
     ChatRequest,
     ChatResponse,
@@ -135,6 +136,50 @@ def test_no_tool_runs_when_its_request_cannot_be_saved(
         run(coordinator.run(requests))
     assert tool.seen == []
     assert len(payloads(conversation, ToolCallResponse)) == 2
+
+
+class NotesTheLastSave:
+    """An executor that notes, as it starts, how the save before it was made."""
+
+    def __init__(self, saves: list[Durability]) -> None:
+        """Read the durabilities of the saves from ``saves`` (appended to as they are made)."""
+        self.saves = saves
+        self.seen: list[Durability] = []
+
+    async def execute(
+        self, call: ToolCallRequest, answers: Mapping[str, ToolAnswer]
+    ) -> ExecutorResult:
+        """Note the last save's durability, then ask ``apply`` once."""
+        self.seen.append(self.saves[-1])
+        if APPLY.id not in answers:
+            return NeedsInput(
+                question=APPLY, source=InquirySource.tool(call.name), accumulated_answers={}
+            )
+        return Completed(content="done")
+
+
+def test_the_save_before_a_tool_starts_is_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The save a tool's run waits for survives a power loss (LOGGED), not just a crash."""
+    conversation = conversation_on_disk(tmp_path)
+    saves: list[Durability] = []
+
+    def noting(conversation: Conversation, **options: Any) -> object:
+        saves.append(options.get("durability", Durability.FILES))
+        return save_conversation(conversation, **options)
+
+    monkeypatch.setattr(_tool_coordinator, "save_conversation", noting)
+    tool = NotesTheLastSave(saves)
+    coordinator = ToolCoordinator(
+        conversation,
+        tools={"fs": tool},
+        config=UNATTENDED,
+        prompter=ScriptedPrompter().answer(value=True),
+    )
+    run(coordinator.run(assistant_calls(conversation, ("c1", "fs"))))
+    assert tool.seen == [Durability.LOGGED, Durability.LOGGED]
+    assert_invariants(conversation)
 
 
 # ----------------------------------------------------------------- the limit

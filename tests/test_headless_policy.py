@@ -334,6 +334,37 @@ def test_nothing_configured_denies_every_kind(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("for_permissions", "for_questions"),
+    [(DetachedMode.AUTO, DetachedMode.DENY), (DetachedMode.DENY, DetachedMode.AUTO)],
+    ids=["run-auto-tool-deny", "run-deny-tool-auto"],
+)
+def test_a_question_is_decided_by_the_policy_for_questions_not_for_permissions(
+    tmp_path: Path, for_permissions: DetachedMode, for_questions: DetachedMode
+) -> None:
+    """``detached.tool`` alone decides a question nobody can answer; ``detached.run`` never."""
+    conversation = conversation_on_disk(tmp_path)
+    tool = AskingTool([APPLY])
+    detached = {"run": for_permissions.value, "tool": for_questions.value}
+    config = parse_tools_config({"tools": {"fs": {"run": "unattended", "detached": detached}}})
+    model = Model()
+    coordinator = ToolCoordinator(
+        conversation, tools={"fs": executor(tool)}, config=config, backend=model
+    )
+    (response,) = run(coordinator.run(assistant_calls(conversation, ("c1", "fs"))))
+    assert_invariants(conversation)
+    if for_questions is DetachedMode.AUTO:
+        assert [task.question.id for task in model.tasks] == ["apply"]
+        assert payloads(conversation, Answered) == [Answered(id="c1.apply.1", answer=True)]
+        assert response.content == "answers: apply=True"
+        return
+    assert model.tasks == []
+    assert payloads(conversation, Cancelled) == [
+        Cancelled(id="c1.apply.1", reason=CancellationReason.NO_PROMPT_BACKEND)
+    ]
+    assert response.is_error
+
+
 def test_a_secret_is_refused_whatever_the_mode(tmp_path: Path) -> None:
     """A secret is a person's only: nobody to ask, every mode but park refuses it (no policy)."""
     secret = Question.secret("token", "Deploy token?")

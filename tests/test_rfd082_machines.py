@@ -173,6 +173,14 @@ def test_secret_static_answer_is_redacted_and_reaches_the_tool() -> None:
     assert SECRET not in repr(step)
 
 
+def test_a_configured_answer_never_shows_in_a_repr() -> None:
+    """A static answer, a secret's included, is hidden from its repr and from its facts'."""
+    facts = InquiryFacts(terminal=False, static_answer=StaticAnswer(SECRET))
+    assert SECRET not in repr(facts.static_answer)
+    assert SECRET not in repr(facts)
+    assert SECRET not in str(facts)
+
+
 def test_cache_bypass_for_secrets_on_write_and_read() -> None:
     """Remember is ignored for a secret answer, and a cached entry never answers a secret."""
     turn = TurnState()

@@ -149,6 +149,26 @@ def test_a_change_that_is_not_an_append_rewrites_the_file(tmp_path: Path) -> Non
     assert (directory / "events.json").read_bytes() == _rewrite_bytes(conversation)
 
 
+def test_a_replaced_stream_longer_than_the_file_is_rewritten_not_appended_to(
+    tmp_path: Path,
+) -> None:
+    """A stream replaced since its save is rewritten, though it grew past what the file holds."""
+    directory = tmp_path / "conv"
+    conversation = _saved(directory)
+    entries = list(conversation.stream)
+    conversation.stream.replace(entries[1:])
+    conversation.stream.append(_question(1))
+    conversation.stream.append(_question(2))
+    result = save_conversation(conversation)
+    assert result.written == (directory / "events.json",)
+    assert result.appended == ()
+    assert (directory / "events.json").read_bytes() == _rewrite_bytes(conversation)
+    loaded = load_conversation(directory)
+    assert encode_stream(loaded.stream) == encode_stream(conversation.stream)
+    loaded.close()
+    conversation.close()
+
+
 def test_the_first_save_after_a_load_rewrites_then_the_next_appends(tmp_path: Path) -> None:
     """A loaded file is not known to be laid out as the store writes it until it wrote it."""
     directory = tmp_path / "conv"

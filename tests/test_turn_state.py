@@ -115,3 +115,25 @@ def test_a_remembered_answer_is_no_permission() -> None:
     turn.remember_tool_answer("fs", APPLY, value=True)
     assert turn.remembered_permission("fs") is None
     assert dict(turn.remembered_permission_decisions) == {}
+
+
+def test_a_remembered_choice_answers_only_a_question_that_still_offers_it() -> None:
+    """A remembered choice is no answer to its question id asked with other options."""
+    turn = TurnState()
+    first = Question.select("branch", "Which branch?", ["main", "dev"])
+    turn.remember_tool_answer("git_push", first, value="dev")
+    cached = turn.remembered_tool_answer("git_push", first)
+    assert cached is not None
+    assert cached.value == "dev"
+    other_options = Question.select("branch", "Which branch?", ["main", "release"])
+    assert turn.remembered_tool_answer("git_push", other_options) is None
+
+
+def test_a_remembered_permission_answers_only_its_own_tool() -> None:
+    """Y or N remembered for one tool never answers another tool's permission prompt."""
+    turn = TurnState()
+    turn.remember_permission("fs_read_file", "y")
+    turn.remember_permission("shell", "n")
+    assert turn.remembered_permission("fs_read_file") == "y"
+    assert turn.remembered_permission("shell") == "n"
+    assert turn.remembered_permission("fs_modify_file") is None
