@@ -558,7 +558,7 @@ def read_field(name: str, spec: object, *, required: bool) -> FormField:
 
 def _text(spec: Mapping[str, Any], key: str) -> str | None:
     value = spec.get(key)
-    return value if type(value) is str and value else None
+    return value if type(value) is str else None
 
 
 def _number(spec: Mapping[str, Any], key: str) -> float | None:
@@ -600,4 +600,4 @@ def _choices(spec: Mapping[str, Any]) -> tuple[SelectOption, ...] | None:
 
 
 def _title(value: object) -> str | None:
-    return value if type(value) is str and value else None
+    return value if type(value) is str else None
