@@ -32,6 +32,7 @@ from machines import (
     TextFormat,
     ToolCallRequest,
 )
+from machines.wording import invalid_static_answer
 
 #: A form of one field of each kind.
 DEPLOY = Form(
@@ -309,3 +310,10 @@ def test_a_form_schema_this_build_cannot_read_leaves_the_text_question_as_it_was
     assert isinstance(request, InquiryRequest)
     assert request.question.answer_type == AnswerType.text()
     assert encode_stream(read)[2] == entries[2]
+
+
+def test_a_static_answer_that_does_not_fit_a_form_names_the_field() -> None:
+    """The tool is told which field of the configured answer breaks which rule."""
+    told = invalid_static_answer("deploy", Question.form("k", "Go?", DEPLOY), {"go": True})
+    assert "does not fit the question" in told
+    assert "(field 'env' is required)" in told
