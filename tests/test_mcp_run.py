@@ -230,7 +230,7 @@ MCP_SCENARIO_ERRORS = [
     pytest.param(
         DEPLOY.replace("args = [", "cwd = '.'\nargs = ["),
         "mcp_servers.ops.cwd",
-        "unknown key (expected one of: args, command, env, max_reply, secret_fields, "
+        "unknown key (expected one of: args, command, env, headers, max_reply, secret_fields, "
         "start_timeout, stderr, timeout, url)",
         id="unknown-key",
     ),

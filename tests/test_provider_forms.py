@@ -1,4 +1,4 @@
-"""The model answers a form through answer_inquiry: its schema in the question, its answer held to it.
+"""The model answers a form through answer_inquiry: its schema in the question, its answer held.
 
 Each provider's official SDK talks to the local fake API; the question the
 model is sent, and what it is told when its answer does not fit, are read
@@ -72,7 +72,7 @@ def test_the_model_is_given_the_forms_schema_and_its_object_is_the_answer(
 def test_an_answer_that_does_not_fit_the_form_is_fed_back_and_retried(
     kit: ProviderKit, api: FakeAPI
 ) -> None:
-    """An object breaking the form is refused, saying which field; the model's second answer fits."""
+    """An object breaking the form is refused, naming the field; the second answer fits."""
     api.reply(
         kit.tool_call("answer_1", "answer_inquiry", answer_args('{"env": "prod", "replicas": 9}')),
         kit.tool_call("answer_2", "answer_inquiry", answer_args(DECLINE)),
