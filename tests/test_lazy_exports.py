@@ -42,8 +42,11 @@ def test_every_public_name_has_one_home_and_imports() -> None:
 
 
 def test_the_public_api_is_short_and_documented() -> None:
-    """About thirty names, each with a docstring of its own (not inherited from object)."""
-    assert 25 <= len(coordinator.__all__) <= 40
+    """Some forty names, each with a docstring of its own (not inherited from object)."""
+    # What an embedder needs: the coordinator and its three protocols, the
+    # conversation and its readers, and the park/inbox pair; a name beyond
+    # fifty belongs in a layer's face, not here.
+    assert 25 <= len(coordinator.__all__) <= 50
     for name in coordinator.__all__:
         value = getattr(coordinator, name)
         assert (value.__doc__ or "").strip(), f"{name} has no docstring"
