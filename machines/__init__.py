@@ -43,7 +43,15 @@ from machines._events import (
     TurnStart,
     is_provider_visible,
 )
-from machines._forms import DECLINE, FieldKind, Form, FormField, FormSchemaError, TextFormat
+from machines._forms import (
+    DECLINE,
+    FieldKind,
+    Form,
+    FormField,
+    FormSchemaError,
+    TextFormat,
+    typed_number,
+)
 from machines._inquiry_machine import (
     INQUIRY_MACHINE,
     INQUIRY_ROWS,
@@ -217,4 +225,5 @@ __all__ = [
     "render_dot",
     "render_markdown_table",
     "render_mermaid",
+    "typed_number",
 ]

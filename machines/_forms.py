@@ -58,10 +58,28 @@ __all__ = [
     "FormField",
     "FormSchemaError",
     "TextFormat",
+    "typed_number",
 ]
 
 #: The answer that refuses to fill a form in.
 DECLINE: Final = "decline"
+
+
+def typed_number(text: str) -> int | float | None:
+    """The number ``text`` says: a whole number when it reads as one, else a float; or none.
+
+    What a person typed in a number field; the field's own rules
+    (:meth:`FormField.problem`) then hold it to its kind and bounds.
+    """
+    words = text.strip()
+    try:
+        return int(words)
+    except ValueError:
+        pass
+    try:
+        return float(words)
+    except ValueError:
+        return None
 
 
 class FieldKind(enum.Enum):

@@ -122,7 +122,7 @@ from coordinator.driver import (
     PromptCancelled,
     QuestionAnswer,
 )
-from machines import DECLINE, AnswerKind, FieldKind, SourceKind, json_type
+from machines import DECLINE, AnswerKind, FieldKind, SourceKind, json_type, typed_number
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -833,15 +833,9 @@ def _text_value(text: str, field: FormField) -> _Value | _Refused:
 def _number_value(text: str, field: FormField) -> _Value | _Refused:
     if (empty := _empty(text, field)) is not None:
         return empty
-    words = text.strip()
-    number: int | float
-    try:
-        number = int(words)
-    except ValueError:
-        try:
-            number = float(words)
-        except ValueError:
-            return _Refused(f"field {field.name!r} must be {field.expected()}")
+    number = typed_number(text)
+    if number is None:
+        return _Refused(f"field {field.name!r} must be {field.expected()}")
     problem = field.problem(number)
     return _Refused(problem) if problem else number
 

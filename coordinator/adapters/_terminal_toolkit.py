@@ -521,6 +521,17 @@ class _Choice:
                 return [("class:hint", "  (nothing chosen)")]
             value, _ = self.options[self.index]
             return [("class:hint", f"  {self.index + 1}. "), ("class:answer", value)]
+        fragments = self.option_lines(rows)
+        typed = f"  number: {self.typed}" if self.typed else ""
+        fragments.append(("class:hint", f"   up/down or a number, then Enter; Esc cancels{typed}"))
+        return fragments
+
+    def mark(self, _index: int) -> str:
+        """What goes before an option's number (a multi-choice's ``[x]``); nothing here."""
+        return ""
+
+    def option_lines(self, rows: int) -> Fragments:
+        """The options in view on a terminal ``rows`` high, the highlight and each mark."""
         fragments: Fragments = []
         width = len(str(len(self.options)))
         shown = self.visible(rows)
@@ -531,14 +542,12 @@ class _Choice:
             selected = index == self.index
             style = "class:option.selected" if selected else "class:option"
             fragments.append(("", " > " if selected else "   "))
-            fragments.append((style, f"{index + 1:>{width}}. {value}"))
+            fragments.append((style, f"{self.mark(index)}{index + 1:>{width}}. {value}"))
             if description:
                 fragments.append(("class:option.description", f"  {description}"))
             fragments.append(("", "\n"))
         if shown.stop < len(self.options):
             fragments.append(("class:hint", f"   ({len(self.options) - shown.stop} more below)\n"))
-        typed = f"  number: {self.typed}" if self.typed else ""
-        fragments.append(("class:hint", f"   up/down or a number, then Enter; Esc cancels{typed}"))
         return fragments
 
     def type_digit(self, digit: str) -> None:
@@ -619,6 +628,10 @@ class _Choices(_Choice):
         self.problem = None
         self.marked ^= {self.index}
 
+    def mark(self, index: int) -> str:
+        """``[x]`` before a marked option, ``[ ]`` before the others."""
+        return "[x] " if index in self.marked else "[ ] "
+
     def fragments(self, *, rows: int, done: bool) -> Fragments:
         """What to draw: each option with its mark; the chosen ones once done."""
         if done:
@@ -626,23 +639,7 @@ class _Choices(_Choice):
                 return [("class:hint", "  (nothing chosen)")]
             values = ", ".join(self.options[index][0] for index in self.marks())
             return [("class:answer", f"  {values}" if values else "  (none)")]
-        fragments: Fragments = []
-        width = len(str(len(self.options)))
-        shown = self.visible(rows)
-        if shown.start:
-            fragments.append(("class:hint", f"   ({shown.start} more above)\n"))
-        for index in shown:
-            value, description = self.options[index]
-            selected = index == self.index
-            style = "class:option.selected" if selected else "class:option"
-            mark = "[x]" if index in self.marked else "[ ]"
-            fragments.append(("", " > " if selected else "   "))
-            fragments.append((style, f"{mark} {index + 1:>{width}}. {value}"))
-            if description:
-                fragments.append(("class:option.description", f"  {description}"))
-            fragments.append(("", "\n"))
-        if shown.stop < len(self.options):
-            fragments.append(("class:hint", f"   ({len(self.options) - shown.stop} more below)\n"))
+        fragments = self.option_lines(rows)
         typed = f"  number: {self.typed}" if self.typed else ""
         fragments.append(
             ("class:hint", f"   up/down or a number, Space marks, then Enter; Esc cancels{typed}")

@@ -108,6 +108,7 @@ from machines import (
     SelectOption,
     json_fault,
     leaf_rules,
+    typed_number,
 )
 
 if TYPE_CHECKING:
@@ -353,14 +354,9 @@ class _SecretField:
         text = text.strip()
         if not text and not field.required:
             return _Omitted()
-        number: float
-        try:
-            number = int(text)
-        except ValueError:
-            try:
-                number = float(text)
-            except ValueError:
-                return _Invalid(f"field {field.name!r} must be {field.expected()}")
+        number = typed_number(text)
+        if number is None:
+            return _Invalid(f"field {field.name!r} must be {field.expected()}")
         problem = field.problem(number)
         return _Invalid(problem) if problem else SecretNumber(number)
 
