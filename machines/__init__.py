@@ -43,6 +43,15 @@ from machines._events import (
     TurnStart,
     is_provider_visible,
 )
+from machines._forms import (
+    DECLINE,
+    FieldKind,
+    Form,
+    FormField,
+    FormSchemaError,
+    TextFormat,
+    typed_number,
+)
 from machines._inquiry_machine import (
     INQUIRY_MACHINE,
     INQUIRY_ROWS,
@@ -120,6 +129,7 @@ MACHINES: tuple[TableMachine[Any, Any], ...] = (
 )
 
 __all__ = [
+    "DECLINE",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_QUESTIONS",
     "INQUIRY_MACHINE",
@@ -149,7 +159,11 @@ __all__ = [
     "DetachedPolicy",
     "Effect",
     "Event",
+    "FieldKind",
     "Fired",
+    "Form",
+    "FormField",
+    "FormSchemaError",
     "Guard",
     "IllegalTransitionError",
     "Inquiry",
@@ -192,6 +206,7 @@ __all__ = [
     "Step",
     "TableMachine",
     "Target",
+    "TextFormat",
     "ToolAnswer",
     "ToolCall",
     "ToolCallRequest",
@@ -210,4 +225,5 @@ __all__ = [
     "render_dot",
     "render_markdown_table",
     "render_mermaid",
+    "typed_number",
 ]

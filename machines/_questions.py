@@ -9,6 +9,10 @@ differ (the codec in ``coordinator`` owns those).
 Secret-ness is a property of the answer type, declared by the tool author:
 a secret is free text that is never echoed, never remembered and never
 persisted. Configuration has no say in it.
+
+A form (:class:`~machines.Form`) is an answer type too: several typed fields
+asked at once, answered by one JSON object (or ``"decline"``). A form is
+never a secret: a secret is asked as a question of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from machines._errors import RecordError
+from machines._forms import Form
 from machines._json import JsonValue
+from machines._options import SelectOption, to_options
 from machines._secret import SecretValue
 from machines.validators import (
     json_value,
@@ -45,12 +51,17 @@ __all__ = [
 
 
 class AnswerKind(enum.Enum):
-    """The four kinds of answer a question can expect; values are wire tags."""
+    """The kinds of answer a question can expect; values are their names (and wire tags).
+
+    ``form`` is no wire tag JP reads: a form is recorded as a ``text``
+    question (``docs/wire.md``, *Forms*).
+    """
 
     BOOLEAN = "boolean"
     SELECT = "select"
     TEXT = "text"
     SECRET = "secret"  # noqa: S105 - a wire tag, not a password
+    FORM = "form"
 
 
 class AnswerReusePolicy(enum.Enum):
@@ -67,46 +78,32 @@ class AnswerReusePolicy(enum.Enum):
     TURN = "turn"
 
 
-@attrs.frozen(kw_only=True)
-class SelectOption:
-    """One choice of a select question."""
-
-    value: str = attrs.field(validator=string)
-    description: str | None = attrs.field(default=None, validator=optional_of_type(str))
-
-
-def _options(value: Iterable[str | SelectOption]) -> tuple[SelectOption, ...]:
-    if isinstance(value, str):
-        # A bare string is iterable; refuse it rather than splitting it into letters.
-        raise RecordError("AnswerType.options must be a sequence of options, not a string")
-    options = []
-    for option in value:
-        if isinstance(option, SelectOption):
-            options.append(option)
-        elif type(option) is str:
-            options.append(SelectOption(value=option))
-        else:
-            raise RecordError(
-                "AnswerType.options must hold strings or SelectOption, "
-                f"not {type(option).__name__}"
-            )
-    return tuple(options)
+def _answer_options(value: Iterable[str | SelectOption]) -> tuple[SelectOption, ...]:
+    return to_options(value, where="AnswerType.options")
 
 
 @attrs.frozen(kw_only=True)
 class AnswerType:
     """What form of answer a question expects.
 
-    ``options`` is set for :attr:`AnswerKind.SELECT` only.
+    ``options`` is set for :attr:`AnswerKind.SELECT` only; ``form`` for
+    :attr:`AnswerKind.FORM` only, and always there.
     """
 
     kind: AnswerKind = attrs.field(validator=of_type(AnswerKind))
-    options: tuple[SelectOption, ...] = attrs.field(default=(), converter=_options)
+    options: tuple[SelectOption, ...] = attrs.field(default=(), converter=_answer_options)
+    form: Form | None = attrs.field(default=None, validator=optional_of_type(Form))
 
     def __attrs_post_init__(self) -> None:
-        """Options belong to selects and nothing else."""
+        """Options belong to selects and nothing else; a form to forms, each of which has one."""
         if self.options and self.kind is not AnswerKind.SELECT:
             raise RecordError(f"a {self.kind.value} answer type has no options")
+        if (self.form is not None) != (self.kind is AnswerKind.FORM):
+            raise RecordError(
+                "a form answer type needs its form"
+                if self.kind is AnswerKind.FORM
+                else f"a {self.kind.value} answer type has no form"
+            )
 
     @classmethod
     def boolean(cls) -> AnswerType:
@@ -128,6 +125,11 @@ class AnswerType:
         """Free-form text that is never echoed, remembered or persisted."""
         return cls(kind=AnswerKind.SECRET)
 
+    @classmethod
+    def form_of(cls, form: Form) -> AnswerType:
+        """The fields of ``form``, answered as one object (or ``"decline"``)."""
+        return cls(kind=AnswerKind.FORM, form=form)
+
     @property
     def is_secret(self) -> bool:
         """Whether answers to this question must never be persisted."""
@@ -146,7 +148,17 @@ class AnswerType:
             return type(value) is str and value in self.option_values
         if self.kind is AnswerKind.TEXT:
             return type(value) is str
+        if self.form is not None:
+            return self.form.problem(value) is None
         return type(value) is str or isinstance(value, SecretValue)
+
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` is no answer of this type (never quoting it); ``None``: it is one."""
+        if self.accepts(value):
+            return None
+        if self.form is not None:
+            return self.form.problem(value)
+        return f"the answer must be {self.expected()}"
 
     def expected(self) -> str:
         """Say in words what an answer must be, for error messages."""
@@ -156,6 +168,8 @@ class AnswerType:
             return "one of " + ", ".join(repr(value) for value in self.option_values)
         if self.kind is AnswerKind.TEXT:
             return "a string"
+        if self.form is not None:
+            return self.form.expected()
         return "a string (secret)"
 
 
@@ -289,6 +303,33 @@ class Question:
     def secret(cls, id: str, text: str, *, context: str | None = None) -> Question:
         """A question whose answer is never echoed, remembered or persisted."""
         return cls(id=id, text=text, answer_type=AnswerType.secret(), context=context)
+
+    @classmethod
+    def form(
+        cls,
+        id: str,
+        text: str,
+        form: Form,
+        *,
+        context: str | None = None,
+        exclusive: bool = False,
+        persistence: AnswerReusePolicy = AnswerReusePolicy.TURN,
+    ) -> Question:
+        """The fields of ``form``, asked as one question; its default, the fields' defaults.
+
+        The default (what Enter takes, and the detached policy ``defaults``)
+        is the object of the fields' defaults, when every required field has
+        one that fits; otherwise there is none.
+        """
+        return cls(
+            id=id,
+            text=text,
+            answer_type=AnswerType.form_of(form),
+            default=form.defaults(),
+            context=context,
+            exclusive=exclusive,
+            persistence=persistence,
+        )
 
 
 def _repr_hiding_secret_default(question: Question | InquiryQuestion) -> str:

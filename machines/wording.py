@@ -136,11 +136,13 @@ def invalid_static_answer(
     tool_name: str, question: Question, configured: JsonValue | SecretValue
 ) -> str:
     """A configured static answer that does not fit its question."""
+    # A form says which field and rule; any other answer type what an answer is.
+    why = question.answer_type.problem(configured) if question.answer_type.form else None
     return (
         f"The static answer configured for question '{question.id}' of tool '{tool_name}' "
         f"does not fit the question: configured {_describe_configured(question, configured)}, "
-        f"expected {question.answer_type.expected()}. It was not applied. Update the "
-        "configuration; do not retry this tool call."
+        f"expected {question.answer_type.expected()}{f' ({why})' if why else ''}. It was not "
+        "applied. Update the configuration; do not retry this tool call."
     )
 
 

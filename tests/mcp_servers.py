@@ -299,7 +299,7 @@ SIGNUP_FORM = types.ElicitRequestFormParams(
                 "maxItems": 2,
             },
             "nickname": {"type": "string"},
-            "api_token": {"type": "string", "title": "API token"},
+            "api_token": {"type": "string", "title": "API token", "minLength": 8},
         },
         "required": ["name", "age", "email", "plan", "newsletter", "api_token"],
     },

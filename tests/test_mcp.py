@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import re
@@ -24,6 +25,7 @@ from coordinator_harness import (
 )
 from mcp_servers import LEAKY_TOKEN, LOGIN_URL, REGISTER_TOKEN, SIGNUP_TOKEN
 
+from coordinator import load_conversation
 from coordinator.adapters.mcp import McpServer, McpToolbox
 from coordinator.driver import (
     NeedsInput,
@@ -39,6 +41,8 @@ from machines import (
     CancellationReason,
     Cancelled,
     ChatResponse,
+    FieldKind,
+    Form,
     InquiryRequest,
     Redacted,
     SecretValue,
@@ -151,7 +155,7 @@ def responses(conversation: Conversation) -> list[Answered | Cancelled | Redacte
 
 
 class Obliging(ScriptedPrompter):
-    """A person who accepts every form, says yes, picks 'dev', and confirms every link."""
+    """A person who fills every form with yes and 'dev', and confirms every link."""
 
     async def ask_question(self, prompt: ShowQuestion) -> QuestionAnswer:
         """Answer by the question's kind, whatever order parallel calls ask in."""
@@ -159,15 +163,27 @@ class Obliging(ScriptedPrompter):
         answer_type = prompt.question.answer_type
         if answer_type.is_secret:
             return QuestionAnswer(value=SecretValue(""))
-        if answer_type.kind is AnswerKind.BOOLEAN:
-            return QuestionAnswer(value=True)
-        options = answer_type.option_values
-        return QuestionAnswer(value="accept" if "accept" in options else "dev")
+        if answer_type.form is not None:
+            filled: dict[str, JsonValue] = {}
+            for field in answer_type.form.fields:
+                if field.kind is FieldKind.BOOLEAN:
+                    filled[field.name] = True
+                elif field.kind is FieldKind.CHOICE:
+                    filled[field.name] = "dev" if "dev" in field.option_values else "?"
+            return QuestionAnswer(value=filled)
+        return QuestionAnswer(value="accept")
 
 
-def test_input_required_asks_a_boolean_then_a_select_as_inquiries(tmp_path: Path) -> None:
-    """MRTR: each inputRequests entry is the tool's inquiry, keyed by its request key."""
-    prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("prod")
+def form_of(request: InquiryRequest) -> Form:
+    """The form a recorded request asks."""
+    form = request.question.answer_type.form
+    assert form is not None
+    return form
+
+
+def test_input_required_asks_each_form_as_one_question(tmp_path: Path) -> None:
+    """MRTR: each inputRequests entry is one form question of the tool, answered by an object."""
+    prompter = ScriptedPrompter().answer({"ok": True}).answer({"env": "prod"})
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "deploy", {"service": "api"}),
@@ -177,18 +193,47 @@ def test_input_required_asks_a_boolean_then_a_select_as_inquiries(tmp_path: Path
         ToolCallResponse(id="call_1", content="ops: deployed api to prod", is_error=False)
     ]
     requests = asked(conversation)
-    assert [r.question.id for r in requests] == [CONFIRM, f"{CONFIRM}.ok", ENV, f"{ENV}.env"]
+    assert [r.question.id for r in requests] == [CONFIRM, ENV]
     assert [r.id for r in requests] == [f"call_1.{r.question.id}.1" for r in requests]
-    assert [r.question.answer_type.kind.value for r in requests] == [
-        "select",
-        "boolean",
-        "select",
-        "select",
-    ]
-    assert requests[3].question.answer_type.option_values == ("dev", "staging", "prod")
+    assert [r.question.answer_type.kind for r in requests] == [AnswerKind.FORM] * 2
+    (ok,) = form_of(requests[0]).fields
+    assert (ok.name, ok.kind, ok.required, ok.description) == (
+        "ok",
+        FieldKind.BOOLEAN,
+        True,
+        "Deploy now?",
+    )
+    (env,) = form_of(requests[1]).fields
+    assert (env.kind, env.title, env.option_values) == (
+        FieldKind.CHOICE,
+        "Environment",
+        ("dev", "staging", "prod"),
+    )
     assert all(r.source.kind is SourceKind.TOOL and r.source.name == "deploy" for r in requests)
-    assert [r.answer for r in responses(conversation)] == ["accept", True, "accept", "prod"]  # type: ignore[union-attr]
+    assert [r.answer for r in responses(conversation)] == [{"ok": True}, {"env": "prod"}]  # type: ignore[union-attr]
     assert received(tmp_path) == [{"tool": "deploy", "confirm": "accept", "env": "accept"}]
+    assert_invariants(conversation)
+
+
+def test_a_form_is_recorded_as_a_text_question_jp_reads_its_schema_in_metadata(
+    tmp_path: Path,
+) -> None:
+    """On disk: answer type text, the answer the object, the schema under metadata inquiry.form."""
+    conversation, _ = run_calls(
+        tmp_path,
+        ("call_1", "deploy", {"service": "api"}),
+        prompter=ScriptedPrompter().answer({"ok": True}).answer({"env": "prod"}),
+    )
+    entries = json.loads((tmp_path / "conversation" / "events.json").read_bytes())
+    request = next(e for e in entries if e["type"] == "inquiry_request")
+    assert request["question"]["answer_type"] == {"type": "text"}  # a tag JP knows
+    stored = request["metadata"]["inquiry"]["form"]  # metadata's strings are stored base64
+    assert stored["properties"]["ok"]["type"] == base64.b64encode(b"boolean").decode()
+    answer = next(e for e in entries if e["type"] == "inquiry_response")
+    assert (answer["outcome"], answer["answer"]) == ("answered", {"ok": True})
+    reloaded = load_conversation(tmp_path / "conversation")
+    (read, _) = payloads(reloaded, InquiryRequest)
+    assert read.question.answer_type == asked(conversation)[0].question.answer_type
     assert_invariants(conversation)
 
 
@@ -209,35 +254,31 @@ def test_legacy_elicitation_is_asked_while_the_call_is_in_flight(tmp_path: Path)
     ]
     link = next(r for r in asked(conversation) if r.id.startswith("call_3."))
     assert str(link.question.id).startswith("url-")
-    assert link.question.answer_type.is_secret
+    assert link.question.answer_type.option_values == ("accept", "decline")
     requests = [r for r in asked(conversation) if not r.id.startswith("call_3.")]
     first = [r.question.id for r in requests if r.id.startswith("call_1.")]
     second = [r.question.id for r in requests if r.id.startswith("call_2.")]
     assert first == second  # the same requests, the same ids: configurable
-    assert str(first[0]).startswith("form-")
-    assert first[1] == f"{first[0]}.ok"
+    assert [str(question_id)[:5] for question_id in first] == ["form-", "form-"]
     assert requests[0].question.text == "Really deploy web?"
     told = sorted(e["tool"] for e in received(tmp_path))
     assert told == ["legacy_deploy"] * 4 + ["legacy_login"]
     assert_invariants(conversation, secrets=["Q-TOKEN-77"])
 
 
-def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
-    """Each field asked in order, misfits again; the secret is redacted and never on disk."""
-    prompter = (
-        ScriptedPrompter()
-        .answer("accept")
-        .answer("A")  # name: too short, asked again
-        .answer("Ada")
-        .answer("17")  # age: below the minimum, asked again
-        .answer("42")
-        .answer("ada@example.com")
-        .answer("pro")
-        .answer(False)
-        .answer("ai, ops")
-        .answer("")  # nickname: optional, left out
-        .answer(SIGNUP_TOKEN)
-    )
+SIGNUP_ANSWER: dict[str, JsonValue] = {
+    "name": "Ada",
+    "age": 42,
+    "email": "ada@example.com",
+    "plan": "pro",
+    "newsletter": False,
+    "tags": ["ai", "ops"],
+}
+
+
+def test_a_multi_field_form_is_one_question_its_secret_field_apart(tmp_path: Path) -> None:
+    """Every field typed in one form, recorded as the object; the secret redacted, not on disk."""
+    prompter = ScriptedPrompter().answer(SIGNUP_ANSWER).answer(SIGNUP_TOKEN)
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "signup", {}),
@@ -257,32 +298,32 @@ def test_a_multi_field_form_is_one_question_per_field(tmp_path: Path) -> None:
     requests = asked(conversation)
     assert [r.id.removeprefix("call_1.") for r in requests] == [
         "account.1",
-        "account.name.1",
-        "account.name.2",
-        "account.age.1",
-        "account.age.2",
-        "account.email.1",
-        "account.plan.1",
-        "account.newsletter.1",
-        "account.tags.1",
-        "account.nickname.1",
         "account.api_token.1",
     ]
-    token = requests[-1].question
+    fields = {field.name: field for field in form_of(requests[0]).fields}
+    assert list(fields) == ["name", "age", "email", "plan", "newsletter", "tags", "nickname"]
+    assert (fields["age"].kind, fields["age"].minimum, fields["age"].maximum) == (
+        FieldKind.INTEGER,
+        18,
+        150,
+    )
+    assert (fields["tags"].kind, fields["tags"].max_items) == (FieldKind.CHOICES, 2)
+    assert [o.description for o in fields["plan"].options] == ["Free", "Pro, billed monthly"]
+    assert not fields["nickname"].required
+    form_question = requests[0].question
+    assert form_question.context is not None
+    assert "MCP forbids servers to ask for one in a form" in form_question.context
+    token = requests[1].question
     assert token.answer_type.is_secret
-    assert token.context is not None
-    assert "MCP forbids servers to ask for one in a form" in token.context
-    assert isinstance(responses(conversation)[-1], Redacted)
-    assert [o.description for o in requests[6].question.answer_type.options] == [
-        "Free",
-        "Pro, billed monthly",
-    ]
+    recorded = responses(conversation)
+    assert recorded[0] == Answered(id="call_1.account.1", answer=SIGNUP_ANSWER)
+    assert recorded[1] == Redacted(id="call_1.account.api_token.1")
     assert_invariants(conversation, secrets=[SIGNUP_TOKEN])
 
 
 def test_a_secret_the_tools_result_echoes_is_masked_before_it_is_stored(tmp_path: Path) -> None:
     """A tool echoing the token its form was given: the model and the record see it masked."""
-    prompter = ScriptedPrompter().answer("accept").answer(REGISTER_TOKEN)
+    prompter = ScriptedPrompter().answer({}).answer(REGISTER_TOKEN)
     conversation, result = run_calls(tmp_path, ("call_1", "register", {}), prompter=prompter)
     (response,) = result.responses
     assert response.content == "registered with token <secret>"
@@ -301,6 +342,8 @@ def test_decline_is_an_answer_and_the_server_is_told_decline(tmp_path: Path) -> 
     )
     assert result.responses[0].content == "ops: not deployed (confirmation decline)"
     assert responses(conversation) == [Answered(id=f"call_1.{CONFIRM}.1", answer="decline")]
+    (shown,) = result.shown
+    assert shown.question.answer_type.accepts("decline")
     assert received(tmp_path) == [{"tool": "deploy", "confirm": "decline", "env": "not asked"}]
     assert_invariants(conversation)
 
@@ -308,14 +351,8 @@ def test_decline_is_an_answer_and_the_server_is_told_decline(tmp_path: Path) -> 
 def test_the_persons_cancel_is_cancelled_user_and_the_server_is_told_cancel(
     tmp_path: Path,
 ) -> None:
-    """Ctrl-C at a field: Cancelled(user), the call closed; both eras' servers hear cancel."""
-    prompter = (
-        ScriptedPrompter()
-        .answer("accept", tool="deploy")
-        .cancel(tool="deploy")
-        .answer("accept", tool="legacy_deploy")
-        .cancel(tool="legacy_deploy")
-    )
+    """Ctrl-C at a form: Cancelled(user), the call closed; both eras' servers hear cancel."""
+    prompter = ScriptedPrompter().cancel(tool="deploy").cancel(tool="legacy_deploy")
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "deploy", {"service": "api"}),
@@ -353,8 +390,8 @@ def test_the_server_hears_cancel_as_soon_as_the_call_is_closed(tmp_path: Path) -
 def test_a_url_request_is_shown_whole_to_the_person_and_recorded_without_its_query(
     tmp_path: Path,
 ) -> None:
-    """URL mode: a secret question for the person; the link's query reaches no record."""
-    prompter = ScriptedPrompter().answer("")
+    """URL mode: the person's accept is recorded; the link's query reaches no record."""
+    prompter = ScriptedPrompter().answer("accept")
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "login", {}),
@@ -362,15 +399,31 @@ def test_a_url_request_is_shown_whole_to_the_person_and_recorded_without_its_que
     )
     assert result.responses[0].content == "signed in"
     (request,) = asked(conversation)
-    assert request.question.answer_type.is_secret
+    assert request.question.answer_type.option_values == ("accept", "decline")
+    assert request.question.exclusive
+    assert request.question.persistence == "none"
     assert "https://auth.example.invalid/authorize (query string not shown)" in str(
         request.question.context
     )
-    assert responses(conversation) == [Redacted(id="call_1.authorize.1")]
+    assert responses(conversation) == [Answered(id="call_1.authorize.1", answer="accept")]
     (shown,) = result.shown
     assert LOGIN_URL in str(shown.question.context)  # the person saw the whole link
     assert received(tmp_path) == [{"tool": "login", "action": "accept"}]
     assert_invariants(conversation, secrets=["Q-TOKEN-77", "state="])
+
+
+def test_a_declined_url_request_is_recorded_and_masks_nothing_later(tmp_path: Path) -> None:
+    """The URL's decline is an answer on record, no secret: the word shows in what follows."""
+    prompter = ScriptedPrompter().answer("decline").answer({"ok": False})
+    conversation, result = run_calls(
+        tmp_path,
+        ("call_1", "login", {}),
+        prompter=prompter,
+    )
+    assert result.responses[0].content == "not signed in (decline)"
+    assert responses(conversation) == [Answered(id="call_1.authorize.1", answer="decline")]
+    assert received(tmp_path) == [{"tool": "login", "action": "decline"}]
+    assert_invariants(conversation)
 
 
 def test_a_url_request_without_a_terminal_is_cancelled_no_prompt_backend(tmp_path: Path) -> None:
@@ -397,7 +450,7 @@ LEAKY_SHOWN = "Please open https://auth.example.invalid/cb (query string not sho
 def test_a_link_in_a_url_requests_message_is_recorded_without_its_query(tmp_path: Path) -> None:
     """A message holding a link with a token: recorded as the url field is, the token nowhere."""
     conversation, result = run_calls(
-        tmp_path, ("call_1", "leaky_login", {}), prompter=ScriptedPrompter().answer("")
+        tmp_path, ("call_1", "leaky_login", {}), prompter=ScriptedPrompter().answer("accept")
     )
     assert result.responses[0].content == "signed in"
     (request,) = asked(conversation)
@@ -418,7 +471,7 @@ def test_without_a_terminal_the_model_is_told_the_message_without_its_token(
     )
     (response,) = result.responses
     assert response.is_error
-    assert f'asked for a secret ("{LEAKY_SHOWN}")' in response.content
+    assert f'asked "{LEAKY_SHOWN}"' in response.content
     assert LEAKY_TOKEN not in stored_text(conversation)
     assert_invariants(conversation, secrets=[LEAKY_TOKEN])
 
@@ -465,23 +518,21 @@ def test_a_url_request_configured_for_the_model_is_refused(tmp_path: Path) -> No
 
 
 def test_static_answers_and_the_model_answer_mcp_questions_as_any_tools(tmp_path: Path) -> None:
-    """Configuration applies unchanged: a static decision, a field routed to the model."""
+    """Configuration applies unchanged: a form routed to the model, one answered statically."""
     config = parse_tools_config(
         {
             "defaults": {"run": "unattended"},
             "tools": {
                 "deploy": {
                     "questions": {
-                        CONFIRM: {"answer": "accept"},
-                        f"{CONFIRM}.ok": {"target": "assistant"},
-                        ENV: {"answer": "accept"},
-                        f"{ENV}.env": {"answer": "staging"},
+                        CONFIRM: {"target": "assistant"},
+                        ENV: {"answer": {"env": "staging"}},
                     }
                 }
             },
         }
     )
-    backend = ScriptedInquiryBackend().respond(True, question=f"{CONFIRM}.ok")
+    backend = ScriptedInquiryBackend().respond({"ok": True}, question=CONFIRM)
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "deploy", {"service": "api"}),
@@ -490,17 +541,17 @@ def test_static_answers_and_the_model_answer_mcp_questions_as_any_tools(tmp_path
         backend=backend,
     )
     assert result.responses[0].content == "ops: deployed api to staging"
-    assert [r.answer for r in responses(conversation)] == ["accept", True, "accept", "staging"]  # type: ignore[union-attr]
-    assert [task.question.id for task in backend.tasks] == [f"{CONFIRM}.ok"]
+    assert [r.answer for r in responses(conversation)] == [{"ok": True}, {"env": "staging"}]  # type: ignore[union-attr]
+    assert [task.question.id for task in backend.tasks] == [CONFIRM]
     assert result.shown == []
     assert_invariants(conversation)
 
 
-def test_the_remembered_yes_answers_the_same_field_of_a_later_call(tmp_path: Path) -> None:
-    """The turn cache applies: a Y for a boolean field answers it in the next call, unasked."""
+def test_a_remembered_form_answers_the_same_form_of_a_later_call(tmp_path: Path) -> None:
+    """The turn cache applies: a form answer remembered answers it in the next call, unasked."""
     conversation = conversation_on_disk(tmp_path / "conversation")
-    prompter = ScriptedPrompter().answer("accept").answer(True, remember=True).answer("decline")
-    prompter.answer("accept").answer("decline")
+    prompter = ScriptedPrompter().answer({"ok": True}, remember=True).answer("decline")
+    prompter.answer("decline")
 
     async def two_cycles() -> None:
         async with McpToolbox([ops(tmp_path)]) as toolbox:
@@ -510,21 +561,21 @@ def test_the_remembered_yes_answers_the_same_field_of_a_later_call(tmp_path: Pat
 
     asyncio.run(two_cycles())
     second = [r.question.id for r in asked(conversation) if r.id.startswith("call_2.")]
-    assert second == [CONFIRM, f"{CONFIRM}.ok", ENV]
+    assert second == [CONFIRM, ENV]
     shown = [
         prompt.question.id
         for prompt in prompter.shown
         if isinstance(prompt, ShowQuestion) and prompt.tool_call_id == "call_2"
     ]
-    assert shown == [CONFIRM, ENV]  # the boolean came from the turn's memory
+    assert shown == [ENV]  # the confirmation came from the turn's memory
     assert_invariants(conversation)
 
 
 def test_a_field_asked_again_too_often_ends_the_call_attempts_exhausted(tmp_path: Path) -> None:
-    """The re-ask bound applies: an answer that never fits ends as attempts_exhausted."""
-    prompter = ScriptedPrompter().answer("accept").answer("Ada")
+    """The re-ask bound applies: a secret field's answer that never fits: attempts_exhausted."""
+    prompter = ScriptedPrompter().answer(SIGNUP_ANSWER)
     for _ in range(3):
-        prompter.answer("not a number", question="account.age")
+        prompter.answer("short", question="account.api_token")  # never its 8 characters
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "signup", {}),
@@ -533,7 +584,7 @@ def test_a_field_asked_again_too_often_ends_the_call_attempts_exhausted(tmp_path
     )
     assert result.responses[0].is_error
     assert responses(conversation)[-1] == Cancelled(
-        id="call_1.account.age.3", reason=CancellationReason.ATTEMPTS_EXHAUSTED
+        id="call_1.account.api_token.3", reason=CancellationReason.ATTEMPTS_EXHAUSTED
     )
     assert received(tmp_path) == [{"tool": "signup", "action": "cancel"}]
     assert_invariants(conversation)
@@ -572,8 +623,7 @@ def test_two_servers_asking_at_once_are_prompted_one_at_a_time(tmp_path: Path) -
     conversation = conversation_on_disk(tmp_path / "conversation")
     prompter = OneAtATime(conversation)
     for tool, env in (("a_deploy", "dev"), ("b_deploy", "prod")):
-        for value in ("accept", True, "accept", env):
-            prompter.answer(value, tool=tool)
+        prompter.answer({"ok": True}, tool=tool).answer({"env": env}, tool=tool)
     result = asyncio.run(
         play(
             conversation,
@@ -600,7 +650,7 @@ def test_a_server_that_crashes_mid_round_trip_fails_the_call_and_is_restarted(
 ) -> None:
     """The server dies on the retry: the call fails naming it; the next call gets a new process."""
     conversation = conversation_on_disk(tmp_path / "conversation")
-    prompter = ScriptedPrompter().answer("accept").answer(True)
+    prompter = ScriptedPrompter().answer({"sure": True})
 
     async def both() -> tuple[list[ToolCallResponse], list[ToolCallResponse], str]:
         async with McpToolbox([ops(tmp_path)]) as toolbox:
@@ -615,7 +665,7 @@ def test_a_server_that_crashes_mid_round_trip_fails_the_call_and_is_restarted(
     assert "MCP server 'ops' closed the connection" in crashed[0].content
     assert not after[0].is_error
     assert after[0].content != first_pid  # a new server process
-    assert [type(r).__name__ for r in responses(conversation)] == ["Answered", "Answered"]
+    assert [type(r).__name__ for r in responses(conversation)] == ["Answered"]
     assert_invariants(conversation)
 
 
@@ -647,7 +697,7 @@ def test_request_state_is_echoed_byte_for_byte_and_never_invented(tmp_path: Path
     """The state comes back exactly, none when none was sent; sampling is refused, named."""
     prompter = ScriptedPrompter()
     for tool in ("stateful", "stateless"):
-        prompter.answer("accept", tool=tool, question="go").answer(True, tool=tool)
+        prompter.answer({"go": True}, tool=tool, question="go")
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "stateful", {}),
@@ -687,8 +737,8 @@ def test_an_expired_request_state_starts_the_call_over_with_the_answers_given(
     tmp_path: Path,
 ) -> None:
     """A state past its TTL is refused: round one again, answered from the call's answers."""
-    prompter = SlowPerson(f"{ENV}.env", pause=1.5)
-    prompter.answer("accept").answer(True).answer("accept").answer("dev")
+    prompter = SlowPerson(ENV, pause=1.5)
+    prompter.answer({"ok": True}).answer({"env": "dev"})
     conversation, result = run_calls(
         tmp_path,
         ("call_1", "deploy", {"service": "api"}),
@@ -696,7 +746,7 @@ def test_an_expired_request_state_starts_the_call_over_with_the_answers_given(
         prompter=prompter,
     )
     assert result.responses[0].content == "ops: deployed api to dev"
-    assert len(asked(conversation)) == 4  # nothing asked twice
+    assert len(asked(conversation)) == 2  # nothing asked twice
     assert_invariants(conversation)
 
 
@@ -704,7 +754,7 @@ def test_a_call_continued_with_recorded_answers_resumes_without_asking_them_agai
     tmp_path: Path,
 ) -> None:
     """A call this process never saw, run with answers: re-run from round one, answers reused."""
-    carried: dict[str, JsonValue | SecretValue] = {CONFIRM: "accept", f"{CONFIRM}.ok": True}
+    carried: dict[str, JsonValue | SecretValue] = {CONFIRM: {"ok": True}}
 
     async def resume() -> list[str]:
         async with McpToolbox([ops(tmp_path)]) as toolbox:
@@ -712,12 +762,10 @@ def test_a_call_continued_with_recorded_answers_resumes_without_asking_them_agai
             call = ToolCallRequest(id="call_1", name="deploy", arguments={"service": "api"})
             first = await executor.execute(call, carried)
             assert isinstance(first, NeedsInput)
-            second = await executor.execute(call, {**carried, ENV: "accept"})
-            assert isinstance(second, NeedsInput)
-            done = await executor.execute(call, {**carried, ENV: "accept", f"{ENV}.env": "dev"})
-            return [first.question.id, second.question.id, getattr(done, "content", "")]
+            done = await executor.execute(call, {**carried, ENV: {"env": "dev"}})
+            return [first.question.id, getattr(done, "content", "")]
 
-    assert asyncio.run(resume()) == [ENV, f"{ENV}.env", "ops: deployed api to dev"]
+    assert asyncio.run(resume()) == [ENV, "ops: deployed api to dev"]
 
 
 def test_a_new_call_under_a_used_id_starts_afresh(tmp_path: Path) -> None:
@@ -952,7 +1000,7 @@ def test_a_server_reached_over_streamable_http_asks_as_one_over_stdio(
 
     monkeypatch.chdir(tmp_path)  # where the in-process server notes what it received
     conversation = conversation_on_disk(tmp_path / "conversation")
-    prompter = ScriptedPrompter().answer("accept").answer(True).answer("accept").answer("dev")
+    prompter = ScriptedPrompter().answer({"ok": True}).answer({"env": "dev"})
 
     async def over_http() -> Play:
         async with served(ops_server("web", None).streamable_http_app()) as url:
@@ -966,5 +1014,5 @@ def test_a_server_reached_over_streamable_http_asks_as_one_over_stdio(
 
     result = asyncio.run(over_http())
     assert result.responses[0].content == "web: deployed api to dev"
-    assert len(asked(conversation)) == 4
+    assert len(asked(conversation)) == 2
     assert_invariants(conversation)

@@ -242,20 +242,17 @@ def test_a_timeout_says_the_server_wrote_lines_that_are_not_mcp(tmp_path: Path) 
 def test_a_field_the_configuration_names_secret_is_redacted_and_its_echo_masked(
     tmp_path: Path,
 ) -> None:
-    """secret_fields = {nickname}: asked as a secret, recorded redacted, masked in the result."""
+    """secret_fields = {nickname}: asked apart as a secret, redacted, masked in the result."""
     nickname = "Zq8v-nick-4711"
-    prompter = (
-        ScriptedPrompter()
-        .answer("accept")
-        .answer("Ada")
-        .answer("42")
-        .answer("ada@example.com")
-        .answer("pro")
-        .answer(False)
-        .answer("ai")
-        .answer(nickname)
-        .answer(SIGNUP_TOKEN)
-    )
+    filled: dict[str, JsonValue] = {
+        "name": "Ada",
+        "age": 42,
+        "email": "ada@example.com",
+        "plan": "pro",
+        "newsletter": False,
+        "tags": ["ai"],
+    }
+    prompter = ScriptedPrompter().answer(filled).answer(nickname).answer(SIGNUP_TOKEN)
     server = attrs.evolve(ops(tmp_path), secret_fields={"nickname"})
     conversation, result = run_calls(
         tmp_path, ("call_1", "signup", {}), servers=[server], prompter=prompter
@@ -264,6 +261,10 @@ def test_a_field_the_configuration_names_secret_is_redacted_and_its_echo_masked(
     echoed = json.loads(response.content.removeprefix("signed up: "))
     assert echoed["nickname"] == "<secret>"
     requests = {r.question.id: r.question for r in asked(conversation)}
+    assert list(requests) == ["account", "account.nickname", "account.api_token"]
+    form = requests["account"].answer_type.form
+    assert form is not None
+    assert "nickname" not in {field.name for field in form.fields}
     nickname_question = requests["account.nickname"]
     assert nickname_question.answer_type.is_secret
     assert nickname_question.context is not None

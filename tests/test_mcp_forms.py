@@ -9,7 +9,7 @@ import pytest
 
 from coordinator.adapters.mcp._exchange import Reply, Request
 from coordinator.adapters.mcp._forms import Fill, FormFill, UrlFill, fill_for, legacy_key
-from machines import AnswerKind, Question, SecretValue, ToolAnswer
+from machines import AnswerKind, FieldKind, Form, Question, SecretValue, TextFormat, ToolAnswer
 
 
 def form(properties: dict[str, Any], required: list[str] | None = None) -> FormFill:
@@ -21,17 +21,25 @@ def form(properties: dict[str, Any], required: list[str] | None = None) -> FormF
     return fill
 
 
-def field_question(fill: FormFill) -> Question:
-    """Accept the form; the first field's question."""
-    decision = fill.question()
-    assert decision is not None
-    fill.take("accept")
+def asked_form(fill: FormFill) -> Form:
+    """The form of the first question, the form question."""
+    question = fill.question()
+    assert question is not None
+    assert question.id == "k"
+    assert question.answer_type.form is not None
+    return question.answer_type.form
+
+
+def field_question(fill: FormFill, answer: dict[str, Any] | None = None) -> Question:
+    """Answer the form (``answer``, by default nothing); the next question, a secret field's."""
+    assert fill.question() is not None
+    fill.take(answer or {})
     question = fill.question()
     assert question is not None
     return question
 
 
-def refusal(fill: FormFill | UrlFill, answer: ToolAnswer) -> str:
+def refusal(fill: FormFill, answer: ToolAnswer) -> str:
     """Give ``answer`` to the current question; the context of that question, asked again."""
     asked = fill.question()
     assert asked is not None
@@ -43,32 +51,32 @@ def refusal(fill: FormFill | UrlFill, answer: ToolAnswer) -> str:
     return again.context
 
 
-def fill_all(fill: FormFill, *answers: ToolAnswer) -> Reply:
-    """Accept the form and answer its questions in order; the reply."""
-    fill.take("accept")
-    for answer in answers:
-        assert fill.question() is not None
-        fill.take(answer)
-    assert fill.question() is None
-    return fill.reply()
-
-
-def test_the_decision_comes_first_and_names_the_server_and_fields() -> None:
-    """A form's first question is accept-or-decline, id the key, naming server, tool and fields."""
+def test_a_form_is_one_question_naming_the_server_and_its_fields() -> None:
+    """The form's question: id the key, a form answer type, text the message, fields listed."""
     fill = form({"ok": {"type": "boolean"}, "note": {"type": "string"}}, ["ok"])
-    decision = fill.question()
-    assert decision is not None
-    assert decision.id == "k"
-    assert decision.answer_type.kind is AnswerKind.SELECT
-    assert decision.answer_type.option_values == ("accept", "decline")
-    assert decision.default == "accept"
-    assert decision.text == "Fill this in"
-    assert decision.context is not None
-    assert "MCP server 'srv' (tool 'tool')" in decision.context
-    assert "ok; note (optional)" in decision.context
+    question = fill.question()
+    assert question is not None
+    assert question.id == "k"
+    assert question.answer_type.kind is AnswerKind.FORM
+    assert question.text == "Fill this in"
+    assert question.context is not None
+    assert "MCP server 'srv' (tool 'tool')" in question.context
+    assert "ok; note (optional)" in question.context
+    assert question.answer_type.accepts({"ok": True})
+    assert question.answer_type.accepts("decline")
+    assert not question.answer_type.accepts({"note": "no ok"})
 
 
-def test_decline_is_a_reply_without_asking_the_fields() -> None:
+def test_the_forms_answer_is_the_reply_content() -> None:
+    """An object answer is sent as accept with that content; no other question follows."""
+    fill = form({"ok": {"type": "boolean"}, "n": {"type": "integer"}}, ["ok"])
+    fill.take({"ok": True, "n": 3})
+    assert fill.question() is None
+    assert fill.reply().revealed() == {"ok": True, "n": 3}
+    assert fill.reply().action == "accept"
+
+
+def test_decline_is_a_reply_without_content() -> None:
     """Declining ends the form at once; the server is told decline, with no content."""
     fill = form({"ok": {"type": "boolean"}}, ["ok"])
     fill.take("decline")
@@ -81,36 +89,75 @@ def test_decline_is_a_reply_without_asking_the_fields() -> None:
 @pytest.mark.parametrize(
     ("spec", "kind", "options"),
     [
-        ({"type": "boolean"}, AnswerKind.BOOLEAN, ()),
-        ({"type": "string", "enum": ["a", "b"]}, AnswerKind.SELECT, ("a", "b")),
+        ({"type": "boolean"}, FieldKind.BOOLEAN, ()),
+        ({"type": "string", "enum": ["a", "b"]}, FieldKind.CHOICE, ("a", "b")),
         (
             {"type": "string", "oneOf": [{"const": "x", "title": "Ex"}, {"const": "y"}]},
-            AnswerKind.SELECT,
+            FieldKind.CHOICE,
             ("x", "y"),
         ),
-        ({"type": "string"}, AnswerKind.TEXT, ()),
-        ({"type": "integer", "minimum": 1}, AnswerKind.TEXT, ()),
-        ({"type": "number"}, AnswerKind.TEXT, ()),
-        ({"type": "array", "items": {"type": "string", "enum": ["p", "q"]}}, AnswerKind.TEXT, ()),
-        ({"type": "string", "format": "password"}, AnswerKind.SECRET, ()),
+        ({"type": "string"}, FieldKind.TEXT, ()),
+        ({"type": "integer", "minimum": 1}, FieldKind.INTEGER, ()),
+        ({"type": "number"}, FieldKind.NUMBER, ()),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["p", "q"]}},
+            FieldKind.CHOICES,
+            ("p", "q"),
+        ),
     ],
 )
-def test_each_kind_of_field_has_its_answer_type(
-    spec: dict[str, Any], kind: AnswerKind, options: tuple[str, ...]
+def test_each_kind_of_field_is_typed_in_the_form(
+    spec: dict[str, Any], kind: FieldKind, options: tuple[str, ...]
 ) -> None:
-    """Boolean, select (enum or oneOf), text, numbers and multi-selects as text, secrets."""
-    question = field_question(form({"f": spec}, ["f"]))
-    assert question.id == "k.f"
-    assert question.answer_type.kind is kind
-    assert question.answer_type.option_values == options
+    """Boolean, one choice (enum or oneOf), text, whole number, number, several choices."""
+    (field,) = asked_form(form({"f": spec}, ["f"])).fields
+    assert (field.name, field.kind, field.required, field.option_values) == (
+        "f",
+        kind,
+        True,
+        options,
+    )
 
 
 def test_titled_options_keep_their_titles_as_descriptions() -> None:
-    """A oneOf's titles (and legacy enumNames) describe the select's options."""
-    question = field_question(
+    """A oneOf's titles (and legacy enumNames) describe the choice's options."""
+    (field,) = asked_form(
         form({"f": {"type": "string", "enum": ["a", "b"], "enumNames": ["Alpha", "Beta"]}})
-    )
-    assert [o.description for o in question.answer_type.options] == ["Alpha", "Beta"]
+    ).fields
+    assert [o.description for o in field.options] == ["Alpha", "Beta"]
+
+
+def test_bounds_formats_and_defaults_are_the_fields() -> None:
+    """A number's bounds, a text's lengths and format, a list's counts, defaults: all typed."""
+    fields = asked_form(
+        form(
+            {
+                "age": {"type": "integer", "minimum": 18, "maximum": 150, "default": 30},
+                "mail": {"type": "string", "format": "email", "maxLength": 40},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": ["a", "b"]},
+                    "maxItems": 1,
+                },
+            }
+        )
+    ).fields
+    age, mail, tags = fields
+    assert (age.minimum, age.maximum, age.offered_default) == (18, 150, 30)
+    assert (mail.format, mail.max_length) == (TextFormat.EMAIL, 40)
+    assert tags.max_items == 1
+
+
+def test_the_forms_default_is_its_fields_defaults_when_every_required_one_has_one() -> None:
+    """Enter (and the policy defaults) takes the fields' defaults, only if they make an answer."""
+    complete = form({"b": {"type": "boolean", "default": True}, "n": {"type": "integer"}}, ["b"])
+    question = complete.question()
+    assert question is not None
+    assert question.default == {"b": True}
+    lacking = form({"b": {"type": "boolean"}, "n": {"type": "integer", "default": 2}}, ["b"])
+    question = lacking.question()
+    assert question is not None
+    assert question.default is None
 
 
 @pytest.mark.parametrize(
@@ -138,21 +185,21 @@ def test_titled_options_keep_their_titles_as_descriptions() -> None:
         ("card_cvv", {"type": "number"}),
     ],
 )
-def test_a_field_marked_or_named_a_secret_is_a_secret_question(
+def test_a_field_marked_or_named_a_secret_is_asked_apart_after_the_form(
     name: str, spec: dict[str, Any]
 ) -> None:
-    """Format password, writeOnly, or a name or title saying so: a secret, with a warning."""
-    fill = form({name: spec}, [name])
-    decision = fill.question()
-    assert decision is not None
-    assert decision.context is not None
-    assert "Warning: this form asks for a secret" in decision.context
-    fill.take("accept")
+    """Format password, writeOnly, or a name or title saying so: out of the form, a secret."""
+    fill = form({name: spec, "note": {"type": "string"}}, [name])
     question = fill.question()
     assert question is not None
-    assert question.answer_type.is_secret
     assert question.context is not None
-    assert "MCP forbids servers to ask for one in a form" in question.context
+    assert "Warning: this form asks for a secret" in question.context
+    assert [field.name for field in asked_form(fill).fields] == ["note"]
+    secret = field_question(fill)
+    assert secret.id == f"k.{name}"
+    assert secret.answer_type.is_secret
+    assert secret.context is not None
+    assert "MCP forbids servers to ask for one in a form" in secret.context
 
 
 @pytest.mark.parametrize(
@@ -176,8 +223,11 @@ def test_a_field_marked_or_named_a_secret_is_a_secret_question(
 )
 def test_ordinary_names_are_not_secrets(name: str) -> None:
     """A name merely containing a secret word's letters is not a secret; nor a bare key or code."""
-    question = field_question(form({name: {"type": "string"}}, [name]))
-    assert question.answer_type.kind is AnswerKind.TEXT
+    fill = form({name: {"type": "string"}}, [name])
+    (field,) = asked_form(fill).fields
+    assert field.kind is FieldKind.TEXT
+    fill.take({name: "x"})
+    assert fill.question() is None
 
 
 def configured(properties: dict[str, Any], *secret_fields: str) -> Fill | str:
@@ -191,14 +241,14 @@ def test_a_field_the_configuration_names_is_a_secret_whatever_it_is_called() -> 
     """secret_fields: 'nickname' is asked as a secret, and the warning says the configuration."""
     fill = configured({"nickname": {"type": "string"}, "note": {"type": "string"}}, "nickname")
     assert isinstance(fill, FormFill)
-    question = field_question(fill)
+    assert [field.name for field in asked_form(fill).fields] == ["note"]  # only the field named
+    question = field_question(fill, {"note": "hi"})
     assert question.answer_type.is_secret
     assert question.context is not None
     assert "the configuration names it a secret (secret_fields)" in question.context
     fill.take(SecretValue("Zq8v"))
-    following = fill.question()
-    assert following is not None
-    assert not following.answer_type.is_secret  # only the field named
+    assert fill.question() is None
+    assert fill.reply().revealed() == {"note": "hi", "nickname": "Zq8v"}
 
 
 def test_a_number_asked_as_a_secret_is_sent_as_a_number_and_never_quoted() -> None:
@@ -208,7 +258,7 @@ def test_a_number_asked_as_a_secret_is_sent_as_a_number_and_never_quoted() -> No
     assert question.answer_type.is_secret
     assert question.default is None  # a secret's default would be recorded
     context = refusal(fill, SecretValue("12a"))
-    assert "the answer is not a whole number" in context
+    assert "field 'pin' must be a whole number of at least 0" in context
     assert "12a" not in context
     fill.take(SecretValue(" 4711 "))
     assert fill.question() is None
@@ -235,84 +285,17 @@ def test_a_field_answered_by_choosing_cannot_be_configured_a_secret(spec: dict[s
 
 
 def test_a_secret_name_on_a_boolean_or_select_is_no_secret() -> None:
-    """Only free text can be a secret: a boolean called 'use_token' stays a boolean."""
-    question = field_question(form({"use_token": {"type": "boolean"}}, ["use_token"]))
-    assert question.answer_type.kind is AnswerKind.BOOLEAN
-
-
-def test_numbers_are_parsed_and_checked_and_a_misfit_is_asked_again() -> None:
-    """'17' under a minimum of 18 is refused (asked again, saying why); '42' is sent as 42."""
-    fill = form({"age": {"type": "integer", "minimum": 18, "maximum": 150}}, ["age"])
-    fill.take("accept")
-    first = fill.question()
-    assert first is not None
-    assert first.context is not None
-    assert "A whole number from 18 to 150." in first.context
-    assert "The last answer was refused: '17' is not from 18 to 150." in refusal(fill, "17")
-    assert "'4.5' is not a whole number" in refusal(fill, "4.5")
-    fill.take(" 42 ")
-    assert fill.question() is None
-    assert fill.reply().revealed() == {"age": 42}
-
-
-@pytest.mark.parametrize(("text", "sent"), [("2.5", 2.5), ("-3", -3), ("1e3", 1000.0)])
-def test_a_number_field_takes_integers_and_decimals(text: str, sent: float) -> None:
-    """A number field sends the number the text says."""
-    assert fill_all(form({"x": {"type": "number"}}, ["x"]), text).revealed() == {"x": sent}
-
-
-@pytest.mark.parametrize("text", ["nan", "inf", "twelve", ""])
-def test_a_number_field_refuses_what_json_cannot_hold(text: str) -> None:
-    """nan, inf, words, and nothing (when required) are asked again."""
-    fill = form({"x": {"type": "number"}}, ["x"])
-    fill.take("accept")
-    assert "The last answer was refused" in refusal(fill, text)
-
-
-def test_an_optional_field_left_empty_is_left_out() -> None:
-    """An empty answer to an optional text or number field sends no value for it."""
-    fill = form(
-        {"nick": {"type": "string"}, "n": {"type": "integer"}, "must": {"type": "string"}},
-        ["must"],
-    )
-    assert fill_all(fill, "", "", "").revealed() == {"must": ""}
-
-
-def test_a_multi_select_takes_values_separated_by_commas_or_a_json_array() -> None:
-    """'ai, ops' and '["ai","ops"]' both send ['ai', 'ops']; an unknown value is asked again."""
-    spec = {"type": "array", "items": {"type": "string", "enum": ["ai", "ops", "web"]}}
-    assert fill_all(form({"t": spec}, ["t"]), "ai, ops").revealed() == {"t": ["ai", "ops"]}
-    assert fill_all(form({"t": spec}, ["t"]), '["web"]').revealed() == {"t": ["web"]}
-    fill = form({"t": {**spec, "maxItems": 1}}, ["t"])
-    fill.take("accept")
-    assert "it gives 2 values" in refusal(fill, "ai, ops")
-    assert "'cloud' is not one of the values" in refusal(fill, "cloud")
-
-
-@pytest.mark.parametrize(
-    ("fmt", "bad", "good"),
-    [
-        ("email", "not an address", "ada@example.com"),
-        ("date", "31/12/2026", "2026-12-31"),
-        ("date-time", "2026-12-31T10:00:00", "2026-12-31T10:00:00+01:00"),
-        ("uri", "", "https://example.com/x"),
-    ],
-)
-def test_string_formats_are_checked(fmt: str, bad: str, good: str) -> None:
-    """A string with a format the spec allows is checked before it is sent."""
-    fill = form({"s": {"type": "string", "format": fmt}}, ["s"])
-    fill.take("accept")
-    assert "The last answer was refused" in refusal(fill, bad)
-    fill.take(good)
-    assert fill.reply().revealed() == {"s": good}
+    """Only free text can be a secret: a boolean called 'use_token' stays in the form."""
+    (field,) = asked_form(form({"use_token": {"type": "boolean"}}, ["use_token"])).fields
+    assert field.kind is FieldKind.BOOLEAN
 
 
 def test_a_secret_that_does_not_fit_is_refused_without_quoting_it() -> None:
     """A too-short secret is asked again; the reason gives its length rule, never its value."""
     fill = form({"password": {"type": "string", "minLength": 12}}, ["password"])
-    fill.take("accept")
+    field_question(fill)
     context = refusal(fill, SecretValue("hunter2"))
-    assert "shorter than 12 characters" in context
+    assert "at least 12 characters" in context
     assert "hunter2" not in context
     fill.take(SecretValue("correct horse battery"))
     reply = fill.reply()
@@ -320,23 +303,33 @@ def test_a_secret_that_does_not_fit_is_refused_without_quoting_it() -> None:
     assert reply.revealed() == {"password": "correct horse battery"}
 
 
-def test_defaults_become_the_questions_defaults_where_they_fit() -> None:
-    """A boolean's, select's, text's and number's defaults are offered; a secret's never."""
-    fill = form(
-        {
-            "b": {"type": "boolean", "default": True},
-            "s": {"type": "string", "enum": ["x", "y"], "default": "y"},
-            "n": {"type": "integer", "default": 3},
-            "bad": {"type": "string", "enum": ["x"], "default": "z"},
-            "token": {"type": "string", "default": "leak"},
-        }
-    )
-    fill.take("accept")
-    defaults = []
-    while (question := fill.question()) is not None:
-        defaults.append(question.default)
-        fill.take(question.default if question.default is not None else "x")
-    assert defaults == [True, "y", "3", None, None]
+def test_an_optional_secret_left_empty_is_left_out() -> None:
+    """An empty answer to an optional secret field sends no value for it."""
+    fill = form({"token": {"type": "string"}, "pin": {"type": "integer"}})
+    field_question(fill)
+    fill.take(SecretValue(""))
+    fill.take(SecretValue(" "))
+    assert fill.question() is None
+    assert fill.reply().revealed() == {}
+
+
+def test_a_declined_form_asks_no_secret() -> None:
+    """Declining the form asks for none of its secret fields: nothing to give, nothing sent."""
+    fill = form({"token": {"type": "string"}}, ["token"])
+    fill.take("decline")
+    assert fill.question() is None
+    assert fill.reply().action == "decline"
+
+
+def test_a_form_of_secrets_only_is_an_empty_form_then_the_secrets() -> None:
+    """No field left for the form: it asks to confirm (an empty object) or decline."""
+    fill = form({"token": {"type": "string"}}, ["token"])
+    assert asked_form(fill).fields == ()
+    question = fill.question()
+    assert question is not None
+    assert question.answer_type.accepts({})
+    assert question.context is not None
+    assert "It has no fields: it asks you to confirm." in question.context
 
 
 @pytest.mark.parametrize(
@@ -347,6 +340,13 @@ def test_defaults_become_the_questions_defaults_where_they_fit() -> None:
         ({"type": "array"}, "not of type object"),
         ("nope", "not a JSON object"),
         ({"type": "object", "properties": {"d": {"enum": ["a", "a"]}}}, "same value twice"),
+        (
+            {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}},
+            },
+            "minimum above its maximum",
+        ),
     ],
 )
 def test_a_form_that_cannot_be_asked_says_why(schema: Any, problem: str) -> None:
@@ -357,8 +357,8 @@ def test_a_form_that_cannot_be_asked_says_why(schema: Any, problem: str) -> None
     assert problem in refused
 
 
-def test_a_url_request_is_one_secret_question_recorded_without_its_query() -> None:
-    """URL mode: a secret question whose text and context name the link without its query."""
+def test_a_url_request_is_accept_or_decline_for_a_person_recorded_without_its_query() -> None:
+    """URL mode: an exclusive select, no default, never remembered; its text names the link cut."""
     url = "https://user:pw@auth.example.com:8443/authorize?state=T0KEN#frag"
     request = Request(key="login", mode="url", message="Sign in", url=url)
     fill = fill_for(request, server="s", tool="t")
@@ -366,7 +366,11 @@ def test_a_url_request_is_one_secret_question_recorded_without_its_query() -> No
     question = fill.question()
     assert question is not None
     assert question.id == "login"
-    assert question.answer_type.is_secret
+    assert question.answer_type.option_values == ("accept", "decline")
+    assert not question.answer_type.is_secret
+    assert question.exclusive
+    assert question.default is None
+    assert not question.reusable
     recorded = f"{question.text} {question.context}"
     assert "https://auth.example.com:8443/authorize (query string not shown)" in recorded
     for hidden in ("T0KEN", "frag", "user", "pw@"):
@@ -375,25 +379,15 @@ def test_a_url_request_is_one_secret_question_recorded_without_its_query() -> No
     assert fill.url == url
 
 
-@pytest.mark.parametrize(("typed", "action"), [("", "accept"), ("  DECLINE ", "decline")])
-def test_a_url_reply_is_enter_to_accept_or_decline(typed: str, action: str) -> None:
-    """Enter alone confirms the person completed it; 'decline' refuses."""
+@pytest.mark.parametrize("action", ["accept", "decline"])
+def test_a_url_reply_is_the_option_chosen(action: str) -> None:
+    """The person's choice is what the server is told."""
     request = Request(key="u", mode="url", message="m", url="https://example.com/")
     fill = fill_for(request, server="s", tool="t")
     assert isinstance(fill, UrlFill)
-    fill.take(SecretValue(typed))
+    fill.take(action)
     assert fill.question() is None
     assert fill.reply().action == action
-
-
-def test_a_url_reply_that_is_neither_is_asked_again_unquoted() -> None:
-    """Anything else typed at the (secret) prompt is asked again, and never quoted."""
-    request = Request(key="u", mode="url", message="m", url="https://example.com/")
-    fill = fill_for(request, server="s", tool="t")
-    assert isinstance(fill, UrlFill)
-    context = refusal(fill, SecretValue("my password"))
-    assert "neither empty nor 'decline'" in context
-    assert "my password" not in context
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "https://"])

@@ -14,7 +14,7 @@ from run_helpers import PROJECT, cli, every_byte, outcomes, payloads, responses,
 from coordinator import ConfigError, load_conversation
 from coordinator.adapters.mcp import DEFAULT_MAX_REPLY
 from coordinator.cli._scenario import load_scenario
-from machines import Answered, CancellationReason, Cancelled, InquiryRequest, Redacted
+from machines import Answered, CancellationReason, Cancelled, InquiryRequest
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,8 +57,7 @@ def test_the_example_runs_every_question_recorded_as_a_tools(
     )
     assert (status, err) == (0, "")
     assert (
-        "questions: 9 (8 answered, 1 redacted; answered or redacted: 8 answers file, "
-        "1 configuration)" in out
+        "questions: 4 (4 answered; answered or redacted: 3 answers file, 1 configuration)" in out
     )
     conversation = load_conversation(directory)
     assert sorted(r.content for r in responses(conversation).values()) == [
@@ -73,11 +72,16 @@ def test_the_example_runs_every_question_recorded_as_a_tools(
         ("tool", "connect_ci"),
     }
     link = next(r for r in requests if r.question.id == "authorize")
-    assert link.question.answer_type.is_secret
+    assert link.question.exclusive
     assert "https://ci.example.invalid/oauth/authorize (query string not shown)" in str(
         link.question.context
     )
-    assert isinstance(outcomes(conversation)[link.id], Redacted)
+    assert outcomes(conversation)[link.id] == Answered(id=link.id, answer="accept")
+    announced = next(r for r in requests if r.source.name == "announce")
+    assert outcomes(conversation)[announced.id] == Answered(
+        id=announced.id,
+        answer={"headline": "2.4.0 is out", "channels": ["email", "chat"], "audience": 250},
+    )
     assert b"s3cr3t-state" not in every_byte(directory)
     assert_invariants(conversation, secrets=["s3cr3t-state"])
 
@@ -144,11 +148,11 @@ def test_a_token_in_a_url_requests_message_is_not_printed_recorded_or_sent(
     status, out, err = cli("run", scenario, "--no-tty", "--conversation", directory, capsys=capsys)
     assert status == 1  # the link went unanswered: no person
     shown = "Please open https://auth.example.invalid/cb (query string not shown) to sign in"
-    assert f"? leaky_login asks authorize (secret): {shown}" in out
+    assert f"? leaky_login asks authorize (select): {shown}" in out
     assert LEAKY_TOKEN not in out + err
     conversation = load_conversation(directory)
     (response,) = responses(conversation).values()  # what the model is told of the call
-    assert f'asked for a secret ("{shown}")' in response.content
+    assert f'asked "{shown}"' in response.content
     assert LEAKY_TOKEN not in stored_text(conversation)
     assert_invariants(conversation, secrets=[LEAKY_TOKEN])
 
@@ -226,7 +230,7 @@ MCP_SCENARIO_ERRORS = [
     pytest.param(
         DEPLOY.replace("args = [", "cwd = '.'\nargs = ["),
         "mcp_servers.ops.cwd",
-        "unknown key (expected one of: args, command, env, max_reply, secret_fields, "
+        "unknown key (expected one of: args, command, env, headers, max_reply, secret_fields, "
         "start_timeout, stderr, timeout, url)",
         id="unknown-key",
     ),

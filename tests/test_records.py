@@ -89,9 +89,9 @@ def test_source_kinds_are_exactly_the_four_wire_tags() -> None:
 # ------------------------------------------------------------- answer types
 
 
-def test_answer_kinds_are_exactly_the_four_wire_tags() -> None:
-    """AnswerType is Boolean, Select, Text or Secret."""
-    assert {kind.value for kind in AnswerKind} == {"boolean", "select", "text", "secret"}
+def test_answer_kinds_are_the_four_wire_tags_and_the_form() -> None:
+    """AnswerType is Boolean, Select, Text or Secret (JP's tags), or a form (recorded as text)."""
+    assert {kind.value for kind in AnswerKind} == {"boolean", "select", "text", "secret", "form"}
 
 
 def test_select_options_accept_strings_and_option_objects() -> None:
@@ -174,7 +174,7 @@ def test_a_secret_question_may_have_a_default_its_repr_hides() -> None:
     plain = Question.boolean("go", "Go?", default=True)
     assert repr(plain) == (
         "Question(id='go', text='Go?', answer_type=AnswerType(kind=<AnswerKind.BOOLEAN: "
-        "'boolean'>, options=()), context=None, default=True, exclusive=False, "
+        "'boolean'>, options=(), form=None), context=None, default=True, exclusive=False, "
         "persistence=<AnswerReusePolicy.TURN: 'turn'>)"
     )
 
@@ -212,7 +212,7 @@ def test_a_recorded_secret_default_is_hidden_from_repr() -> None:
     plain = InquiryQuestion(text="Go?", answer_type=AnswerType.boolean(), default=True)
     assert repr(plain) == (
         "InquiryQuestion(text='Go?', answer_type=AnswerType(kind=<AnswerKind.BOOLEAN: "
-        "'boolean'>, options=()), default=True, id=None, context=None, exclusive=None, "
+        "'boolean'>, options=(), form=None), default=True, id=None, context=None, exclusive=None, "
         "persistence=None)"
     )
 

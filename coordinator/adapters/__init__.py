@@ -15,7 +15,9 @@ driver's protocols over something real, and depends on nothing above it:
 - the model: :func:`backend_from_config` builds a
   :class:`~coordinator.adapters.providers.ModelInquiryBackend` over a
   provider's official SDK (the ``anthropic`` and ``openai`` extras;
-  :mod:`coordinator.adapters.providers`);
+  :mod:`coordinator.adapters.providers`); :func:`anthropic_tool_calls`,
+  :func:`openai_tool_calls` and their ``*_tool_results`` translate an
+  embedder's agent loop to and from the providers' message shapes;
 - MCP servers' tools: :mod:`coordinator.adapters.mcp` (the ``mcp`` extra)
   runs them, each question a server asks an inquiry of the calling tool;
 - the web inbox: :mod:`coordinator.adapters.live` puts a run's questions
@@ -60,7 +62,16 @@ from coordinator.adapters._promptability import (
     resolve_promptability,
 )
 from coordinator.adapters._terminal import TerminalPrompter, TerminalUnavailableError, printable
-from coordinator.adapters.providers import ModelInquiryBackend, backend_from_config, turn_tools
+from coordinator.adapters.providers import (
+    ModelInquiryBackend,
+    ToolCallShapeError,
+    anthropic_tool_calls,
+    anthropic_tool_results,
+    backend_from_config,
+    openai_tool_calls,
+    openai_tool_results,
+    turn_tools,
+)
 
 __all__ = [
     "ASK_USER",
@@ -78,9 +89,14 @@ __all__ = [
     "PromptabilityError",
     "TerminalPrompter",
     "TerminalUnavailableError",
+    "ToolCallShapeError",
+    "anthropic_tool_calls",
+    "anthropic_tool_results",
     "backend_from_config",
     "builtin_executors",
     "check_arguments",
+    "openai_tool_calls",
+    "openai_tool_results",
     "printable",
     "resolve_promptability",
     "schema_problem",

@@ -24,6 +24,15 @@ conventions"):
   remembered;
 - secret: nothing of what is typed appears, and it is never remembered; a
   default the tool gave (RFD 082 records it) is never pre-filled nor taken;
+- form: one prompt flow. First *fill it in* or *decline* (picked as a
+  select; declining answers ``"decline"``), then each field in order, typed:
+  a boolean as ``y``/``n``, one choice picked from its options (their titles
+  beside them), several choices marked with Space, text checked against its
+  length and format, a number parsed and held to its bounds; each field says
+  whether it is required, and offers its default (Enter takes it). Enter on
+  an optional field left empty leaves it out. A reply that does not fit is
+  refused where it is typed, saying why. The answer is one object; Esc or
+  Ctrl-C at any field cancels the whole form (nothing of it is answered);
 - a default that is no answer to its question (``"yes"`` for a boolean, a
   value none of a select's options; RFD 082 records it all the same) is not
   offered, and the prompt says so: only :attr:`~machines.Question.offered_default`
@@ -99,7 +108,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 
 import orjson
 
@@ -113,7 +122,7 @@ from coordinator.driver import (
     PromptCancelled,
     QuestionAnswer,
 )
-from machines import AnswerKind, SourceKind, json_type
+from machines import DECLINE, AnswerKind, FieldKind, SourceKind, json_type, typed_number
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -124,6 +133,8 @@ if TYPE_CHECKING:
     from coordinator.adapters._terminal_toolkit import Fragments, ToolkitTerminal
     from coordinator.driver import PermissionAnswer
     from machines import (
+        Form,
+        FormField,
         JsonValue,
         Question,
         ShowDeliveryPrompt,
@@ -587,6 +598,8 @@ class TerminalPrompter:
             return QuestionAnswer(value=values[index])
         if kind is AnswerKind.TEXT:
             return await self._text(default, unoffered=unoffered)
+        if question.answer_type.form is not None:
+            return await self._form(question.answer_type.form)
         hint = "a secret: nothing you type is shown, and it is not recorded"
         if unoffered:  # RFD 082 records it, but it is never typed for the person
             hint += "; the tool's default is not offered"
@@ -611,6 +624,94 @@ class TerminalPrompter:
         if answer is None:  # pragma: no cover - the check refused such a reply
             raise PromptCancelled
         return answer
+
+    async def _form(self, form: Form) -> QuestionAnswer:
+        """A form, in one flow: fill it in or decline, then each field; one object."""
+        count = len(form.fields)
+        fields = f"{count} field{'' if count == 1 else 's'}"
+        self._terminal.show(_hint(f"a form of {fields} · Esc or Ctrl-C cancels the whole form"))
+        index = await self._terminal.choose(
+            [
+                ("fill it in", f"answer its {fields}, one by one") if count else ("confirm", None),
+                (DECLINE, "refuse to fill it in; the tool is told so"),
+            ]
+        )
+        if index == 1:
+            return QuestionAnswer(value=DECLINE)
+        answer: dict[str, JsonValue] = {}
+        for number, field in enumerate(form.fields, 1):
+            self._terminal.show(_field_header(field, number, count))
+            value = await _FIELD_READERS[field.kind](self, field)
+            if not isinstance(value, _Marker):
+                answer[field.name] = value
+        return QuestionAnswer(value=answer)
+
+    async def _field_line(self, field: FormField, parse: _Parse) -> _Value:
+        """A typed field (text, a number): a line ``parse`` takes, its default for Enter."""
+        default = field.offered_default
+        placeholder = None if default is None else printable(_json(default).strip('"'))
+        reply = await self._terminal.line(
+            [("", "> ")],
+            check=lambda text: _problem(parse(text, field)),
+            placeholder=placeholder,
+            history=True,
+        )
+        value = parse(reply, field)
+        if isinstance(value, _Refused):  # pragma: no cover - the check refused such a reply
+            raise PromptCancelled
+        return value
+
+    async def _field_text(self, field: FormField) -> _Value:
+        return await self._field_line(field, _text_value)
+
+    async def _field_number(self, field: FormField) -> _Value:
+        return await self._field_line(field, _number_value)
+
+    async def _field_boolean(self, field: FormField) -> _Value:
+        default = field.offered_default
+        reply = await self._terminal.line(
+            [("", "[y/n] > ")], check=lambda text: _problem(_boolean_value(text, field))
+        )
+        value = _boolean_value(reply, field)
+        if isinstance(value, _Refused):  # pragma: no cover - the check refused such a reply
+            raise PromptCancelled
+        return default if value is _DEFAULT else value
+
+    async def _field_choice(self, field: FormField) -> _Value:
+        options: list[tuple[str, str | None]] = [
+            (printable(o.value), printable(o.description) if o.description else None)
+            for o in field.options
+        ]
+        if not field.required:
+            options.append(("(leave it out)", "this field is optional"))
+        default = field.offered_default
+        values = field.option_values
+        index = await self._terminal.choose(
+            options, default=values.index(default) if isinstance(default, str) else 0
+        )
+        return values[index] if index < len(values) else _LEFT_OUT
+
+    async def _field_choices(self, field: FormField) -> _Value:
+        values = field.option_values
+        default = field.offered_default
+        marked = [values.index(v) for v in default] if isinstance(default, list) else []
+
+        def check(indices: list[int]) -> str | None:
+            if not indices and not field.required:
+                return None  # left out
+            return field.problem([values[index] for index in indices])
+
+        indices = await self._terminal.choose_many(
+            [
+                (printable(o.value), printable(o.description) if o.description else None)
+                for o in field.options
+            ],
+            marked=marked,
+            check=check,
+        )
+        if not indices and not field.required:
+            return _LEFT_OUT
+        return [values[index] for index in indices]
 
     async def _text(self, default: JsonValue, *, unoffered: bool) -> QuestionAnswer:
         placeholder = printable(default) if isinstance(default, str) and default else None
@@ -647,3 +748,117 @@ def _check_boolean_reply(
     if not reply.strip():  # Enter alone, and no default it takes (a yes or no)
         return (_UNFIT_BOOLEAN_DEFAULT if unoffered else _NO_BOOLEAN_DEFAULT) + replies
     return replies
+
+
+# ----------------------------------------------------------------- form fields
+
+
+class _Marker:
+    """A reply that is no value of a field: :data:`_LEFT_OUT`, :data:`_DEFAULT`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: An optional field left out of the answer.
+_LEFT_OUT: Final = _Marker("left out")
+#: Enter alone, at a field whose default is offered.
+_DEFAULT: Final = _Marker("the default")
+
+
+class _Refused(str):
+    """Why a reply to a field does not fit, in words (what it is shown as)."""
+
+    __slots__ = ()
+
+
+#: A field's value as read: JSON, or left out.
+_Value: TypeAlias = "JsonValue | _Marker"
+#: What a reply to a typed field is: its value, left out, or refused (why).
+_Parse: TypeAlias = "Callable[[str, FormField], _Value | _Refused]"
+
+
+def _problem(value: object) -> str | None:
+    return str(value) if isinstance(value, _Refused) else None
+
+
+def _field_header(field: FormField, number: int, count: int) -> Fragments:
+    """A field's lines: its label and place, what it takes, its default or how to leave it out."""
+    name = printable(field.name)
+    label = printable(field.title) if field.title and field.title != field.name else None
+    named = f"{label} ({name})" if label else name
+    need = "required" if field.required else "optional"
+    fragments: Fragments = [
+        ("class:question", f"  {named}"),
+        ("class:hint", f"  · field {number} of {count} · {need}\n"),
+    ]
+    if field.description and field.description != field.title:
+        fragments.append(("class:context", f"  {printable(field.description)}\n"))
+    takes = [printable(field.expected())]
+    if field.kind is FieldKind.BOOLEAN:
+        takes = ["y or yes · n or no, then Enter"]
+    elif field.kind is FieldKind.CHOICES:
+        takes = ["Space marks each value wanted, then Enter"]
+    default = field.offered_default
+    if default is not None:
+        takes.append(f"Enter alone: {printable(_json(default))}")
+    elif not field.required and field.kind is FieldKind.CHOICES:
+        takes.append("mark none to leave it out")
+    elif not field.required and field.kind is not FieldKind.CHOICE:
+        takes.append("Enter alone leaves it out")
+    return [*fragments, *_hint(" · ".join(takes))]
+
+
+def _empty(text: str, field: FormField) -> _Value | None:
+    """What Enter alone gives at a typed field: its default, left out, or ``None`` (typed on)."""
+    if text.strip():
+        return None
+    if field.offered_default is not None:
+        return field.offered_default
+    if not field.required:
+        return _LEFT_OUT
+    return None
+
+
+def _text_value(text: str, field: FormField) -> _Value | _Refused:
+    if (empty := _empty(text, field)) is not None:
+        return empty
+    problem = field.problem(text)
+    return _Refused(problem) if problem else text
+
+
+def _number_value(text: str, field: FormField) -> _Value | _Refused:
+    if (empty := _empty(text, field)) is not None:
+        return empty
+    number = typed_number(text)
+    if number is None:
+        return _Refused(f"field {field.name!r} must be {field.expected()}")
+    problem = field.problem(number)
+    return _Refused(problem) if problem else number
+
+
+def _boolean_value(text: str, field: FormField) -> _Value | _Refused:
+    word = text.strip().lower()
+    if word in _BOOLEAN_WORDS:
+        return _BOOLEAN_WORDS[word]
+    if not word:
+        if isinstance(field.offered_default, bool):
+            return _DEFAULT
+        if not field.required:
+            return _LEFT_OUT
+        return _Refused("there is no default: type y, yes, n or no, then Enter")
+    return _Refused("type y, yes, n or no, then Enter")
+
+
+#: How each kind of field is read.
+_FIELD_READERS: Mapping[FieldKind, Callable[[TerminalPrompter, FormField], Awaitable[_Value]]] = {
+    FieldKind.BOOLEAN: TerminalPrompter._field_boolean,  # noqa: SLF001 - its own methods
+    FieldKind.CHOICE: TerminalPrompter._field_choice,  # noqa: SLF001
+    FieldKind.CHOICES: TerminalPrompter._field_choices,  # noqa: SLF001
+    FieldKind.TEXT: TerminalPrompter._field_text,  # noqa: SLF001
+    FieldKind.INTEGER: TerminalPrompter._field_number,  # noqa: SLF001
+    FieldKind.NUMBER: TerminalPrompter._field_number,  # noqa: SLF001
+}

@@ -1,4 +1,4 @@
-"""The terminal itself, through prompt_toolkit: six primitives and nothing else.
+"""The terminal itself, through prompt_toolkit: seven primitives and nothing else.
 
 Theory of operation: :class:`ToolkitTerminal` offers what the terminal
 prompter (:mod:`coordinator.adapters._terminal`) needs of a terminal, and decides
@@ -7,7 +7,8 @@ nothing about questions: :meth:`~ToolkitTerminal.show` prints styled lines
 checked line (a default shown as a placeholder, which Enter on an empty line
 takes); :meth:`~ToolkitTerminal.secret` reads one line that is never
 shown; :meth:`~ToolkitTerminal.choose` picks one of a list with the arrow keys
-or by number; :meth:`~ToolkitTerminal.edit` edits a multi-line text; and
+or by number; :meth:`~ToolkitTerminal.choose_many` picks several (Space marks
+one); :meth:`~ToolkitTerminal.edit` edits a multi-line text; and
 :meth:`~ToolkitTerminal.discard_typeahead` drops every key typed so far.
 
 Why prompt_toolkit (3.0), and not questionary on top of it or a hand-rolled
@@ -67,7 +68,7 @@ import contextlib
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application, get_app
@@ -398,8 +399,24 @@ class ToolkitTerminal:
 
     async def choose(self, options: Sequence[tuple[str, str | None]], *, default: int = 0) -> int:
         """The index of the option (value, description) picked: arrows or number, then Enter."""
-        chosen = _Choice(options, default)
-        application: Application[int] = Application(
+        return cast("int", await self._run_choice(_Choice(options, default)))
+
+    async def choose_many(
+        self,
+        options: Sequence[tuple[str, str | None]],
+        *,
+        marked: Sequence[int] = (),
+        check: Callable[[list[int]], str | None] = lambda _: None,
+    ) -> list[int]:
+        """The indices of the options marked (Space marks one), in order; Enter accepts.
+
+        ``marked`` are marked to begin with; ``check`` refuses a marking with
+        the problem it returns (shown, and the prompt stays).
+        """
+        return cast("list[int]", await self._run_choice(_Choices(options, marked, check)))
+
+    async def _run_choice(self, chosen: _Choice) -> Any:
+        application: Application[Any] = Application(
             layout=Layout(
                 HSplit(
                     [
@@ -504,6 +521,17 @@ class _Choice:
                 return [("class:hint", "  (nothing chosen)")]
             value, _ = self.options[self.index]
             return [("class:hint", f"  {self.index + 1}. "), ("class:answer", value)]
+        fragments = self.option_lines(rows)
+        typed = f"  number: {self.typed}" if self.typed else ""
+        fragments.append(("class:hint", f"   up/down or a number, then Enter; Esc cancels{typed}"))
+        return fragments
+
+    def mark(self, _index: int) -> str:
+        """What goes before an option's number (a multi-choice's ``[x]``); nothing here."""
+        return ""
+
+    def option_lines(self, rows: int) -> Fragments:
+        """The options in view on a terminal ``rows`` high, the highlight and each mark."""
         fragments: Fragments = []
         width = len(str(len(self.options)))
         shown = self.visible(rows)
@@ -514,14 +542,12 @@ class _Choice:
             selected = index == self.index
             style = "class:option.selected" if selected else "class:option"
             fragments.append(("", " > " if selected else "   "))
-            fragments.append((style, f"{index + 1:>{width}}. {value}"))
+            fragments.append((style, f"{self.mark(index)}{index + 1:>{width}}. {value}"))
             if description:
                 fragments.append(("class:option.description", f"  {description}"))
             fragments.append(("", "\n"))
         if shown.stop < len(self.options):
             fragments.append(("class:hint", f"   ({len(self.options) - shown.stop} more below)\n"))
-        typed = f"  number: {self.typed}" if self.typed else ""
-        fragments.append(("class:hint", f"   up/down or a number, then Enter; Esc cancels{typed}"))
         return fragments
 
     def type_digit(self, digit: str) -> None:
@@ -537,6 +563,10 @@ class _Choice:
     def move(self, step: int) -> None:
         self.typed = ""
         self.index = min(max(self.index + step, 0), len(self.options) - 1)
+
+    def accept(self, app: Application[Any]) -> None:
+        """Enter: the highlighted option is the result."""
+        app.exit(result=self.index)
 
     def keys(self) -> KeyBindings:
         """The keys that choose (and Ctrl-D; the terminal adds the other keys that cancel)."""
@@ -554,7 +584,7 @@ class _Choice:
 
         @keys.add("enter")
         def _accept(event: KeyPressEvent) -> None:
-            event.app.exit(result=self.index)
+            self.accept(event.app)
 
         @keys.add("c-d")
         def _eof(event: KeyPressEvent) -> None:
@@ -567,5 +597,70 @@ class _Choice:
             def _number(event: KeyPressEvent, digit: str = digit) -> None:
                 del event
                 self.type_digit(digit)
+
+        return keys
+
+
+class _Choices(_Choice):
+    """The state of one :meth:`ToolkitTerminal.choose_many`: the highlight, and what is marked.
+
+    Space marks or unmarks the highlighted option; Enter accepts what is
+    marked, unless ``check`` refuses it (its problem is shown until a key
+    changes the marking).
+    """
+
+    def __init__(
+        self,
+        options: Sequence[tuple[str, str | None]],
+        marked: Sequence[int],
+        check: Callable[[list[int]], str | None],
+    ) -> None:
+        super().__init__(options, 0)
+        self.marked = set(marked)
+        self.check = check
+        self.problem: str | None = None
+
+    def marks(self) -> list[int]:
+        """The indices marked, in the options' order."""
+        return sorted(self.marked)
+
+    def toggle(self) -> None:
+        self.problem = None
+        self.marked ^= {self.index}
+
+    def mark(self, index: int) -> str:
+        """``[x]`` before a marked option, ``[ ]`` before the others."""
+        return "[x] " if index in self.marked else "[ ] "
+
+    def fragments(self, *, rows: int, done: bool) -> Fragments:
+        """What to draw: each option with its mark; the chosen ones once done."""
+        if done:
+            if self.cancelled:
+                return [("class:hint", "  (nothing chosen)")]
+            values = ", ".join(self.options[index][0] for index in self.marks())
+            return [("class:answer", f"  {values}" if values else "  (none)")]
+        fragments = self.option_lines(rows)
+        typed = f"  number: {self.typed}" if self.typed else ""
+        fragments.append(
+            ("class:hint", f"   up/down or a number, Space marks, then Enter; Esc cancels{typed}")
+        )
+        if self.problem is not None:
+            fragments.append(("class:error", f"\n   {self.problem}"))
+        return fragments
+
+    def accept(self, app: Application[Any]) -> None:
+        """Enter: what is marked is the result, unless the check refuses it (then it says why)."""
+        self.problem = self.check(self.marks())
+        if self.problem is None:
+            app.exit(result=self.marks())
+
+    def keys(self) -> KeyBindings:
+        """The keys that choose, and Space to mark."""
+        keys = super().keys()
+
+        @keys.add("space")
+        def _mark(event: KeyPressEvent) -> None:
+            del event
+            self.toggle()
 
         return keys

@@ -74,6 +74,7 @@ from coordinator.adapters.mcp import (
     DEFAULT_MAX_REPLY,
     MCP_EXTRA,
     McpServer,
+    header_problem,
     os_text_problem,
     variable_name_problem,
 )
@@ -154,6 +155,7 @@ _MCP_SERVER_KEYS = (
     "stderr",
     "max_reply",
     "secret_fields",
+    "headers",
 )
 _LOCAL_ONLY = ("command", "parameters", "options", "timeout", "max_output")
 _DEFAULT_TIMEOUT = 60.0
@@ -488,20 +490,7 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
     key = name_key(origin, "mcp_servers", name, what="an MCP server's name")
     data = table(value, origin, key)
     check_keys(data, origin, key, allowed=_MCP_SERVER_KEYS)
-    if ("command" in data) == ("url" in data):
-        raise ConfigError(
-            origin,
-            key,
-            "an MCP server needs a `command` (started over stdio) or a `url`, not both",
-        )
-    if "url" in data:
-        for stdio_key in ("args", "env", "stderr"):
-            if stdio_key in data:
-                raise ConfigError(
-                    origin,
-                    f"{key}.{stdio_key}",
-                    "only a server started by `command` takes this key",
-                )
+    _check_reach(data, origin, key)
     command: tuple[str, ...] = ()
     if "command" in data:
         program = _os_text(data["command"], origin, f"{key}.command")
@@ -533,9 +522,28 @@ def _mcp_server(name: str, value: object, origin: str, directory: Path) -> McpSe
             secret_fields=_field_names(
                 data.get("secret_fields", []), origin, f"{key}.secret_fields"
             ),
+            headers=_headers(data.get("headers", {}), origin, f"{key}.headers"),
         )
     except ValueError as error:  # the url: not http or https
         raise ConfigError(origin, f"{key}.url", str(error)) from None
+
+
+def _check_reach(data: Mapping[str, object], origin: str, key: str) -> None:
+    """A server's ``command`` or ``url``, and only the keys that go with the one it has."""
+    if ("command" in data) == ("url" in data):
+        raise ConfigError(
+            origin,
+            key,
+            "an MCP server needs a `command` (started over stdio) or a `url`, not both",
+        )
+    only = (
+        ("url", ("args", "env", "stderr"), "only a server started by `command` takes this key"),
+        ("command", ("headers",), "only a server reached by `url` takes this key"),
+    )
+    for given, keys, problem in only:
+        for wrong in keys:
+            if given in data and wrong in data:
+                raise ConfigError(origin, f"{key}.{wrong}", problem)
 
 
 def _os_text(value: object, origin: str, key: str) -> str:
@@ -557,6 +565,22 @@ def _environment(value: object, origin: str, key: str) -> dict[str, str]:
         if (problem := os_text_problem(variables[name])) is not None:
             raise ConfigError(origin, where, f"its value {problem}")
     return variables
+
+
+def _headers(value: object, origin: str, key: str) -> dict[str, str]:
+    """An MCP server's HTTP headers: each a string, its ``${NAME}`` variables set now.
+
+    Checked as :class:`McpServer` checks them, each error naming the header's
+    key (never a value); a variable a header names that is not set is
+    refused before anything runs.
+    """
+    headers = {}
+    for name, text in table(value, origin, key).items():
+        where = join_key(key, name)
+        headers[name] = string(text, origin, where)
+        if (problem := header_problem(name, headers[name], os.environ)) is not None:
+            raise ConfigError(origin, where, problem)
+    return headers
 
 
 def _field_names(value: object, origin: str, key: str) -> list[str]:

@@ -565,6 +565,7 @@ class SecretMasks:
             # a number, array or object is masked string by string, keys and
             # numbers included. It is never offered, so nothing maps it back.
             default = self._mask_json(question.id, default)
+        self._check_form(question)
         try:
             masked_question = attrs.evolve(
                 question,
@@ -581,6 +582,17 @@ class SecretMasks:
                 f"its question {question.id!r} cannot be asked without a secret: {error}"
             ) from None
         return MaskedQuestion(masked_question, originals)
+
+    def _check_form(self, question: Question) -> None:
+        """A form's fields are recorded whole (its schema): none may say a secret answer."""
+        form = question.answer_type.form
+        if form is not None and any(
+            self.mask(text) != text for text in _strings(form.json_schema())
+        ):
+            raise UnmaskableQuestionError(
+                f"its question {question.id!r} cannot be asked without a secret: "
+                "its form's fields echo a secret answer"
+            )
 
     def _mask_json(self, question_id: str, value: JsonValue) -> JsonValue:
         """``value`` with every string in it masked, the keys of its objects and its numbers too.
@@ -762,3 +774,14 @@ def masks_for(conversation: Conversation) -> SecretMasks:
             masks = SecretMasks()
         _BY_CONVERSATION[conversation] = masks
         return masks
+
+
+def _strings(value: JsonValue) -> list[str]:
+    """Every string in ``value`` (a form's schema: flat, a few levels deep), keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in (key, *_strings(item))]
+    return []

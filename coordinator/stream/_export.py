@@ -522,6 +522,7 @@ _EXPECTS = {
     AnswerKind.SELECT: "one of the options below",
     AnswerKind.TEXT: "free text",
     AnswerKind.SECRET: "a secret (never recorded)",
+    AnswerKind.FORM: "a form: an object of the fields below, or `decline`",
 }
 
 
@@ -543,6 +544,12 @@ def _question(request: InquiryRequest) -> list[str]:
             if option.description:
                 line += f": {_line(option.description)}"
             lines.append(line)
+        blocks.append("\n".join(lines))
+    if answer_type.form is not None and answer_type.form.fields:
+        lines = ["Fields:", ""]
+        for field in answer_type.form.fields:
+            need = "required" if field.required else "optional"
+            lines.append(f"- {_code(field.name)} ({need}): {_line(field.expected())}")
         blocks.append("\n".join(lines))
     if question.default is not None and not answer_type.is_secret:
         blocks.append(f"Default: {_code(_json(question.default))}")

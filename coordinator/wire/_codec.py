@@ -26,6 +26,17 @@ in its current form and every legacy one JP has written:
 - a tool-facing ``answer_type`` written tagged (``{"type": "secret"}``); the
   legacy externally tagged form (``"Boolean"``, ``{"Select": {...}}``) read too.
 - select options written as ``{value, description?}``; bare strings read too.
+
+A form (an answer type JP does not know) is written in a shape JP reads:
+the recorded question is a ``text`` question, its answer the form's JSON
+object (``answer`` is any JSON value to JP), and the form's schema goes
+where JP keeps what it does not know verbatim, the entry's ``metadata``,
+under ``{"inquiry": {"form": <schema>}}`` (:func:`with_record_metadata`
+adds it as the entry is written, :func:`without_record_metadata` takes it
+out as it is read, and the hook that reads the request reads it back as a
+form). A schema there that does not read as a form leaves the question the
+``text`` question JP reads, its metadata kept as it is (``docs/wire.md``,
+*Forms*).
 """
 
 from __future__ import annotations
@@ -34,8 +45,10 @@ from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+import attrs
 from cattrs.preconf.orjson import make_converter
 
+from coordinator._recorded_routes import ROUTE_KEY
 from coordinator.stream import EVENT_KINDS
 from coordinator.wire._storage_fields import (
     decode_field,
@@ -54,6 +67,8 @@ from machines import (
     ChatResponse,
     ChatResponseKind,
     Event,
+    Form,
+    FormSchemaError,
     InquiryQuestion,
     InquiryRequest,
     InquiryResponse,
@@ -76,11 +91,14 @@ if TYPE_CHECKING:
 __all__ = [
     "PAYLOAD_HOOKS",
     "WireError",
+    "question_metadata",
     "structure_event",
     "structure_question",
     "unstructure_event",
     "unstructure_question",
     "unstructure_recorded_question",
+    "with_record_metadata",
+    "without_record_metadata",
 ]
 
 
@@ -154,6 +172,14 @@ def _options(body: dict[str, Any]) -> list[SelectOption]:
     return [_structure_option(option) for option in raw]
 
 
+def _structure_form(data: dict[str, Any]) -> AnswerType:
+    """A tool's form: ``{"type": "form", "schema": <its JSON schema>}``."""
+    try:
+        return AnswerType.form_of(Form.from_json_schema(data.get("schema")))
+    except FormSchemaError as error:
+        raise WireError(f"a form answer type's schema: {error}") from None
+
+
 def _structure_answer_type(value: Any, _: Any = None) -> AnswerType:
     if type(value) is str:
         # Legacy externally tagged unit variant: "Boolean", "Text", "Secret".
@@ -167,6 +193,8 @@ def _structure_answer_type(value: Any, _: Any = None) -> AnswerType:
         kind = _ANSWER_KINDS.get(tag) if type(tag) is str else None
         if kind is None:
             raise WireError(f"unknown answer type {tag!r}")
+        if kind is AnswerKind.FORM:
+            return _structure_form(data)
         if kind is not AnswerKind.SELECT:
             return AnswerType(kind=kind)
         return AnswerType(kind=kind, options=_options(data))
@@ -177,6 +205,15 @@ def _structure_answer_type(value: Any, _: Any = None) -> AnswerType:
 
 
 def _unstructure_answer_type(answer_type: AnswerType, *, options_as_objects: bool = True) -> Any:
+    """As recorded, or as a tool gives it (``options_as_objects`` false: options as strings).
+
+    A form is written whole for a tool (``{"type": "form", "schema": ...}``);
+    recorded, it is the ``text`` JP reads, its schema in the entry's metadata.
+    """
+    if answer_type.form is not None:
+        if options_as_objects:
+            return {"type": AnswerKind.TEXT.value}
+        return {"type": AnswerKind.FORM.value, "schema": answer_type.form.json_schema()}
     if answer_type.kind is not AnswerKind.SELECT:
         return {"type": answer_type.kind.value}
     if options_as_objects or any(o.description is not None for o in answer_type.options):
@@ -346,7 +383,69 @@ def _structure_inquiry_request(data: dict[str, Any], _: Any = None) -> InquiryRe
     request_id = _required(data, _ID)
     source = _structure_source(_required(data, _SOURCE))
     question = _structure_recorded_question(_required(data, _QUESTION))
+    if question.answer_type.kind is AnswerKind.TEXT:
+        form = _recorded_form(data.get("metadata"))
+        if form is not None:
+            question = attrs.evolve(question, answer_type=AnswerType.form_of(form))
     return InquiryRequest(id=request_id, source=source, question=question)
+
+
+#: Under :data:`~coordinator._recorded_routes.ROUTE_KEY` of a request's metadata: its form.
+FORM_KEY: Final = "form"
+
+
+def _recorded_form(metadata: object) -> Form | None:
+    """The form a request's stored ``metadata`` holds (its leaves base64), if one reads as such."""
+    ours = metadata.get(ROUTE_KEY) if type(metadata) is dict else None
+    schema = ours.get(FORM_KEY) if type(ours) is dict else None
+    if schema is None:
+        return None
+    try:
+        return Form.from_json_schema(decode_leaves(schema))
+    except FormSchemaError:
+        # Not ours, or broken by hand: the question stays the text question JP reads.
+        return None
+
+
+def _form_of(event: Event) -> Form | None:
+    if isinstance(event, InquiryRequest):
+        return event.question.answer_type.form
+    return None
+
+
+def with_record_metadata(event: Event, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An entry's (decoded) ``metadata`` as written: with what its record keeps there.
+
+    A form question's schema (``{"inquiry": {"form": ...}}``), beside what
+    the key holds (a route, a park mark); everything else as it is.
+    """
+    return _with_form(_form_of(event), metadata)
+
+
+def question_metadata(question: InquiryQuestion) -> Mapping[str, Any]:
+    """What the entry of a request asking ``question`` keeps in its (decoded) metadata."""
+    return _with_form(question.answer_type.form, {})
+
+
+def _with_form(form: Form | None, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    if form is None:
+        return metadata
+    ours = metadata.get(ROUTE_KEY)
+    kept = dict(ours) if isinstance(ours, Mapping) else {}
+    return {**metadata, ROUTE_KEY: {**kept, FORM_KEY: form.json_schema()}}
+
+
+def without_record_metadata(event: Event, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An entry's (decoded) ``metadata`` as read, less what its record took from there (a form)."""
+    if _form_of(event) is None:
+        return metadata
+    kept = dict(metadata)
+    ours = {key: value for key, value in kept[ROUTE_KEY].items() if key != FORM_KEY}
+    if ours:
+        kept[ROUTE_KEY] = ours  # where it was among the keys
+    else:
+        del kept[ROUTE_KEY]
+    return kept
 
 
 def _unstructure_inquiry_request(request: InquiryRequest) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from coordinator.wire._codec import unstructure_recorded_question
-from coordinator.wire._storage_fields import encode_field
+from coordinator.wire._codec import question_metadata, unstructure_recorded_question
+from coordinator.wire._storage_fields import encode_field, encode_leaves
 from machines import InquiryQuestion, RecordError
 
 if TYPE_CHECKING:
@@ -46,8 +46,15 @@ def unrecordable_question(question: Question) -> str | None:
         recorded = InquiryQuestion.from_question(question)
     except RecordError as error:
         return str(error)
-    # As deep as the file holds it: the array of entries, the entry, its "question".
-    return _unwritable([{"question": unstructure_recorded_question(recorded)}])
+    # As deep as the file holds it: the array of entries, the entry, its "question"
+    # (and a form's schema, in the entry's metadata, its leaves base64).
+    placed: dict[str, Any] = {"question": unstructure_recorded_question(recorded)}
+    if metadata := question_metadata(recorded):
+        try:
+            placed["metadata"] = encode_leaves(metadata)
+        except UnicodeEncodeError:
+            return _NOT_UNICODE
+    return _unwritable([placed])
 
 
 def unrecordable_text(content: str) -> str | None:

@@ -45,7 +45,13 @@ from coordinator.stream import (
     repeated_ids,
     with_loaded_form,
 )
-from coordinator.wire._codec import PAYLOAD_HOOKS, WireError, unstructure_event
+from coordinator.wire._codec import (
+    PAYLOAD_HOOKS,
+    WireError,
+    unstructure_event,
+    with_record_metadata,
+    without_record_metadata,
+)
 from coordinator.wire._storage_fields import decode_leaves, encode_leaves
 from machines import Event, RecordError, json_type
 
@@ -113,7 +119,9 @@ def _event_reader(read_payload: Callable[[Any, Any], Event], record: Any) -> _En
             event_id=event_id,
             timestamp=_timestamp(raw),
             payload=payload,
-            metadata=decode_leaves(metadata),  # its string leaves are stored base64
+            # Its string leaves are stored base64; what the record read from it (a
+            # form's schema) is the record's.
+            metadata=without_record_metadata(payload, decode_leaves(metadata)),
             request_id=_request_id(raw, payload),
         )
         return with_loaded_form(entry, _stored(raw, event_id))
@@ -458,8 +466,9 @@ def _encode_event(entry: EventEntry) -> dict[str, Any]:
     out["timestamp"] = entry.timestamp.text
     out["type"] = entry.kind
     out.update(payload)
-    if entry.metadata:
-        out["metadata"] = encode_leaves(entry.metadata)
+    metadata = with_record_metadata(entry.payload, entry.metadata)  # a form's schema, say
+    if metadata:
+        out["metadata"] = encode_leaves(metadata)
     return out
 
 

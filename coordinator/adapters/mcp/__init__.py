@@ -27,8 +27,9 @@ Rules:
 3. The SDK is imported when it is used, never at import.
 
 :func:`os_text_problem` and :func:`variable_name_problem` say why the OS
-could not start a server as configured, for a reader of the configuration
-to refuse it before anything runs.
+could not start a server as configured, :func:`header_problem` why a header
+could not be sent (its ``${NAME}`` variables not set, say), for a reader of
+the configuration to refuse it before anything runs.
 """
 
 from coordinator.adapters.mcp._forms import ACCEPT, DECLINE
@@ -36,6 +37,7 @@ from coordinator.adapters.mcp._servers import (
     DEFAULT_MAX_REPLY,
     DEFAULT_TIMEOUT,
     McpServer,
+    header_problem,
     os_text_problem,
     variable_name_problem,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "McpServer",
     "McpToolExecutor",
     "McpToolbox",
+    "header_problem",
     "os_text_problem",
     "variable_name_problem",
 ]

@@ -29,11 +29,24 @@ run's peak from 71 MB to 161 MB), within what a run may take.
 
 ``secret_fields`` names form fields this server's tools ask for that are
 secrets, whatever the server calls or marks them (``docs/mcp.md``).
+
+``headers`` are HTTP headers sent with every request to a server reached
+by ``url`` (a hosted server's ``Authorization: Bearer ...``, an API key).
+A value may name environment variables, ``${NAME}``, each replaced by the
+variable's value when the server is reached (:meth:`McpServer.sent_headers`;
+a variable that is not set fails the calls that need the server, naming it
+and the header, never a value): a token is then kept in the environment,
+not in a configuration file. Every value is a secret: the ``repr`` names
+the headers only, and what the server sends back is masked
+(:meth:`McpServer.header_secrets`, ``docs/mcp.md``). What the OS or HTTP
+would refuse is refused when the server is described: a name that is no
+HTTP token, a value holding a line break or a NUL byte (a header injected).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -44,7 +57,10 @@ import attrs
 __all__ = [
     "DEFAULT_MAX_REPLY",
     "DEFAULT_TIMEOUT",
+    "SHORTEST_MASKED",
+    "HeaderVariableError",
     "McpServer",
+    "header_problem",
     "os_text_problem",
     "variable_name_problem",
 ]
@@ -124,6 +140,49 @@ def _field_names(value: Iterable[str]) -> frozenset[str]:
     return names
 
 
+#: An HTTP header's name: a token (RFC 9110), nothing else.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: A reference to an environment variable in a header's value.
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: A header's value (or a variable's in it) shorter than this is not masked in
+#: what a server sends back: a fragment that short is in nearly every text.
+SHORTEST_MASKED = 4
+
+
+class HeaderVariableError(ValueError):
+    """A header names an environment variable that is not set (the message names both)."""
+
+
+def header_problem(name: str, value: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why ``name: value`` cannot be sent as a header (and, given ``environ``, its variables).
+
+    Never quotes the value: it is a secret.
+    """
+    if not _HEADER_NAME.fullmatch(name):
+        return "not an HTTP header's name"
+    if any(character in value for character in "\r\n\0"):
+        return "its value holds a line break or a NUL byte, which no header may hold"
+    if environ is not None:
+        for variable in _REFERENCE.findall(value):
+            if (problem := _variable_problem(environ.get(variable))) is not None:
+                return f"it names the environment variable {variable!r}, {problem}"
+    return None
+
+
+def _headers(_instance: Any, _attribute: Any, value: Mapping[str, str]) -> None:
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError("McpServer.headers must map strings to strings")
+    for name, text in value.items():
+        # The name may be shown (it is no secret); the value never is.
+        if (problem := header_problem(name, text)) is not None:
+            raise ValueError(f"McpServer.headers[{name!r}]: {problem}")
+
+
+def _header_names(value: Mapping[str, str]) -> str:
+    """The headers as a ``repr`` shows them: their names, never their values."""
+    return repr(sorted(value))
+
+
 def _name(_instance: Any, _attribute: Any, value: str) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError("McpServer.name must be a non-empty string")
@@ -139,6 +198,8 @@ class McpServer:
     the handshake (a server fetched by ``npx`` or ``uvx`` may take a while).
     ``max_reply`` bounds the bytes of one message from it; ``secret_fields``
     names the form fields of its tools that are always asked as secrets.
+    ``headers`` go with every request to a ``url`` (values may name
+    environment variables, ``${NAME}``; every value is a secret).
     """
 
     name: str = attrs.field(validator=_name)
@@ -151,12 +212,64 @@ class McpServer:
     stderr: Path | None = attrs.field(default=None, validator=_path)
     max_reply: int = attrs.field(default=DEFAULT_MAX_REPLY, validator=_max_reply)
     secret_fields: frozenset[str] = attrs.field(factory=frozenset, converter=_field_names)
+    headers: Mapping[str, str] = attrs.field(factory=dict, validator=_headers, repr=_header_names)
 
     def __attrs_post_init__(self) -> None:
-        """Exactly one way to reach the server."""
+        """Exactly one way to reach the server; headers only over HTTP."""
         if bool(self.command) == (self.url is not None):
             raise ValueError(f"MCP server {self.name!r} needs a command or a url, not both")
+        if self.headers and self.url is None:
+            raise ValueError(f"MCP server {self.name!r}: headers go with a url, not a command")
         if self.url is not None:
             parts = urllib.parse.urlsplit(self.url)
             if parts.scheme not in {"http", "https"} or not parts.netloc:
                 raise ValueError(f"MCP server {self.name!r}: the url must be http or https")
+
+    def header_variables(self) -> dict[str, tuple[str, ...]]:
+        """The environment variables each header names (``${NAME}``), by header."""
+        return {
+            header: tuple(_REFERENCE.findall(value))
+            for header, value in self.headers.items()
+            if _REFERENCE.search(value)
+        }
+
+    def sent_headers(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The headers as sent: each ``${NAME}`` replaced by ``environ``'s value.
+
+        :class:`HeaderVariableError` when a variable is not set, or its value
+        would put a line break or a NUL byte in the header; the message names
+        the header and the variable, never a value.
+        """
+        sent = {}
+        for header, value in self.headers.items():
+            if (problem := header_problem(header, value, environ)) is not None:
+                raise HeaderVariableError(
+                    f"MCP server {self.name!r}: header {header!r}: {problem}"
+                )
+            sent[header] = _REFERENCE.sub(lambda match: environ[match[1]], value)
+        return sent
+
+    def header_secrets(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """What to mask in what the server sends back: each value sent, each variable's value.
+
+        Longest first (a value holding a variable's is masked whole), none
+        shorter than :data:`SHORTEST_MASKED`.
+        """
+        try:
+            sent = self.sent_headers(environ)
+        except HeaderVariableError:
+            return ()  # nothing was sent: the server was never reached
+        found = set(sent.values())
+        for names in self.header_variables().values():
+            found.update(environ[name] for name in names)
+        return tuple(
+            sorted((text for text in found if len(text) >= SHORTEST_MASKED), key=len, reverse=True)
+        )
+
+
+def _variable_problem(value: str | None) -> str | None:
+    if value is None:
+        return "which is not set"
+    if any(character in value for character in "\r\n\0"):
+        return "whose value holds a line break or a NUL byte, which no header may hold"
+    return None

@@ -18,7 +18,9 @@ several at once; on a modern one there is none to answer.
 A server started over stdio is reached through this package's own
 transport (:mod:`coordinator.adapters.mcp._stdio`), which bounds each
 message and reads past what is not one; one over HTTP through the SDK's,
-each message bounded alike (:func:`_http_transport`). Either way
+each message bounded alike, and every request carrying the server's
+``headers`` (:func:`_http_transport`; their ``${NAME}`` references are
+read from the environment when the connection opens). Either way
 ``McpServer.max_reply`` is the bound, and a connection a fault ended says
 why in the error of each call it fails.
 
@@ -54,6 +56,7 @@ from coordinator.adapters.mcp._exchange import (
     ServerError,
     Unaskable,
 )
+from coordinator.adapters.mcp._servers import HeaderVariableError
 from coordinator.adapters.mcp._stdio import StdoutReport, stdio_transport
 from coordinator.driver import Completed
 
@@ -94,6 +97,10 @@ class Connection:
         #: What the server's stdout held besides messages, and the fault that ended it, if any.
         self.stdout = StdoutReport(server=server.name)
         self._session: ClientSession | None = None
+        #: The headers sent to a server reached by url (their variables read once).
+        self._headers: dict[str, str] = {}
+        #: The HTTP under the SDK's transport, for the status a server refused a request with.
+        self._http: _BoundedBodies | None = None
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
@@ -130,6 +137,10 @@ class Connection:
 
     async def open(self) -> None:
         """Start the server (or reach it) and negotiate; :class:`ServerError` when it cannot."""
+        try:
+            self._headers = self.server.sent_headers(os.environ)
+        except HeaderVariableError as error:
+            raise ServerError(f"{error}: it cannot be reached", ErrorKind.CLOSED) from None
         try:
             errlog = self._errlog()
         except OSError as error:
@@ -178,7 +189,8 @@ class Connection:
     def _transport(self, errlog: TextIO) -> Any:
         server = self.server
         if server.url is not None:
-            return _http_transport(server.url, server.max_reply)
+            self._http = _BoundedBodies(server.max_reply)
+            return _http_transport(server.url, self._http, self._headers)
         return stdio_transport(server, errlog, self.stdout, self._on_fault)
 
     def _on_fault(self) -> None:
@@ -222,6 +234,13 @@ class Connection:
             text = f"could not connect to {shown}"
         elif isinstance(leaf, httpx2.TransportError):
             text = f"could not connect to {shown}: the connection failed ({type(leaf).__name__})"
+        elif self._http is not None and self._http.refused is not None:
+            # The SDK says only "Server returned an error response": the
+            # status is what tells a person the headers (a token) are wrong.
+            text = (
+                f"could not be reached at {shown}: it refused the request "
+                f"(HTTP {self._http.refused}{_configured(self.server.headers)})"
+            )
         else:
             # The server's or a library's own words may echo the whole url, as
             # configured or as sent: httpx2 percent-encodes a space, a quote
@@ -389,6 +408,17 @@ class Connection:
         return types.ElicitResult(action=reply.action, content=reply.revealed())
 
 
+#: The statuses a server refuses a request with for its credentials (a header missing or wrong).
+_REFUSALS = frozenset({401, 403})
+
+
+def _configured(headers: Mapping[str, str]) -> str:
+    """What a refusal says of the headers sent: their names (never a value), or that none were."""
+    if not headers:
+        return "; no headers are configured for it"
+    return f"; headers sent: {', '.join(sorted(headers))}"
+
+
 #: What the SDK says of a connection that ended, when it knows nothing more.
 _CLOSED = "Connection closed"
 
@@ -431,10 +461,14 @@ class _BoundedBodies(httpx2.AsyncBaseTransport):
 
     def __init__(self, limit: int) -> None:
         self._http = httpx2.AsyncHTTPTransport()
-        self._limit = limit
+        self.limit = limit
+        #: The status of the last request refused as unauthorized or forbidden, if any.
+        self.refused: int | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._http.handle_async_request(request)
+        if response.status_code in _REFUSALS:
+            self.refused = response.status_code
         kind = response.headers.get("content-type", "").lower()
         if not kind.startswith("application/json") or not isinstance(
             response.stream, httpx2.AsyncByteStream
@@ -443,7 +477,7 @@ class _BoundedBodies(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_BoundedBody(response.stream, self._limit),
+            stream=_BoundedBody(response.stream, self.limit),
             extensions=response.extensions,
         )
 
@@ -452,15 +486,22 @@ class _BoundedBodies(httpx2.AsyncBaseTransport):
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, limit: int) -> AsyncIterator[Any]:
-    """The SDK's streamable HTTP transport, each message from the server bounded by ``limit``."""
+async def _http_transport(
+    url: str, http: _BoundedBodies, headers: Mapping[str, str]
+) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport over ``http``: ``headers`` on every request.
+
+    The SDK follows a redirect only within the endpoint's origin, so the
+    headers (a token, say) never go to another host.
+    """
     client = httpx2.AsyncClient(
         timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
-        transport=_BoundedBodies(limit),
+        transport=http,
+        headers=dict(headers),
     )
     async with (
         client,
-        streamable_http_client(url, http_client=client, max_sse_event_size=limit) as streams,
+        streamable_http_client(url, http_client=client, max_sse_event_size=http.limit) as streams,
     ):
         yield streams
 

@@ -47,6 +47,9 @@ Rules:
    request gets a reply and its legacy connection is released or closed.
 3. An answer to a secret question is revealed only in the reply sent to the
    server, and never logged.
+4. A server's header values (a token) are secrets of the run: whatever the
+   server sends back (a result, an error, a question) has each masked,
+   ``<secret>``, before the driver sees it.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections import deque
 from typing import TYPE_CHECKING, Any, Self
 
@@ -91,6 +95,8 @@ __all__ = ["McpToolExecutor", "McpToolbox"]
 
 _LOG = logging.getLogger("coordinator.mcp")
 
+#: What a header's value reads as wherever a server echoes it (as the driver masks a secret).
+_MASK = "<secret>"
 #: How often one call is made again from its first round because the server
 #: refused its ``requestState``, before the call fails.
 _RESTARTS = 3
@@ -113,6 +119,24 @@ class _Server:
         self.legacy_tools: set[str] = set()
         self.offered: dict[str, str] | None = None
         self.lock = asyncio.Lock()
+        #: Its header values (and the variables in them), masked in what it sends back.
+        self.secrets = config.header_secrets(os.environ)
+
+    def masked(self, text: str) -> str:
+        """``text`` with each of the server's header values in it masked."""
+        for secret in self.secrets:
+            text = text.replace(secret, _MASK)
+        return text
+
+    def masked_json(self, value: Any) -> Any:
+        """A JSON value with every string in it (keys too) masked as :meth:`masked` does."""
+        if isinstance(value, str):
+            return self.masked(value)
+        if isinstance(value, list):
+            return [self.masked_json(item) for item in value]
+        if isinstance(value, dict):
+            return {self.masked(key): self.masked_json(item) for key, item in value.items()}
+        return value
 
     @property
     def named(self) -> str:
@@ -262,6 +286,7 @@ class _Call:
             self.fill = self._fill(step)
 
     def _fill(self, step: Request | Unaskable) -> Fill:
+        step = self._masked(step)
         if isinstance(step, Unaskable):
             why = step.why
         else:
@@ -278,6 +303,16 @@ class _Call:
             f"{self.server.named} asked, through tool '{self.tool}', for input this client "
             f"cannot give: {why}"
         )
+
+    def _masked(self, step: Request | Unaskable) -> Request | Unaskable:
+        """What the server asked, its header values masked (never the link: the person's)."""
+        server = self.server
+        if not server.secrets:
+            return step
+        if isinstance(step, Unaskable):
+            return attrs.evolve(step, why=server.masked(step.why))
+        schema = server.masked_json(step.schema) if step.schema is not None else None
+        return attrs.evolve(step, message=server.masked(step.message), schema=schema)
 
     def _deliver(self, reply: Reply) -> None:
         if self.legacy:
@@ -594,9 +629,10 @@ class McpToolbox:
             raise
         except ServerError as error:
             self._forget(state, abandon=True)
-            return Completed(content=error.message, is_error=True)
+            return Completed(content=state.server.masked(error.message), is_error=True)
         if isinstance(result, Completed):
             self._forget(state, abandon=False)
+            return attrs.evolve(result, content=state.server.masked(result.content))
         return result
 
     def link(self, tool_call_id: str, question_id: str) -> str | None:

@@ -14,6 +14,11 @@ byte-identical, so the provider's prompt cache holds.
 - :class:`AnthropicAdapter`, :class:`OpenAIAdapter`: the translations to the
   Messages and Chat Completions APIs (the ``anthropic`` and ``openai`` extras,
   imported only when an adapter is made).
+- :func:`anthropic_tool_calls`, :func:`anthropic_tool_results`,
+  :func:`openai_tool_calls`, :func:`openai_tool_results`: an embedder's agent
+  loop, a reply's tool calls in and the coordinator's responses out, from the
+  SDKs' objects or plain dicts (:class:`ToolCallShapeError` for a call they
+  cannot read).
 
 This package does **not** run ``answer_inquiry`` when the model calls it
 outside an inquiry; the coordinator's built-in executor answers such a call
@@ -31,6 +36,13 @@ from coordinator.adapters.providers._config import (
     backend_from_config,
     check_backend_config,
     key_variable,
+)
+from coordinator.adapters.providers._embedding import (
+    ToolCallShapeError,
+    anthropic_tool_calls,
+    anthropic_tool_results,
+    openai_tool_calls,
+    openai_tool_results,
 )
 from coordinator.adapters.providers._errors import ProviderConfigError, ProviderError
 from coordinator.adapters.providers._messages import answer_instruction, question_message
@@ -74,14 +86,19 @@ __all__ = [
     "ProviderError",
     "ProviderEvent",
     "ReplyToolCall",
+    "ToolCallShapeError",
     "ToolChoice",
     "ToolDefinition",
     "answer_instruction",
+    "anthropic_tool_calls",
+    "anthropic_tool_results",
     "backend_from_config",
     "check_backend_config",
     "extract_answer",
     "inquiry_request",
     "key_variable",
+    "openai_tool_calls",
+    "openai_tool_results",
     "parse_answer",
     "question_message",
     "turn_request",

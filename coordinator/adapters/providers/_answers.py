@@ -3,15 +3,19 @@
 RFD 033 moves validation from the provider (a typed schema) to here: the
 ``answer`` argument is always a string, parsed by the question's answer type.
 Booleans are ``true``/``false`` in any case, a select answer must be one of the
-option values exactly, text is taken as it is. Anything else raises
-:class:`AnswerRejectedError`, whose ``reason`` is fed back to the model.
+option values exactly, text is taken as it is, a form's answer is the JSON
+text of an object of its fields (held to the form's schema) or ``decline``.
+Anything else raises :class:`AnswerRejectedError`, whose ``reason`` is fed
+back to the model.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from machines import AnswerKind
+import orjson
+
+from machines import DECLINE, AnswerKind
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -54,8 +58,25 @@ def parse_answer(raw: str, answer_type: AnswerType) -> JsonValue:
         )
     if kind is AnswerKind.TEXT:
         return raw
+    if kind is AnswerKind.FORM:
+        return _form_answer(raw, answer_type)
     # Secret questions never reach the model; refuse rather than accept one.
     raise ValueError("a secret question is never answered by the model")
+
+
+def _form_answer(raw: str, answer_type: AnswerType) -> JsonValue:
+    """A form's answer: ``decline``, or the JSON object ``raw`` holds, held to the form."""
+    if raw.strip() == DECLINE:
+        return DECLINE
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise AnswerRejectedError(
+            f"invalid answer {_shown(raw)}: not a JSON object of the form's fields ({error})"
+        ) from None
+    if (problem := answer_type.problem(value)) is not None:
+        raise AnswerRejectedError(f"invalid answer: {problem}")
+    return value  # type: ignore[no-any-return] # JSON, and the form took it
 
 
 def extract_answer(

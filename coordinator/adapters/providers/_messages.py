@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import orjson
+
 from coordinator.adapters.providers._tools import ANSWER_INQUIRY
-from machines import AnswerKind
+from machines import DECLINE, AnswerKind
 
 if TYPE_CHECKING:
     from coordinator.driver import InquiryTask
@@ -61,6 +63,16 @@ def answer_instruction(answer_type: AnswerType) -> str:
             described = f": {option.description}" if option.description else ""
             lines.append(f"- `{option.value}`{described}")
         return "\n".join(lines)
+    if answer_type.form is not None:
+        # The form's schema is given here, in the question: the tool's schema
+        # stays the same for every inquiry, so the prompt cache holds.
+        schema = orjson.dumps(answer_type.form.json_schema(), option=orjson.OPT_INDENT_2)
+        return (
+            "This is a form. Answer with the JSON text of one object holding its fields' "
+            "values, as this JSON schema describes them (leave an optional field out "
+            f"rather than set it to null), or with exactly `{DECLINE}` to refuse to fill "
+            f"it in:\n\n```json\n{schema.decode()}\n```"
+        )
     return "Answer with free-form text."
 
 
