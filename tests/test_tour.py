@@ -127,3 +127,14 @@ def test_inquiry_tour_takes_a_conversation_or_write_not_both(
     assert status == 2
     assert "give a conversation DIR to play it, or --write DIR, not both" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_the_help_names_is_never_cut_across_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a narrow terminal, help wraps between words: an installed path stays whole to copy."""
+    monkeypatch.setenv("COLUMNS", "30")
+    long_path = "/opt/a-very-long-prefix/lib/python3.11/site-packages/coordinator/docs/x.md"
+    parser = _parser()
+    parser.add_argument("--probe", help=f"see {long_path} for more")
+    parser.description = f"See {long_path} first."
+    text = parser.format_help()
+    assert text.count(long_path) == 2

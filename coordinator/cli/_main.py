@@ -83,7 +83,7 @@ from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from typing import TextIO
+    from typing import Any, TextIO
 
     from coordinator.stream import Insertion, Removal, SanitizeReport
 
@@ -427,15 +427,48 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return serve_inbox(args, out)
 
 
+class _PathsWhole(argparse.HelpFormatter):
+    """Help wrapped between words only: a path the help names (``site-packages``) stays whole.
+
+    argparse wraps at hyphens and inside words longer than a line, which would
+    cut an installed doc page's path in two, so that it could be neither
+    copied nor found (:mod:`coordinator.cli._docs`).
+    """
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap  # noqa: PLC0415 - only when help is printed, as argparse does
+
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap  # noqa: PLC0415 - only when help is printed, as argparse does
+
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+
+
+class _Parser(argparse.ArgumentParser):
+    """The parser of ``inquiry`` and of each command: help that keeps paths whole."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(formatter_class=_PathsWhole, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="inquiry", description="Resolve, record and inspect tool questions."
-    )
+    parser = _Parser(prog="inquiry", description="Resolve, record and inspect tool questions.")
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
     # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = commands.add_parser(
         "check",
@@ -612,7 +645,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_tour(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_tour(commands: argparse._SubParsersAction[_Parser]) -> None:
     tour = commands.add_parser(
         "tour",
         help="play the tour from the installed examples, or write them out to read and edit",
