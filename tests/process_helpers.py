@@ -23,6 +23,7 @@ and never for SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -39,6 +40,7 @@ __all__ = [
     "CRASH_PROGRAMS",
     "PATIENCE",
     "is_running",
+    "kill_group",
     "other_process_saves",
     "reaped",
     "stop_signals_at_default",
@@ -73,6 +75,21 @@ def is_running(pid: int) -> bool:
     except OSError:
         return False
     return fields[0] not in (b"Z", b"X")
+
+
+def kill_group(group: int) -> None:
+    """SIGKILL what is left of process group ``group``, one a test's tool leads.
+
+    Never the test run's own group: under pytest-xdist that is pytest's and
+    every worker's, and a process that was not given a session of its own
+    (a test's mistake, or a tool's) would otherwise take the whole run down
+    with it; 0 and below name the caller's group, or every process, to
+    ``killpg``. A group already gone, or not ours, is left alone.
+    """
+    if group <= 0 or group == os.getpgrp():
+        pytest.fail(f"process group {group} is the test run's own (or all): not killing it")
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
 
 
 @contextlib.contextmanager

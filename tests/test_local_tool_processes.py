@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import pytest
-from process_helpers import PATIENCE, is_running, wait_for
+from process_helpers import PATIENCE, is_running, kill_group, wait_for
 
 import coordinator.adapters
 from coordinator import LocalTool, LocalToolExecutor
@@ -76,8 +76,7 @@ def strays(tmp_path: Path) -> Iterator[Path]:
         pid = int(line)
         # The process, and the group it leads if it leads one (coreutils
         # `timeout` and its child): a child left in the tool's group leads none.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        kill_group(pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
@@ -393,8 +392,7 @@ def test_a_guard_that_polls_ends_its_group_when_its_runner_dies(tmp_path: Path) 
                 wait_for(partial(_ended, pid), f"{pid}'s end")
         finally:
             parent.kill()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(leader, signal.SIGKILL)
+            kill_group(leader)
 
 
 def _ended(pid: int) -> bool | None:
