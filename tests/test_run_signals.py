@@ -139,12 +139,15 @@ def test_sigquit_ends_the_run_at_once_leaving_it_as_a_crash_would(tmp_path: Path
 
 def test_the_play_loop_holds_sigquit_and_gives_it_back() -> None:
     """Inside stop_signals SIGQUIT is the stop's quit; after, whatever it was before."""
-    before = signal.getsignal(signal.SIGQUIT)
     stop = Stop()
 
     async def main() -> object:
         with stop_signals(stop):
             return signal.getsignal(signal.SIGQUIT)
 
-    assert asyncio.run(main()) == stop.on_quit
-    assert signal.getsignal(signal.SIGQUIT) == before
+    # Not started ignoring SIGQUIT (a background job of a script is), which the
+    # play loop would rightly keep ignoring.
+    with stop_signals_at_default():
+        before = signal.getsignal(signal.SIGQUIT)
+        assert asyncio.run(main()) == stop.on_quit
+        assert signal.getsignal(signal.SIGQUIT) == before
