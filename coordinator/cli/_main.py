@@ -31,6 +31,12 @@
   (when nothing is open in it), or the scenario played it to its end without
   a reply (``docs/resume.md``).
 
+- ``inquiry tour [DIR] [--interactive | --no-interactive | --write DIR]``:
+  ``inquiry run`` over the tour as installed with the command
+  (:mod:`coordinator.cli._tour`), or the installed examples copied to a new
+  DIR. Help names doc pages and examples by their installed paths
+  (:mod:`coordinator.cli._docs`).
+
 - ``inquiry serve [ROOT] [--host H] [--port N] [--no-live]``: the web inbox
   (the ``web`` extra): answer the questions waiting under ROOT, and those
   of live runs (``inquiry run --inbox``), from a browser
