@@ -217,6 +217,27 @@ def test_a_cancel_during_the_stop_closes_the_pipes(
     gc.collect()  # an unclosed transport would warn here, failing the test
 
 
+def test_a_cancel_while_the_stop_waits_for_the_exit_leaves_the_exit_to_be_seen() -> None:
+    """Cancelled as it waits for a killed tool's exit, the wait leaves that exit to its process.
+
+    Cancelling the exit's future itself would end the stop's own wait for the
+    process at once, and leave it unreaped: the cause of the test above failing
+    under load, one time in a few.
+    """
+
+    async def cancelled_at_the_exit() -> bool:
+        pipes = local_tools._ToolPipes(limit=100)
+        waiting = asyncio.ensure_future(local_tools._rest_of_output(pipes))
+        await asyncio.sleep(0)  # now waiting for the exit
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        pipes.process_exited()  # the process's end, seen after all
+        return pipes.exited.done() and not pipes.exited.cancelled()
+
+    assert asyncio.run(cancelled_at_the_exit())
+
+
 def test_a_tool_killed_by_a_signal_says_which(tmp_path: Path) -> None:
     """The error of a tool killed by a signal names the signal."""
     body = """
