@@ -14,15 +14,17 @@ A process that a test will stop with a signal is started inside
 :func:`stop_signals_at_default`: a process inherits the signals its parent
 ignores, and ``inquiry run`` keeps ignoring what it was started ignoring
 (as under ``nohup``, on purpose). The suite run as a background job of a
-script (its shell ignores SIGINT there) or under ``nohup`` (SIGHUP) would
-hand that on, and the run, rightly deaf to the signal, would work on until
+script (its shell ignores SIGINT and SIGQUIT there) or under ``nohup``
+(SIGHUP) would hand that on, and the run, rightly deaf to the signal, would work on until
 the test gave up: the very timeouts issue 40 saw, for SIGINT and SIGHUP
-and never for SIGTERM.
+and never for SIGTERM, and the SIGQUIT tests' (Ctrl-Backslash at a
+pseudo-terminal too) when the suite was so started for issue 39.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -39,6 +41,7 @@ __all__ = [
     "CRASH_PROGRAMS",
     "PATIENCE",
     "is_running",
+    "kill_group",
     "other_process_saves",
     "reaped",
     "stop_signals_at_default",
@@ -75,9 +78,24 @@ def is_running(pid: int) -> bool:
     return fields[0] not in (b"Z", b"X")
 
 
+def kill_group(group: int) -> None:
+    """SIGKILL what is left of process group ``group``, one a test's tool leads.
+
+    Never the test run's own group: under pytest-xdist that is pytest's and
+    every worker's, and a process that was not given a session of its own
+    (a test's mistake, or a tool's) would otherwise take the whole run down
+    with it; 0 and below name the caller's group, or every process, to
+    ``killpg``. A group already gone, or not ours, is left alone.
+    """
+    if group <= 0 or group == os.getpgrp():
+        pytest.fail(f"process group {group} is the test run's own (or all): not killing it")
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
 @contextlib.contextmanager
 def stop_signals_at_default() -> Iterator[None]:
-    """While inside, SIGINT, SIGTERM and SIGHUP are not ignored: a process started inherits none.
+    """While inside, SIGINT, SIGQUIT, SIGTERM and SIGHUP are not ignored: a child inherits none.
 
     Those this process ignores are set to their default, and ignored again
     on leaving; a handler this process has is left alone (a program started
@@ -85,7 +103,7 @@ def stop_signals_at_default() -> Iterator[None]:
     """
     ignored = [
         number
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
         if signal.getsignal(number) is signal.SIG_IGN
     ]
     for number in ignored:

@@ -12,12 +12,12 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+import pytest
 from conftest import PROJECT
+from process_helpers import is_running, kill_group, reaped, wait_for
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import pytest
 
 
 def _pytest(*args: str, cwd: Path = PROJECT, **env: str) -> subprocess.CompletedProcess[str]:
@@ -87,3 +87,14 @@ def test_an_unknown_hypothesis_profile_is_refused() -> None:
     assert "INQUIRY_HYPOTHESIS='deeep': expected one of ['ci', 'deep']" in (
         result.stdout + result.stderr
     )
+
+
+def test_kill_group_ends_a_tools_group_and_never_the_runs_own() -> None:
+    """`kill_group`: a session's group is killed; the run's own (every xdist worker's) never."""
+    with reaped(subprocess.Popen(["sleep", "60"], start_new_session=True)) as sleeper:
+        kill_group(sleeper.pid)
+        wait_for(lambda: sleeper.poll() is not None or None, "the sleeper's end")
+        assert not is_running(sleeper.pid)
+    for group in (os.getpgrp(), 0, -1):
+        with pytest.raises(pytest.fail.Exception, match="is the test run's own"):
+            kill_group(group)

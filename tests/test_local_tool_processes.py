@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import pytest
-from process_helpers import PATIENCE, is_running, wait_for
+from process_helpers import PATIENCE, is_running, kill_group, wait_for
 
 import coordinator.adapters
 from coordinator import LocalTool, LocalToolExecutor
@@ -76,8 +76,7 @@ def strays(tmp_path: Path) -> Iterator[Path]:
         pid = int(line)
         # The process, and the group it leads if it leads one (coreutils
         # `timeout` and its child): a child left in the tool's group leads none.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        kill_group(pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
@@ -216,6 +215,27 @@ def test_a_cancel_during_the_stop_closes_the_pipes(
     _within(cancelled_in_the_stop())
     assert _open_descriptors() == before
     gc.collect()  # an unclosed transport would warn here, failing the test
+
+
+def test_a_cancel_while_the_stop_waits_for_the_exit_leaves_the_exit_to_be_seen() -> None:
+    """Cancelled as it waits for a killed tool's exit, the wait leaves that exit to its process.
+
+    Cancelling the exit's future itself would end the stop's own wait for the
+    process at once, and leave it unreaped: the cause of the test above failing
+    under load, one time in a few.
+    """
+
+    async def cancelled_at_the_exit() -> bool:
+        pipes = local_tools._ToolPipes(limit=100)
+        waiting = asyncio.ensure_future(local_tools._rest_of_output(pipes))
+        await asyncio.sleep(0)  # now waiting for the exit
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        pipes.process_exited()  # the process's end, seen after all
+        return pipes.exited.done() and not pipes.exited.cancelled()
+
+    assert asyncio.run(cancelled_at_the_exit())
 
 
 def test_a_tool_killed_by_a_signal_says_which(tmp_path: Path) -> None:
@@ -393,8 +413,7 @@ def test_a_guard_that_polls_ends_its_group_when_its_runner_dies(tmp_path: Path) 
                 wait_for(partial(_ended, pid), f"{pid}'s end")
         finally:
             parent.kill()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(leader, signal.SIGKILL)
+            kill_group(leader)
 
 
 def _ended(pid: int) -> bool | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from conftest import PROJECT
 from run_helpers import (
     LOOPING,
     TOUR_SCENARIO,
@@ -112,7 +113,7 @@ def test_a_run_mode_ask_tool_without_a_terminal_says_the_policy_refused_it(
     assert lines[deploy + 1 : deploy + 3] == [
         (
             "  ! nobody can be asked here, so the detached policy decides permission to run "
-            "(run mode ask): deny (docs/headless.md)"
+            f"(run mode ask): deny ({PROJECT / 'docs' / 'headless.md'})"
         ),
         '  ! deploy: run mode "ask", and nobody to ask (deny): it is refused, and fails',
     ]

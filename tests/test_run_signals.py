@@ -9,7 +9,6 @@ stream complete, the tools' process group gone, the documented exit status.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -17,7 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from process_helpers import PATIENCE, is_running, reaped, stop_signals_at_default, wait_for
+from process_helpers import (
+    PATIENCE,
+    is_running,
+    kill_group,
+    reaped,
+    stop_signals_at_default,
+    wait_for,
+)
 from run_helpers import assert_paired, responses, write
 
 from coordinator.cli._run_result import signal_status
@@ -85,8 +91,7 @@ def test_a_signal_stops_the_run_cleanly(tmp_path: Path, number: signal.Signals) 
                 _signal_running(group)
         finally:
             # Should the stop have failed, nothing of the tool outlives the test.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
+            kill_group(group)
     assert run.returncode == signal_status(number) == 128 + number, err
     assert f"inquiry: stopped by {number.name}: 0 of 2 turns completed" in err
     assert f"  stopped by {number.name}: closing every open tool call and question" in out
@@ -124,8 +129,7 @@ def test_sigquit_ends_the_run_at_once_leaving_it_as_a_crash_would(tmp_path: Path
             out, _ = run.communicate(timeout=PATIENCE)
         finally:
             # The tools of a run that quit are the next writer's to stop; here, the test's.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
+            kill_group(group)
     assert run.returncode == -signal.SIGQUIT
     assert "stopped by" not in out
     events = (conversation / "events.json").read_text()
@@ -135,12 +139,15 @@ def test_sigquit_ends_the_run_at_once_leaving_it_as_a_crash_would(tmp_path: Path
 
 def test_the_play_loop_holds_sigquit_and_gives_it_back() -> None:
     """Inside stop_signals SIGQUIT is the stop's quit; after, whatever it was before."""
-    before = signal.getsignal(signal.SIGQUIT)
     stop = Stop()
 
     async def main() -> object:
         with stop_signals(stop):
             return signal.getsignal(signal.SIGQUIT)
 
-    assert asyncio.run(main()) == stop.on_quit
-    assert signal.getsignal(signal.SIGQUIT) == before
+    # Not started ignoring SIGQUIT (a background job of a script is), which the
+    # play loop would rightly keep ignoring.
+    with stop_signals_at_default():
+        before = signal.getsignal(signal.SIGQUIT)
+        assert asyncio.run(main()) == stop.on_quit
+        assert signal.getsignal(signal.SIGQUIT) == before

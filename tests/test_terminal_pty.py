@@ -21,7 +21,7 @@ import orjson
 import pexpect
 import pytest
 from coordinator_harness import payloads
-from process_helpers import PATIENCE, wait_for
+from process_helpers import PATIENCE, stop_signals_at_default, wait_for
 from run_helpers import (
     LOOPING,
     TOUR_SECRET,
@@ -106,22 +106,25 @@ class Session:
         env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
         if cpr:
             del env["PROMPT_TOOLKIT_NO_CPR"]
-        self.child = pexpect.spawn(
-            sys.executable,
-            [
-                "-m",
-                "coordinator",
-                "run",
-                str(scenario),
-                "--conversation",
-                str(self.directory),
-                *options,
-            ],
-            cwd=str(tmp_path),
-            env=env,
-            dimensions=(50, 200),
-            timeout=PATIENCE,
-        )
+        # Ctrl-C and Ctrl-Backslash must reach the run as signals, whatever this
+        # process was started ignoring (process_helpers.stop_signals_at_default).
+        with stop_signals_at_default():
+            self.child = pexpect.spawn(
+                sys.executable,
+                [
+                    "-m",
+                    "coordinator",
+                    "run",
+                    str(scenario),
+                    "--conversation",
+                    str(self.directory),
+                    *options,
+                ],
+                cwd=str(tmp_path),
+                env=env,
+                dimensions=(50, 200),
+                timeout=PATIENCE,
+            )
         self.child.logfile_read = self.log
 
     def expect(self, text: str) -> None:

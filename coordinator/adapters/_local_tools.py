@@ -339,8 +339,13 @@ async def _first(*futures: asyncio.Future[None]) -> None:
 
 
 async def _rest_of_output(pipes: _ToolPipes) -> None:
-    """Wait for the tool process to be gone, then for its output's end, but not long."""
-    await pipes.exited  # the tool itself: killed, it goes at once
+    """Wait for the tool process to be gone, then for its output's end, but not long.
+
+    The exit is awaited through a shield: a cancel must not cancel the future
+    itself, which the process's end sets, or the stop that follows the cancel
+    would find it done and not wait for the process, leaving it unreaped.
+    """
+    await asyncio.shield(pipes.exited)  # the tool itself: killed, it goes at once
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(OUTPUT_GRACE):
             await _first(pipes.ended, pipes.overflowed)
@@ -356,7 +361,7 @@ async def _abandon(
         return
     try:
         _kill(transport.get_pid())
-        await pipes.exited
+        await asyncio.shield(pipes.exited)  # as in _rest_of_output
     finally:
         transport.close()
 

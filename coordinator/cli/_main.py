@@ -31,6 +31,12 @@
   (when nothing is open in it), or the scenario played it to its end without
   a reply (``docs/resume.md``).
 
+- ``inquiry tour [DIR] [--interactive | --no-interactive | --write DIR]``:
+  ``inquiry run`` over the tour as installed with the command
+  (:mod:`coordinator.cli._tour`), or the installed examples copied to a new
+  DIR. Help names doc pages and examples by their installed paths
+  (:mod:`coordinator.cli._docs`).
+
 - ``inquiry serve [ROOT] [--host H] [--port N] [--no-live]``: the web inbox
   (the ``web`` extra): answer the questions waiting under ROOT, and those
   of live runs (``inquiry run --inbox``), from a browser
@@ -70,6 +76,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from coordinator.cli._docs import doc_path, example_path, help_path
 from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
 
 # What this module imports at its top is what `inquiry --version` and
@@ -82,7 +89,7 @@ from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from typing import TextIO
+    from typing import Any, TextIO
 
     from coordinator.stream import Insertion, Removal, SanitizeReport
 
@@ -375,6 +382,44 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     return result.status
 
 
+def _tour(args: argparse.Namespace, out: TextIO) -> int:
+    from pathlib import Path  # noqa: PLC0415 - see the imports
+
+    from coordinator._text import shown_path  # noqa: PLC0415 - see the imports
+    from coordinator.cli._tour import (  # noqa: PLC0415 - see the imports
+        DEFAULT_CONVERSATION,
+        TourError,
+        tour_arguments,
+        write_examples,
+    )
+
+    if args.write is not None and args.conversation is not None:
+        _error("inquiry tour: give a conversation DIR to play it, or --write DIR, not both")
+        return EXIT_UNREADABLE
+    if args.write is not None:
+        try:
+            written = write_examples(Path(args.write))
+        except TourError as error:
+            _error(str(error))
+            return EXIT_UNREADABLE
+        tour = shown_path(written / "tour")
+        out.write(
+            f"wrote the examples to {_shown(shown_path(written))}; play the tour with\n"
+            f"  inquiry run {_shown(tour)}/scenario.toml --answers {_shown(tour)}/answers.toml "
+            "--conversation DIR\n"
+        )
+        return EXIT_OK
+    # The very command a checkout's README gives, over the installed files.
+    target = args.conversation if args.conversation is not None else DEFAULT_CONVERSATION
+    played = _parser().parse_args(tour_arguments(target, interactive=args.interactive))
+    status = _run(played, out)
+    conversation = _shown(shown_path(target))
+    out.write(
+        f"see what it recorded: inquiry check {conversation}; inquiry export {conversation}\n"
+    )
+    return status
+
+
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     # The web stack (Starlette, uvicorn, Jinja2) is imported here alone: no
     # other command pays for it, nor needs the web extra.
@@ -388,15 +433,48 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return serve_inbox(args, out)
 
 
+class _PathsWhole(argparse.HelpFormatter):
+    """Help wrapped between words only: a path the help names (``site-packages``) stays whole.
+
+    argparse wraps at hyphens and inside words longer than a line, which would
+    cut an installed doc page's path in two, so that it could be neither
+    copied nor found (:mod:`coordinator.cli._docs`).
+    """
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap  # noqa: PLC0415 - only when help is printed, as argparse does
+
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap  # noqa: PLC0415 - only when help is printed, as argparse does
+
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+
+
+class _Parser(argparse.ArgumentParser):
+    """The parser of ``inquiry`` and of each command: help that keeps paths whole."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(formatter_class=_PathsWhole, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="inquiry", description="Resolve, record and inspect tool questions."
-    )
+    parser = _Parser(prog="inquiry", description="Resolve, record and inspect tool questions.")
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
     # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = commands.add_parser(
         "check",
@@ -408,14 +486,15 @@ def _parser() -> argparse.ArgumentParser:
         f"{EXIT_UNREADABLE} when the conversation cannot be read or the output written; "
         f"{EXIT_INCOMPLETE_TURN} when the last turn did not finish and is blocked on an open "
         "tool call or question (a run that died, or a prompt parked for later by the detached "
-        "policy park, docs/headless.md): inquiry run refuses it, with --new-turn "
-        "too, until it is continued (--continue-turn) or discarded (inquiry sanitize, then "
+        f"policy park, {help_path(doc_path('headless.md'))}): inquiry run refuses it, "
+        "with --new-turn too, until it is continued (--continue-turn) or discarded (inquiry "
+        "sanitize, then "
         f"run with --new-turn); {EXIT_AWAITING_MODEL} when it did not finish and nothing is "
         "open in it (it waits for the model's response or follow-up: a stopped run, or a "
         "scenario turn without a reply): inquiry run continues it with --continue-turn or "
         "begins a new turn after it with --new-turn, and refuses it with neither unless its "
         "scenario played it to the end (a turn without a reply). --continue-turn continues "
-        "only a turn the same scenario played (docs/resume.md).",
+        f"only a turn the same scenario played ({help_path(doc_path('resume.md'))}).",
     )
     check.add_argument("path", help="a conversation directory or its events.json")
     check.add_argument("--json", action="store_true", help="print one JSON object")
@@ -458,7 +537,11 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="play a scenario's tool calls, asking its questions, into a conversation"
     )
-    run.add_argument("scenario", help="the scenario file (TOML; see examples/README.md)")
+    run.add_argument(
+        "scenario",
+        help=f"the scenario file (TOML; see {help_path(example_path('README.md'))}; "
+        "inquiry tour --write DIR copies the examples)",
+    )
     run.add_argument(
         "--conversation",
         "-c",
@@ -491,8 +574,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_const",
         const=False,
         help="never prompt: what nobody can answer follows the tools' detached policy, "
-        "deny unless configured (docs/headless.md; also INQUIRY_NONINTERACTIVE=1 or "
-        "JP_NONINTERACTIVE=1)",
+        f"deny unless configured ({help_path(doc_path('headless.md'))}; also "
+        "INQUIRY_NONINTERACTIVE=1 or JP_NONINTERACTIVE=1)",
     )
     run.add_argument(
         "--backend",
@@ -519,7 +602,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="put the run's questions on the web inbox too (inquiry serve), and take the first "
         "answer, the page's or the terminal's; with nobody at the terminal, the page answers "
-        "(docs/inbox.md)",
+        f"({help_path(doc_path('inbox.md'))})",
     )
     last_turn = run.add_mutually_exclusive_group()
     last_turn.add_argument(
@@ -537,6 +620,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
 
+    _add_tour(commands)
+
     serve = commands.add_parser(
         "serve",
         help="answer waiting questions from a browser: the web inbox (the web extra)",
@@ -544,7 +629,7 @@ def _parser() -> argparse.ArgumentParser:
         "directories under ROOT (parked, or left open by a run that stopped) and in your live "
         "runs (inquiry run --inbox), newest first, each answered with a form made from its "
         "answer type. It prints the address to open, with a token that every request must "
-        "carry (docs/inbox.md).",
+        f"carry ({help_path(doc_path('inbox.md'))}).",
     )
     serve.add_argument(
         "root", nargs="?", default=".", help="the directory of conversations (default: here)"
@@ -564,6 +649,49 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(handler=_serve)
     return parser
+
+
+def _add_tour(commands: argparse._SubParsersAction[_Parser]) -> None:
+    tour = commands.add_parser(
+        "tour",
+        help="play the tour from the installed examples, or write them out to read and edit",
+        description="Play the tour: one turn of a scripted assistant's tool calls whose "
+        "questions take every path a question can take, answered by the tour's answers file "
+        "(or by you, with --interactive; the deploy token is tour-s3cret-token). It is "
+        "inquiry run over the scenario and answers file installed with the command, in "
+        f"{help_path(example_path('tour'))}; the examples' README explains every key: "
+        f"{help_path(example_path('README.md'))}. The project's docs are installed too, in "
+        f"{help_path(doc_path(''))}",
+    )
+    tour.add_argument(
+        "conversation",
+        nargs="?",
+        metavar="DIR",
+        help="the conversation directory to record it in (default: inquiry-tour in the "
+        "temporary directory, /tmp/inquiry-tour unless TMPDIR says otherwise)",
+    )
+    tour_prompting = tour.add_mutually_exclusive_group()
+    tour_prompting.add_argument(
+        "--interactive",
+        dest="interactive",
+        action="store_const",
+        const=True,
+        help="you answer at the terminal; the answers file plays only the model",
+    )
+    tour_prompting.add_argument(
+        "--no-interactive",
+        dest="interactive",
+        action="store_const",
+        const=False,
+        help="never prompt (as inquiry run --no-interactive)",
+    )
+    tour_prompting.add_argument(
+        "--write",
+        metavar="DIR",
+        help="instead of playing it, copy the installed examples (the tour and the others) "
+        "to DIR, new or empty, to read, edit and play with inquiry run",
+    )
+    tour.set_defaults(handler=_tour)
 
 
 def _failed(error: OSError | UnicodeEncodeError, output: TextIO) -> str:

@@ -86,6 +86,7 @@ import orjson
 from coordinator._text import shown_line, shown_path, shown_reason, shown_text
 from coordinator.adapters import printable
 from coordinator.cli._check import to_null_device
+from coordinator.cli._docs import doc_path
 from coordinator.driver import CallOutcome, DetachedMode, PermissionBy, PromptKind, Resolution
 from machines import (
     Answered,
@@ -532,7 +533,7 @@ class Progress:
                 self._policy_said.add((kind, mode))
                 lines.append(
                     f"  ! nobody can be asked here, so the detached policy decides "
-                    f"{_KIND_NAMES[kind]}: {mode.value} (docs/headless.md)"
+                    f"{_KIND_NAMES[kind]}: {mode.value} ({shown_path(doc_path('headless.md'))})"
                 )
         return lines
 
