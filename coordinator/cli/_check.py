@@ -13,7 +13,13 @@ then exits with :data:`EXIT_INCOMPLETE_TURN` (3) when the turn is *blocked*
 on an open tool call or question (what a crash leaves: a provider cannot be
 sent it as it is), and with :data:`EXIT_AWAITING_MODEL` (4) when nothing is
 open and it waits for the model's response or follow-up (what a stop, or a
-scenario turn without a reply, leaves). ``inquiry run``
+scenario turn without a reply, leaves). A conversation a live process is
+writing (its writer lock held by a pid :func:`~coordinator.store.holder_of`
+checks) is neither: its turn is in progress. ``inquiry check`` says "being
+written by pid N", offers no way to continue or discard it, and exits
+:data:`EXIT_BEING_WRITTEN` (5), whatever its last turn holds, so that a
+monitoring script never calls a live run dead. A lock whose holder cannot be
+checked names nobody, and the turn is reported as it stands. ``inquiry run``
 (:mod:`coordinator.cli._run_continue`) refuses a blocked turn until it is
 continued or discarded (``inquiry sanitize``, then ``--new-turn``), and the
 other until it is continued or ``--new-turn`` begins a turn after it, unless
@@ -54,7 +60,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_line, shown_path, shown_reason
 from coordinator.cli._command_lines import sanitize_line
-from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
+from coordinator.cli._exit_statuses import (
+    EXIT_AWAITING_MODEL,
+    EXIT_BEING_WRITTEN,
+    EXIT_INCOMPLETE_TURN,
+)
+from coordinator.store import holder_of
 from coordinator.stream import (
     EventEntry,
     find_incomplete_turn,
@@ -75,6 +86,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_AWAITING_MODEL",
+    "EXIT_BEING_WRITTEN",
     "EXIT_INCOMPLETE_TURN",
     "MAY_HAVE_COMPLETED",
     "exit_status",
@@ -86,6 +98,7 @@ __all__ = [
     "request_link_summary",
     "summarize",
     "to_null_device",
+    "writer_lines",
 ]
 
 #: How much of a question's text a line of the report quotes.
@@ -197,7 +210,9 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
 
 
 def exit_status(summary: dict[str, Any]) -> int:
-    """``inquiry check``'s exit status for ``summary`` (0, or as the last turn stands)."""
+    """``inquiry check``'s exit status for ``summary``: 0, a live writer's, or the turn's."""
+    if summary["being_written_by"] is not None:
+        return EXIT_BEING_WRITTEN
     incomplete = summary["incomplete_turn"]
     if incomplete is None:
         return 0
@@ -220,14 +235,36 @@ def _how_it_goes_on(call: dict[str, Any]) -> str:
     return "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
 
 
-def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
-    """The incomplete turn as lines of text (unescaped: the caller shows them)."""
+def writer_lines(pid: int | None) -> list[str]:
+    """What is said of a live process writing the conversation (``None``: nobody checked is)."""
+    if pid is None:
+        return []
+    return [
+        (
+            f"  being written by pid {pid}: a live run holds its writer lock; what it shows "
+            "is in progress, not left by a run that died"
+        )
+    ]
+
+
+def incomplete_lines(
+    summary: dict[str, Any] | None, path: str, *, writer: int | None = None
+) -> list[str]:
+    """The incomplete turn as lines of text (unescaped: the caller shows them).
+
+    With a live ``writer`` (a checked pid), the turn is in progress: it is
+    said so, and no way to continue or discard it is offered.
+    """
     if summary is None:
         return []
     blocked = "" if summary["blocked"] else "; not blocked (nothing open)"
+    if writer is not None:
+        head = f"in progress, being written by pid {writer}: {summary['status']}"
+    else:
+        head = f"did not finish: {summary['status']}"
     lines = [
         (
-            f"  last turn (turn {summary['turn']}) did not finish: {summary['status']} "
+            f"  last turn (turn {summary['turn']}) {head} "
             f"(RFD 023 phase: {summary['phase']}){blocked}"
         )
     ]
@@ -283,6 +320,8 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
             f"    cannot be closed by continuing: {', '.join(summary['stuck_requests'])} "
             "(their ids were asked again later in the turn)"
         )
+    if writer is not None:
+        return lines
     # How to go on, for any scenario: check knows none, nor the answers file
     # it was played with, which a pasted command must repeat (without it, a
     # question the file answered would be asked, or cancelled without a terminal).
@@ -449,6 +488,10 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         },
         "request_links": request_link_summary(stream),
         "incomplete_turn": incomplete_summary(find_incomplete_turn(stream)),
+        # Only a checked pid: a lock file's word alone names nobody (the store's rule 6).
+        "being_written_by": (
+            holder_of(conversation.path) if conversation.path is not None else None
+        ),
     }
 
 

@@ -38,8 +38,10 @@
 
 ``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
 when the conversation's last turn is blocked on an open (or parked) tool call
-or question, and 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
-finish and nothing is open in it.
+or question, 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
+finish and nothing is open in it, and 5
+(:data:`~coordinator.cli._check.EXIT_BEING_WRITTEN`) when a live process, its
+pid checked, is writing it.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when diagrams are stale or a tool call of ``inquiry run`` failed,
@@ -70,7 +72,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
+from coordinator.cli._exit_statuses import (
+    EXIT_AWAITING_MODEL,
+    EXIT_BEING_WRITTEN,
+    EXIT_INCOMPLETE_TURN,
+)
 
 # What this module imports at its top is what `inquiry --version` and
 # `--help` import: argparse, and nothing of the engine, its dependencies,
@@ -120,6 +126,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         incomplete_lines,
         request_link_lines,
         summarize,
+        writer_lines,
     )
     from coordinator.store import load_conversation  # noqa: PLC0415 - see the imports
 
@@ -161,7 +168,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
     )
     out.writelines(f"{_shown(line)}\n" for line in request_link_lines(summary["request_links"]))
-    lines = incomplete_lines(summary["incomplete_turn"], str(summary["path"]))
+    writer = summary["being_written_by"]
+    out.writelines(f"{_shown(line)}\n" for line in writer_lines(writer))
+    lines = incomplete_lines(summary["incomplete_turn"], str(summary["path"]), writer=writer)
     out.writelines(f"{_shown(line)}\n" for line in lines)
     return status
 
@@ -415,7 +424,10 @@ def _parser() -> argparse.ArgumentParser:
         "scenario turn without a reply): inquiry run continues it with --continue-turn or "
         "begins a new turn after it with --new-turn, and refuses it with neither unless its "
         "scenario played it to the end (a turn without a reply). --continue-turn continues "
-        "only a turn the same scenario played (docs/resume.md).",
+        f"only a turn the same scenario played (docs/resume.md); {EXIT_BEING_WRITTEN} when a "
+        "live process (its pid checked) holds the conversation's writer lock: a run at work "
+        "there, its last turn in progress (said as 'being written by pid N'; "
+        "being_written_by in the JSON).",
     )
     check.add_argument("path", help="a conversation directory or its events.json")
     check.add_argument("--json", action="store_true", help="print one JSON object")
