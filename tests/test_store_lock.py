@@ -109,15 +109,19 @@ def test_inquiry_sanitize_and_run_are_refused_while_another_writes(
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
-    """`inquiry sanitize` and `inquiry run` on a held conversation: one line, exit 2, no write."""
+    """`inquiry sanitize` and `inquiry run` on a held conversation: one line, exit 2, no write.
+
+    Nothing reaches stdout: a script reading it sees no path of a save that never happened.
+    """
     directory, process = holder
     before = _files(directory)
     if command == "sanitize":
-        status, _, err = cli("sanitize", directory, capsys=capsys)
+        status, out, err = cli("sanitize", directory, capsys=capsys)
     else:
         arguments = ("--answers", TOUR_ANSWERS, "--no-tty", "-c", directory)
-        status, _, err = cli("run", TOUR_SCENARIO, *arguments, capsys=capsys)
+        status, out, err = cli("run", TOUR_SCENARIO, *arguments, capsys=capsys)
     assert status == 2
+    assert out == ""  # nothing on stdout when it refuses
     (line,) = err.splitlines()
     assert line.startswith(f"inquiry: {directory}: is being written by another process ")
     assert f"(pid {process.pid})" in line
