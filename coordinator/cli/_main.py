@@ -212,10 +212,10 @@ def _report_lines(report: SanitizeReport, *, dry_run: bool) -> list[str]:
 
 
 def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
-    from contextlib import ExitStack  # noqa: PLC0415 - see the imports
-
     from coordinator._text import shown_path  # noqa: PLC0415 - see the imports
     from coordinator.store import (  # noqa: PLC0415 - see the imports
+        ConversationLockedError,
+        holder_of,
         load_conversation,
         save_conversation,
     )
@@ -226,26 +226,27 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     report = plan.report
     shown = shown_path(conversation.path) if conversation.path else None
     lines = _report_lines(report, dry_run=args.dry_run)
+    if report.changed and not args.dry_run and conversation.path is not None:
+        # Another process at work there refuses the command before a word is
+        # printed (a reader's question: the lock file is left untouched); a
+        # holder whose pid cannot be checked is refused by the save itself.
+        pid = holder_of(conversation.path)
+        if pid is not None:
+            raise ConversationLockedError(conversation.path, pid)
+    if not args.json:
+        # Before the save, what can be learnt of the output: that it can
+        # encode the report, and that it takes the first line. Then a dead
+        # output stops the command with nothing saved; the report itself
+        # follows the save, which may yet be refused.
+        encoding = getattr(out, "encoding", None)
+        if isinstance(encoding, str):
+            "".join(lines).encode(encoding)
+        out.write(f"{_shown(str(shown))}\n")
+        out.flush()
     written: list[str] = []
-    with ExitStack() as held:
-        if report.changed and not args.dry_run:
-            # The writer lock before a word is printed: another process at
-            # work there refuses the command with nothing on stdout, and
-            # none can take the lock between the first line and the save.
-            held.enter_context(conversation)
-        if not args.json:
-            # Before the save, what can be learnt of the output: that it can
-            # encode the report, and that it takes the first line. Then a dead
-            # output stops the command with nothing saved; the report itself
-            # follows the save, which may yet be refused.
-            encoding = getattr(out, "encoding", None)
-            if isinstance(encoding, str):
-                "".join(lines).encode(encoding)
-            out.write(f"{_shown(str(shown))}\n")
-            out.flush()
-        if report.changed and not args.dry_run:
-            plan.apply()
-            written = [shown_path(path) for path in save_conversation(conversation).written]
+    if report.changed and not args.dry_run:
+        plan.apply()
+        written = [shown_path(path) for path in save_conversation(conversation).written]
     if args.json:
         try:
             _print_json(
