@@ -10,11 +10,12 @@
   generated section of ``docs/machines.md`` from the machines' tables; with ``--check`` only
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
-- ``inquiry run SCENARIO --conversation DIR [--answers FILE]
+- ``inquiry run SCENARIO --conversation DIR [--parents] [--answers FILE]
   [--interactive | --no-interactive] [--backend PROVIDER --model NAME
   [--base-url URL] [--api-key-env VAR]] [--verbose] [--continue-turn | --new-turn]``:
   play a scenario's turns through the tool coordinator into a conversation
-  directory (created if missing, appended to if not), prompting at the
+  directory (created if missing, its parents only with ``--parents``;
+  appended to if not), prompting at the
   controlling terminal when a person can be asked (RFD 104's promptability,
   :mod:`coordinator.adapters._promptability`), and following the tools'
   detached policy (RFD 049, ``docs/headless.md``) when nobody can be
@@ -375,6 +376,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         backend=backend,
         verbose=args.verbose,
         inbox=args.inbox,
+        parents=args.parents,
     )
     try:
         result = asyncio.run(
@@ -485,7 +487,13 @@ def _parser() -> argparse.ArgumentParser:
         "-c",
         required=True,
         metavar="DIR",
-        help="the conversation directory: created if missing, a new turn appended if not",
+        help="the conversation directory: created if missing (its parent must exist), a new "
+        "turn appended if not",
+    )
+    run.add_argument(
+        "--parents",
+        action="store_true",
+        help="create the conversation directory's missing parents too (as mkdir -p)",
     )
     run.add_argument(
         "--answers",

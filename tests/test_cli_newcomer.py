@@ -1,0 +1,69 @@
+"""What a newcomer trips on at the ``inquiry`` command line (issue 39).
+
+Each test runs the command as a person would (in process, or as a real
+process where the terminal or a pipe matters) and checks what they see:
+the exit status, the one line on stderr, and what is (and is not) written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from run_helpers import TOUR_ANSWERS, TOUR_SCENARIO, cli
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
+
+
+def _tour(conversation: Path, *more: str) -> tuple[str | Path, ...]:
+    """`inquiry run` of the tour into ``conversation``, answered by its file, no terminal."""
+    return ("run", TOUR_SCENARIO, "--answers", TOUR_ANSWERS, "--no-tty", "-c", conversation, *more)
+
+
+def test_a_conversation_whose_parent_is_missing_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-c a/b/conv with a/ missing: exit 2, the first missing parent named, nothing created."""
+    target = tmp_path / "missing" / "deep" / "conv"
+    status, out, err = cli(*_tour(target), capsys=capsys)
+    assert status == 2
+    assert out == ""
+    assert err == (
+        f"inquiry: {target}: cannot be created: its parent {target.parent} is missing "
+        f"({tmp_path / 'missing'} does not exist); create it, or give --parents to create the "
+        "missing directories too; nothing was written\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_parents_creates_the_missing_directories_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--parents: the conversation and the directories above it are created, as mkdir -p."""
+    target = tmp_path / "missing" / "deep" / "conv"
+    status, _, _ = cli(*_tour(target, "--parents"), capsys=capsys)
+    assert status == 0
+    assert (target / "events.json").is_file()
+
+
+def test_a_parent_that_is_a_file_is_named_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A parent that is a file: exit 2, said to be no directory (--parents cannot help)."""
+    (tmp_path / "file").write_text("x")
+    target = tmp_path / "file" / "conv"
+    status, _, err = cli(*_tour(target), capsys=capsys)
+    assert status == 2
+    assert f"({tmp_path / 'file'} is not a directory); nothing was written" in err
+    assert "--parents" not in err
+
+
+def test_a_conversation_in_an_existing_directory_is_created_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-c conv in a directory that exists: created, no flag needed."""
+    status, _, _ = cli(*_tour(tmp_path / "conv"), capsys=capsys)
+    assert status == 0
+    assert (tmp_path / "conv" / "events.json").is_file()
