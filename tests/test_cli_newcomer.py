@@ -7,14 +7,16 @@ the exit status, the one line on stderr, and what is (and is not) written.
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING
 
+import pytest
 from run_helpers import TOUR_ANSWERS, TOUR_SCENARIO, cli
+
+from coordinator.cli._main import main
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import pytest
 
 
 def _tour(conversation: Path, *more: str) -> tuple[str | Path, ...]:
@@ -67,3 +69,76 @@ def test_a_conversation_in_an_existing_directory_is_created_as_before(
     status, _, _ = cli(*_tour(tmp_path / "conv"), capsys=capsys)
     assert status == 0
     assert (tmp_path / "conv" / "events.json").is_file()
+
+
+def _usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """What `inquiry ARGS` says on stderr when argparse refuses them (exit 2)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        main(list(args), out=io.StringIO())
+    assert stopped.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("--cont", "--continue-turn"),
+        ("--new", "--new-turn"),
+        ("--conv", "--conversation"),
+        ("--contine-turn", "--continue-turn"),
+    ],
+)
+def test_a_flag_is_never_taken_by_its_prefix_and_the_nearest_is_named(
+    capsys: pytest.CaptureFixture[str], typed: str, meant: str
+) -> None:
+    """A prefix or a typo of a run flag: refused in run's own usage, the nearest flag named."""
+    err = _usage_error(capsys, "run", "s.toml", "-c", "conv", typed)
+    assert err.startswith("usage: inquiry run ")
+    assert err.endswith(
+        f"inquiry run: error: unrecognized arguments: {typed} (did you mean {meant}?)\n"
+    )
+
+
+def test_every_subcommand_refuses_abbreviations(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each subcommand refuses a prefix (check --js, export --out) in its own usage."""
+    for args in (["check", "--js", "p"], ["sanitize", "--dry", "p"], ["export", "p", "--out"]):
+        err = _usage_error(capsys, *args)
+        assert err.startswith(f"usage: inquiry {args[0]} ")
+        typed = args[2] if args[0] == "export" else args[1]
+        assert f"inquiry {args[0]}: error: unrecognized arguments: {typed}" in err
+
+
+def test_an_unknown_top_level_flag_names_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    """The flag --versio is refused, --version named; flags after the command are its own."""
+    err = _usage_error(capsys, "--versio")
+    assert err.endswith(
+        "inquiry: error: unrecognized arguments: --versio (did you mean --version?)\n"
+    )
+
+
+def test_flags_spelled_in_full_and_joined_still_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--conversation=DIR and joined short flags (-vc DIR) parse as before."""
+    status, _, _ = cli(
+        "run",
+        TOUR_SCENARIO,
+        "--answers",
+        TOUR_ANSWERS,
+        "--no-tty",
+        "-vc",
+        tmp_path / "a",
+        capsys=capsys,
+    )
+    assert status == 0
+    status, _, _ = cli(
+        "run",
+        TOUR_SCENARIO,
+        "--answers",
+        TOUR_ANSWERS,
+        "--no-tty",
+        f"--conversation={tmp_path / 'b'}",
+        capsys=capsys,
+    )
+    assert status == 0

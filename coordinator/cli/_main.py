@@ -70,7 +70,6 @@ replaced atomically.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from coordinator.cli._exit_statuses import (
@@ -78,6 +77,7 @@ from coordinator.cli._exit_statuses import (
     EXIT_BEING_WRITTEN,
     EXIT_INCOMPLETE_TURN,
 )
+from coordinator.cli._parser import Parser
 
 # What this module imports at its top is what `inquiry --version` and
 # `--help` import: argparse, and nothing of the engine, its dependencies,
@@ -88,6 +88,7 @@ from coordinator.cli._exit_statuses import (
 # `TYPE_CHECKING` of this name as typing's.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Iterator, Sequence
     from typing import TextIO
 
@@ -409,14 +410,18 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="inquiry", description="Resolve, record and inspect tool questions."
+    # No abbreviations, and an unknown flag named with the nearest in its
+    # subcommand's usage (coordinator.cli._parser); subcommands are built so too.
+    parser = Parser(
+        prog="inquiry",
+        description="Resolve, record and inspect tool questions.",
+        command_follows=True,
     )
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
     # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     check = commands.add_parser(
         "check",
