@@ -118,8 +118,19 @@ def _shown(text: str) -> str:
 
 
 def _error(problem: str) -> None:
-    """Say what went wrong, as one line on stderr (it may quote a file, a tool or a server)."""
-    sys.stderr.write(f"inquiry: {_shown(problem)}\n")
+    """Say what went wrong, as one line on stderr (it may quote a file, a tool or a server).
+
+    A stderr its reader closed (``inquiry run ... 2>&1 | head``) takes the
+    line nowhere: the exit status still says what happened, and a
+    traceback on the way out would replace it with 1.
+    """
+    try:
+        sys.stderr.write(f"inquiry: {_shown(problem)}\n")
+        sys.stderr.flush()
+    except BrokenPipeError:
+        from coordinator.cli._check import to_null_device  # noqa: PLC0415 - see the imports
+
+        to_null_device(sys.stderr)
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
