@@ -10,13 +10,19 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+import orjson
 import pytest
 from run_helpers import TOUR_ANSWERS, TOUR_SCENARIO, cli
 
+from coordinator import Conversation, save_conversation
+from coordinator.cli._check import TURN_MARKER
 from coordinator.cli._main import main
+from machines import ChatRequest, ToolCallRequest, TurnStart
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from machines import JsonValue
 
 
 def _tour(conversation: Path, *more: str) -> tuple[str | Path, ...]:
@@ -142,3 +148,48 @@ def test_flags_spelled_in_full_and_joined_still_work(
         capsys=capsys,
     )
     assert status == 0
+
+
+def _embedders_turn(directory: Path, marker: dict[str, JsonValue] | None = None) -> Path:
+    """A conversation an embedder wrote (no scenario noted), its last turn blocked on a call.
+
+    With ``marker``, the turn is noted as ``inquiry run`` notes a scenario's.
+    """
+    conversation = Conversation.new(metadata={"title": "embedded"}, base_config={})
+    conversation.stream.append(
+        TurnStart(), metadata={TURN_MARKER: marker} if marker is not None else {}
+    )
+    conversation.stream.append(ChatRequest(content="hi"))
+    conversation.stream.append(ToolCallRequest(id="call_1", name="fs", arguments={}))
+    save_conversation(conversation, directory)
+    conversation.close()
+    return directory
+
+
+def test_check_names_what_an_embedder_calls_for_a_turn_no_scenario_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An embedder's unfinished turn: check names continue_turn, not inquiry run."""
+    directory = _embedders_turn(tmp_path / "conv")
+    status, out, _ = cli("check", directory, capsys=capsys)
+    assert status == 3
+    assert "inquiry run SCENARIO" not in out
+    assert (
+        "  not played by inquiry run (no scenario recorded): an embedder continues it with "
+        "ToolCoordinator.continue_turn(find_incomplete_turn(conversation.stream))"
+    ) in out
+    status, out, _ = cli("check", directory, "--json", capsys=capsys)
+    assert orjson.loads(out)["incomplete_turn"]["scenario"] is None
+
+
+def test_check_offers_continue_turn_for_a_turn_inquiry_run_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn inquiry run noted as a scenario's: check offers `inquiry run --continue-turn`."""
+    directory = _embedders_turn(tmp_path / "conv", marker={"scenario": "s.toml", "turn": 1})
+    status, out, _ = cli("check", directory, capsys=capsys)
+    assert status == 3
+    assert f"continue it: inquiry run SCENARIO [--answers FILE] --conversation {directory} " in out
+    assert "an embedder" not in out
+    status, out, _ = cli("check", directory, "--json", capsys=capsys)
+    assert orjson.loads(out)["incomplete_turn"]["scenario"] == "s.toml"

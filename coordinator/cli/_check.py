@@ -85,10 +85,12 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "EMBEDDER_CONTINUES",
     "EXIT_AWAITING_MODEL",
     "EXIT_BEING_WRITTEN",
     "EXIT_INCOMPLETE_TURN",
     "MAY_HAVE_COMPLETED",
+    "TURN_MARKER",
     "exit_status",
     "incomplete_lines",
     "incomplete_summary",
@@ -98,9 +100,19 @@ __all__ = [
     "request_link_summary",
     "summarize",
     "to_null_device",
+    "ways_on",
     "writer_lines",
 ]
 
+#: The ``turn_start`` metadata key under which ``inquiry run`` notes the scenario turn
+#: it plays (:mod:`coordinator.cli._run_continue`): a turn without it was written by
+#: another program (an embedder, JP), which ``inquiry run`` cannot continue.
+TURN_MARKER = "inquiry_run"
+#: What an embedder calls to continue a turn (``docs/resume.md``, *The embedding API*).
+EMBEDDER_CONTINUES = (
+    "ToolCoordinator.continue_turn(find_incomplete_turn(conversation.stream)), "
+    "the conversation held with `with conversation:` (docs/resume.md, The embedding API)"
+)
 #: How much of a question's text a line of the report quotes.
 TEXT_SHOWN = 72
 #: What is said of an open call whose tool was running when its run stopped
@@ -197,8 +209,13 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
                 "is_error": isinstance(response, ToolCallResponse) and response.is_error,
             }
         )
+    first = incomplete.turn.entries[0] if incomplete.turn.entries else None
+    marker = first.metadata.get(TURN_MARKER) if isinstance(first, EventEntry) else None
+    scenario = marker.get("scenario") if isinstance(marker, dict) else None
     return {
         "turn": incomplete.turn.index + 1,
+        # The scenario file's name that inquiry run noted; None: another program wrote it.
+        "scenario": scenario if isinstance(scenario, str) else None,
         "status": incomplete.status,
         "phase": incomplete.phase.value,
         "blocked": incomplete.blocked,
@@ -320,23 +337,42 @@ def incomplete_lines(
             f"    cannot be closed by continuing: {', '.join(summary['stuck_requests'])} "
             "(their ids were asked again later in the turn)"
         )
-    if writer is not None:
-        return lines
-    # How to go on, for any scenario: check knows none, nor the answers file
-    # it was played with, which a pasted command must repeat (without it, a
-    # question the file answered would be asked, or cancelled without a terminal).
-    # Knowing no scenario, it cannot tell whether the turn is one a scenario
-    # played and --continue-turn can continue: it offers it for every turn,
-    # and inquiry run, which knows, says so when it cannot.
+    if writer is None:
+        lines.extend(ways_on(summary, path))
+    return lines
+
+
+def ways_on(summary: dict[str, Any], path: str) -> list[str]:
+    """How to go on from an unfinished turn (one of :func:`incomplete_summary`'s), as lines.
+
+    For any scenario: check knows none, nor the answers file it was played
+    with, which a pasted command must repeat (without it, a question the file
+    answered would be asked, or cancelled without a terminal). Knowing no
+    scenario, it cannot tell whether the turn is one a scenario played and
+    ``--continue-turn`` can continue: it offers it for every turn ``inquiry
+    run`` played, and ``inquiry run``, which knows, says so when it cannot.
+    A turn with no scenario recorded was written by another program: what an
+    embedder calls is named instead.
+    """
     run = f"inquiry run SCENARIO [--answers FILE] --conversation {shlex.quote(path)}"
+    if summary["scenario"] is None:
+        lines = [
+            (
+                "  not played by inquiry run (no scenario recorded): "
+                f"an embedder continues it with {EMBEDDER_CONTINUES}"
+            )
+        ]
+        if summary["blocked"]:
+            lines.append(f"  or discard it: {sanitize_line(path)}")
+        return lines
     if summary["blocked"]:
-        lines.append(f"  continue it: {run} --continue-turn; or discard it: {sanitize_line(path)}")
-    else:
-        lines.append(
+        return [f"  continue it: {run} --continue-turn; or discard it: {sanitize_line(path)}"]
+    return [
+        (
             f"  continue it: {run} --continue-turn; "
             f"or leave it unfinished and begin a new turn: {run} --new-turn"
         )
-    return lines
+    ]
 
 
 def request_link_summary(stream: ConversationStream) -> dict[str, Any]:
