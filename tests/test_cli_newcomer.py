@@ -127,27 +127,11 @@ def test_flags_spelled_in_full_and_joined_still_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--conversation=DIR and joined short flags (-vc DIR) parse as before."""
-    status, _, _ = cli(
-        "run",
-        TOUR_SCENARIO,
-        "--answers",
-        TOUR_ANSWERS,
-        "--no-tty",
-        "-vc",
-        tmp_path / "a",
-        capsys=capsys,
-    )
-    assert status == 0
-    status, _, _ = cli(
-        "run",
-        TOUR_SCENARIO,
-        "--answers",
-        TOUR_ANSWERS,
-        "--no-tty",
-        f"--conversation={tmp_path / 'b'}",
-        capsys=capsys,
-    )
-    assert status == 0
+    played = ("run", TOUR_SCENARIO, "--answers", TOUR_ANSWERS, "--no-tty")
+    for spelled in (("-vc", tmp_path / "a"), (f"--conversation={tmp_path / 'b'}",)):
+        assert cli(*played, *spelled, capsys=capsys)[0] == 0
+    assert (tmp_path / "a" / "events.json").is_file()
+    assert (tmp_path / "b" / "events.json").is_file()
 
 
 def _embedders_turn(directory: Path, marker: dict[str, JsonValue] | None = None) -> Path:
