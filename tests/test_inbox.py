@@ -51,6 +51,7 @@ def parked(
 ) -> Path:
     """A conversation ``root/name`` whose run parked ``questions`` (exit 3)."""
     plan = scenario(root.parent / f"{name}.toml", questions)
+    root.mkdir(exist_ok=True)
     done = run("run", plan, "--no-interactive", "--conversation", root / name, live=live)
     assert done.returncode == 3, done.stderr
     return plan

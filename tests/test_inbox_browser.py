@@ -89,6 +89,7 @@ def test_a_question_a_ci_run_parked_is_answered_in_the_browser_and_the_turn_comp
 ) -> None:
     """Each answer type answered on the page leaves it, recorded by inbox; the turn then ends."""
     root = tmp_path / "root"
+    root.mkdir()
     with live_directory() as live, browser() as driver:
         plan = scenario(
             tmp_path / "c.toml", {"fix": BOOLEAN, "publish": SELECT, "release": TEXT, "lint": None}

@@ -145,6 +145,7 @@ def test_the_check_command_imports_what_it_reads_with_and_no_more(tmp_path: Path
     conversation.stream.append(ChatRequest(content="hello"))
     conversation.stream.append(ChatResponse.message("hi"))
     save_conversation(conversation, tmp_path / "conversation")
+    conversation.close()  # held, its writer lock would make check say "being written"
     status, modules = _imported(tmp_path, "check", str(tmp_path / "conversation"))
     assert status == 0
     assert {"coordinator.store", "coordinator.wire", "orjson", "cattrs"} <= modules

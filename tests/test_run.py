@@ -894,8 +894,13 @@ def test_the_scenarios_backend_is_checked_even_when_replaced(
     assert not directory.exists()
 
 
-def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
-    """Output closed early (`| head`): no traceback, one line on stderr, exit 3, all saved."""
+@pytest.mark.parametrize("with_stderr", [False, True], ids=["stdout", "stdout-and-stderr"])
+def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path, with_stderr: bool) -> None:
+    """Output closed early (`| head`, or `2>&1 | head`): no traceback, exit 3, all saved.
+
+    Whichever stream closed, the turn was left unfinished: 3, never 1 ("finished, and
+    something failed"). With stderr in the same pipe, its one line goes nowhere.
+    """
     go = tmp_path / "go"
     # The tool finishes only once the reader has gone: its result is then the
     # first line written to the closed pipe.
@@ -933,7 +938,7 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
             *("--no-tty", "--conversation", str(directory)),
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if with_stderr else subprocess.PIPE,
         text=True,
     )
     with reaped(run) as process:
@@ -945,7 +950,8 @@ def test_a_closed_standard_output_stops_the_run_quietly(tmp_path: Path) -> None:
         go.touch()
         _, err = process.communicate(timeout=PATIENCE)
     assert process.returncode == 3
-    assert err == "inquiry: standard output was closed: stopped after 0 of 2 turns\n"
+    if not with_stderr:
+        assert err == "inquiry: standard output was closed: stopped after 0 of 2 turns\n"
     conversation = assert_paired(directory)
     # The first cycle's call was answered and saved; the second cycle never began.
     assert list(responses(conversation)) == ["call_1_1_1"]

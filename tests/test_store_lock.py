@@ -31,7 +31,7 @@ from coordinator import (
     load_conversation,
     save_conversation,
 )
-from coordinator.cli._check import EXIT_INCOMPLETE_TURN
+from coordinator.cli._check import EXIT_BEING_WRITTEN, EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
 from coordinator.store import ConversationLockedError
 from coordinator.store._lock import LOCK_FILE
@@ -109,15 +109,19 @@ def test_inquiry_sanitize_and_run_are_refused_while_another_writes(
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
-    """`inquiry sanitize` and `inquiry run` on a held conversation: one line, exit 2, no write."""
+    """`inquiry sanitize` and `inquiry run` on a held conversation: one line, exit 2, no write.
+
+    Nothing reaches stdout: a script reading it sees no path of a save that never happened.
+    """
     directory, process = holder
     before = _files(directory)
     if command == "sanitize":
-        status, _, err = cli("sanitize", directory, capsys=capsys)
+        status, out, err = cli("sanitize", directory, capsys=capsys)
     else:
         arguments = ("--answers", TOUR_ANSWERS, "--no-tty", "-c", directory)
-        status, _, err = cli("run", TOUR_SCENARIO, *arguments, capsys=capsys)
+        status, out, err = cli("run", TOUR_SCENARIO, *arguments, capsys=capsys)
     assert status == 2
+    assert out == ""  # nothing on stdout when it refuses
     (line,) = err.splitlines()
     assert line.startswith(f"inquiry: {directory}: is being written by another process ")
     assert f"(pid {process.pid})" in line
@@ -131,10 +135,46 @@ def test_readers_need_no_lock(
     """check, export and a plain load work while another process writes."""
     directory, _ = holder
     assert len(load_conversation(directory).stream) == 4
-    assert cli("check", directory, capsys=capsys)[0] == EXIT_INCOMPLETE_TURN  # an open call
+    assert cli("check", directory, capsys=capsys)[0] == EXIT_BEING_WRITTEN
     status, markdown, _ = cli("export", directory, capsys=capsys)
     assert status == 0
     assert markdown.startswith("# shared")
+
+
+def test_check_says_a_live_writer_is_at_work_not_that_its_turn_died(
+    holder: tuple[Path, subprocess.Popen[bytes]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Check of a conversation a live process writes: its pid, exit 5, no sanitize offered."""
+    directory, process = holder
+    before = _files(directory)
+    status, out, _ = cli("check", directory, capsys=capsys)
+    assert status == EXIT_BEING_WRITTEN == 5
+    assert f"being written by pid {process.pid}" in out
+    assert f"in progress, being written by pid {process.pid}" in out
+    assert "did not finish" not in out
+    assert "sanitize" not in out
+    assert "--continue-turn" not in out
+    status, out, _ = cli("check", directory, "--json", capsys=capsys)
+    assert status == EXIT_BEING_WRITTEN
+    assert orjson.loads(out)["being_written_by"] == process.pid
+    assert _files(directory) == before
+    process.kill()
+    process.wait(timeout=PATIENCE)
+    status, out, _ = cli("check", directory, "--json", capsys=capsys)
+    assert status == EXIT_INCOMPLETE_TURN  # the run is dead now: its turn did not finish
+    assert orjson.loads(out)["being_written_by"] is None
+
+
+def test_check_trusts_no_lock_whose_holder_is_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock file naming a pid nobody's lock backs names nobody: the turn as it stands."""
+    directory = _conversation(tmp_path / "conv")
+    (directory / LOCK_FILE).write_text(f"{os.getppid()}\n")
+    status, out, _ = cli("check", directory, capsys=capsys)
+    assert status == EXIT_INCOMPLETE_TURN
+    assert "being written" not in out
+    assert "did not finish" in out
 
 
 def test_a_holder_killed_with_sigkill_does_not_block_the_next_writer(

@@ -13,7 +13,13 @@ then exits with :data:`EXIT_INCOMPLETE_TURN` (3) when the turn is *blocked*
 on an open tool call or question (what a crash leaves: a provider cannot be
 sent it as it is), and with :data:`EXIT_AWAITING_MODEL` (4) when nothing is
 open and it waits for the model's response or follow-up (what a stop, or a
-scenario turn without a reply, leaves). ``inquiry run``
+scenario turn without a reply, leaves). A conversation a live process is
+writing (its writer lock held by a pid :func:`~coordinator.store.holder_of`
+checks) is neither: its turn is in progress. ``inquiry check`` says "being
+written by pid N", offers no way to continue or discard it, and exits
+:data:`EXIT_BEING_WRITTEN` (5), whatever its last turn holds, so that a
+monitoring script never calls a live run dead. A lock whose holder cannot be
+checked names nobody, and the turn is reported as it stands. ``inquiry run``
 (:mod:`coordinator.cli._run_continue`) refuses a blocked turn until it is
 continued or discarded (``inquiry sanitize``, then ``--new-turn``), and the
 other until it is continued or ``--new-turn`` begins a turn after it, unless
@@ -54,7 +60,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_line, shown_path, shown_reason
 from coordinator.cli._command_lines import sanitize_line
-from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
+from coordinator.cli._exit_statuses import (
+    EXIT_AWAITING_MODEL,
+    EXIT_BEING_WRITTEN,
+    EXIT_INCOMPLETE_TURN,
+)
+from coordinator.store import holder_of
 from coordinator.stream import (
     EventEntry,
     find_incomplete_turn,
@@ -74,9 +85,12 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "EMBEDDER_CONTINUES",
     "EXIT_AWAITING_MODEL",
+    "EXIT_BEING_WRITTEN",
     "EXIT_INCOMPLETE_TURN",
     "MAY_HAVE_COMPLETED",
+    "TURN_MARKER",
     "exit_status",
     "incomplete_lines",
     "incomplete_summary",
@@ -86,8 +100,19 @@ __all__ = [
     "request_link_summary",
     "summarize",
     "to_null_device",
+    "ways_on",
+    "writer_lines",
 ]
 
+#: The ``turn_start`` metadata key under which ``inquiry run`` notes the scenario turn
+#: it plays (:mod:`coordinator.cli._run_continue`): a turn without it was written by
+#: another program (an embedder, JP), which ``inquiry run`` cannot continue.
+TURN_MARKER = "inquiry_run"
+#: What an embedder calls to continue a turn (``docs/resume.md``, *The embedding API*).
+EMBEDDER_CONTINUES = (
+    "ToolCoordinator.continue_turn(find_incomplete_turn(conversation.stream)), "
+    "the conversation held with `with conversation:` (docs/resume.md, The embedding API)"
+)
 #: How much of a question's text a line of the report quotes.
 TEXT_SHOWN = 72
 #: What is said of an open call whose tool was running when its run stopped
@@ -184,8 +209,13 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
                 "is_error": isinstance(response, ToolCallResponse) and response.is_error,
             }
         )
+    first = incomplete.turn.entries[0] if incomplete.turn.entries else None
+    marker = first.metadata.get(TURN_MARKER) if isinstance(first, EventEntry) else None
+    scenario = marker.get("scenario") if isinstance(marker, dict) else None
     return {
         "turn": incomplete.turn.index + 1,
+        # The scenario file's name that inquiry run noted; None: another program wrote it.
+        "scenario": scenario if isinstance(scenario, str) else None,
         "status": incomplete.status,
         "phase": incomplete.phase.value,
         "blocked": incomplete.blocked,
@@ -197,7 +227,9 @@ def incomplete_summary(incomplete: IncompleteTurn | None) -> dict[str, Any] | No
 
 
 def exit_status(summary: dict[str, Any]) -> int:
-    """``inquiry check``'s exit status for ``summary`` (0, or as the last turn stands)."""
+    """``inquiry check``'s exit status for ``summary``: 0, a live writer's, or the turn's."""
+    if summary["being_written_by"] is not None:
+        return EXIT_BEING_WRITTEN
     incomplete = summary["incomplete_turn"]
     if incomplete is None:
         return 0
@@ -220,14 +252,36 @@ def _how_it_goes_on(call: dict[str, Any]) -> str:
     return "ran before, runs again" if call["ran"] else "runs (never ran as far as recorded)"
 
 
-def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
-    """The incomplete turn as lines of text (unescaped: the caller shows them)."""
+def writer_lines(pid: int | None) -> list[str]:
+    """What is said of a live process writing the conversation (``None``: nobody checked is)."""
+    if pid is None:
+        return []
+    return [
+        (
+            f"  being written by pid {pid}: a live run holds its writer lock; what it shows "
+            "is in progress, not left by a run that died"
+        )
+    ]
+
+
+def incomplete_lines(
+    summary: dict[str, Any] | None, path: str, *, writer: int | None = None
+) -> list[str]:
+    """The incomplete turn as lines of text (unescaped: the caller shows them).
+
+    With a live ``writer`` (a checked pid), the turn is in progress: it is
+    said so, and no way to continue or discard it is offered.
+    """
     if summary is None:
         return []
     blocked = "" if summary["blocked"] else "; not blocked (nothing open)"
+    if writer is not None:
+        head = f"in progress, being written by pid {writer}: {summary['status']}"
+    else:
+        head = f"did not finish: {summary['status']}"
     lines = [
         (
-            f"  last turn (turn {summary['turn']}) did not finish: {summary['status']} "
+            f"  last turn (turn {summary['turn']}) {head} "
             f"(RFD 023 phase: {summary['phase']}){blocked}"
         )
     ]
@@ -283,21 +337,42 @@ def incomplete_lines(summary: dict[str, Any] | None, path: str) -> list[str]:
             f"    cannot be closed by continuing: {', '.join(summary['stuck_requests'])} "
             "(their ids were asked again later in the turn)"
         )
-    # How to go on, for any scenario: check knows none, nor the answers file
-    # it was played with, which a pasted command must repeat (without it, a
-    # question the file answered would be asked, or cancelled without a terminal).
-    # Knowing no scenario, it cannot tell whether the turn is one a scenario
-    # played and --continue-turn can continue: it offers it for every turn,
-    # and inquiry run, which knows, says so when it cannot.
+    if writer is None:
+        lines.extend(ways_on(summary, path))
+    return lines
+
+
+def ways_on(summary: dict[str, Any], path: str) -> list[str]:
+    """How to go on from an unfinished turn (one of :func:`incomplete_summary`'s), as lines.
+
+    For any scenario: check knows none, nor the answers file it was played
+    with, which a pasted command must repeat (without it, a question the file
+    answered would be asked, or cancelled without a terminal). Knowing no
+    scenario, it cannot tell whether the turn is one a scenario played and
+    ``--continue-turn`` can continue: it offers it for every turn ``inquiry
+    run`` played, and ``inquiry run``, which knows, says so when it cannot.
+    A turn with no scenario recorded was written by another program: what an
+    embedder calls is named instead.
+    """
     run = f"inquiry run SCENARIO [--answers FILE] --conversation {shlex.quote(path)}"
+    if summary["scenario"] is None:
+        lines = [
+            (
+                "  not played by inquiry run (no scenario recorded): "
+                f"an embedder continues it with {EMBEDDER_CONTINUES}"
+            )
+        ]
+        if summary["blocked"]:
+            lines.append(f"  or discard it: {sanitize_line(path)}")
+        return lines
     if summary["blocked"]:
-        lines.append(f"  continue it: {run} --continue-turn; or discard it: {sanitize_line(path)}")
-    else:
-        lines.append(
+        return [f"  continue it: {run} --continue-turn; or discard it: {sanitize_line(path)}"]
+    return [
+        (
             f"  continue it: {run} --continue-turn; "
             f"or leave it unfinished and begin a new turn: {run} --new-turn"
         )
-    return lines
+    ]
 
 
 def request_link_summary(stream: ConversationStream) -> dict[str, Any]:
@@ -449,6 +524,10 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
         },
         "request_links": request_link_summary(stream),
         "incomplete_turn": incomplete_summary(find_incomplete_turn(stream)),
+        # Only a checked pid: a lock file's word alone names nobody (the store's rule 6).
+        "being_written_by": (
+            holder_of(conversation.path) if conversation.path is not None else None
+        ),
     }
 
 

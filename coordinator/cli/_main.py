@@ -10,11 +10,12 @@
   generated section of ``docs/machines.md`` from the machines' tables; with ``--check`` only
   name what is stale (exit 1).
 - ``inquiry table [MACHINE]``: print machines' transition tables as Markdown.
-- ``inquiry run SCENARIO --conversation DIR [--answers FILE]
+- ``inquiry run SCENARIO --conversation DIR [--parents] [--answers FILE]
   [--interactive | --no-interactive] [--backend PROVIDER --model NAME
   [--base-url URL] [--api-key-env VAR]] [--verbose] [--continue-turn | --new-turn]``:
   play a scenario's turns through the tool coordinator into a conversation
-  directory (created if missing, appended to if not), prompting at the
+  directory (created if missing, its parents only with ``--parents``;
+  appended to if not), prompting at the
   controlling terminal when a person can be asked (RFD 104's promptability,
   :mod:`coordinator.adapters._promptability`), and following the tools'
   detached policy (RFD 049, ``docs/headless.md``) when nobody can be
@@ -44,8 +45,10 @@
 
 ``inquiry check`` exits 3 (:data:`~coordinator.cli._check.EXIT_INCOMPLETE_TURN`)
 when the conversation's last turn is blocked on an open (or parked) tool call
-or question, and 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
-finish and nothing is open in it.
+or question, 4 (:data:`~coordinator.cli._check.EXIT_AWAITING_MODEL`) when it did not
+finish and nothing is open in it, and 5
+(:data:`~coordinator.cli._check.EXIT_BEING_WRITTEN`) when a live process, its
+pid checked, is writing it.
 
 Every subcommand prints errors as one line on stderr. Exit status: 0 on
 success, 1 when diagrams are stale or a tool call of ``inquiry run`` failed,
@@ -73,11 +76,15 @@ replaced atomically.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from coordinator.cli._docs import doc_path, example_path, help_path
-from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_TURN
+from coordinator.cli._exit_statuses import (
+    EXIT_AWAITING_MODEL,
+    EXIT_BEING_WRITTEN,
+    EXIT_INCOMPLETE_TURN,
+)
+from coordinator.cli._parser import Parser
 
 # What this module imports at its top is what `inquiry --version` and
 # `--help` import: argparse, and nothing of the engine, its dependencies,
@@ -88,8 +95,9 @@ from coordinator.cli._exit_statuses import EXIT_AWAITING_MODEL, EXIT_INCOMPLETE_
 # `TYPE_CHECKING` of this name as typing's.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Iterator, Sequence
-    from typing import Any, TextIO
+    from typing import TextIO
 
     from coordinator.stream import Insertion, Removal, SanitizeReport
 
@@ -117,8 +125,19 @@ def _shown(text: str) -> str:
 
 
 def _error(problem: str) -> None:
-    """Say what went wrong, as one line on stderr (it may quote a file, a tool or a server)."""
-    sys.stderr.write(f"inquiry: {_shown(problem)}\n")
+    """Say what went wrong, as one line on stderr (it may quote a file, a tool or a server).
+
+    A stderr its reader closed (``inquiry run ... 2>&1 | head``) takes the
+    line nowhere: the exit status still says what happened, and a
+    traceback on the way out would replace it with 1.
+    """
+    try:
+        sys.stderr.write(f"inquiry: {_shown(problem)}\n")
+        sys.stderr.flush()
+    except BrokenPipeError:
+        from coordinator.cli._check import to_null_device  # noqa: PLC0415 - see the imports
+
+        to_null_device(sys.stderr)
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
@@ -127,6 +146,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         incomplete_lines,
         request_link_lines,
         summarize,
+        writer_lines,
     )
     from coordinator.store import load_conversation  # noqa: PLC0415 - see the imports
 
@@ -168,7 +188,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         f"  event ids: {repaired['assigned']} assigned, {repaired['regenerated']} regenerated\n"
     )
     out.writelines(f"{_shown(line)}\n" for line in request_link_lines(summary["request_links"]))
-    lines = incomplete_lines(summary["incomplete_turn"], str(summary["path"]))
+    writer = summary["being_written_by"]
+    out.writelines(f"{_shown(line)}\n" for line in writer_lines(writer))
+    lines = incomplete_lines(summary["incomplete_turn"], str(summary["path"]), writer=writer)
     out.writelines(f"{_shown(line)}\n" for line in lines)
     return status
 
@@ -212,6 +234,8 @@ def _report_lines(report: SanitizeReport, *, dry_run: bool) -> list[str]:
 def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     from coordinator._text import shown_path  # noqa: PLC0415 - see the imports
     from coordinator.store import (  # noqa: PLC0415 - see the imports
+        ConversationLockedError,
+        holder_of,
         load_conversation,
         save_conversation,
     )
@@ -222,6 +246,13 @@ def _sanitize(args: argparse.Namespace, out: TextIO) -> int:
     report = plan.report
     shown = shown_path(conversation.path) if conversation.path else None
     lines = _report_lines(report, dry_run=args.dry_run)
+    if report.changed and not args.dry_run and conversation.path is not None:
+        # Another process at work there refuses the command before a word is
+        # printed (a reader's question: the lock file is left untouched); a
+        # holder whose pid cannot be checked is refused by the save itself.
+        pid = holder_of(conversation.path)
+        if pid is not None:
+            raise ConversationLockedError(conversation.path, pid)
     if not args.json:
         # Before the save, what can be learnt of the output: that it can
         # encode the report, and that it takes the first line. Then a dead
@@ -364,6 +395,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         backend=backend,
         verbose=args.verbose,
         inbox=args.inbox,
+        parents=args.parents,
     )
     try:
         result = asyncio.run(
@@ -433,48 +465,19 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return serve_inbox(args, out)
 
 
-class _PathsWhole(argparse.HelpFormatter):
-    """Help wrapped between words only: a path the help names (``site-packages``) stays whole.
-
-    argparse wraps at hyphens and inside words longer than a line, which would
-    cut an installed doc page's path in two, so that it could be neither
-    copied nor found (:mod:`coordinator.cli._docs`).
-    """
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        import textwrap  # noqa: PLC0415 - only when help is printed, as argparse does
-
-        return textwrap.wrap(
-            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
-        )
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        import textwrap  # noqa: PLC0415 - only when help is printed, as argparse does
-
-        return textwrap.fill(
-            " ".join(text.split()),
-            width,
-            initial_indent=indent,
-            subsequent_indent=indent,
-            break_on_hyphens=False,
-            break_long_words=False,
-        )
-
-
-class _Parser(argparse.ArgumentParser):
-    """The parser of ``inquiry`` and of each command: help that keeps paths whole."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(formatter_class=_PathsWhole, **kwargs)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="inquiry", description="Resolve, record and inspect tool questions.")
+    # No abbreviations, and an unknown flag named with the nearest in its
+    # subcommand's usage (coordinator.cli._parser); subcommands are built so too.
+    parser = Parser(
+        prog="inquiry",
+        description="Resolve, record and inspect tool questions.",
+        command_follows=True,
+    )
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
     # Not `required=True`: a bare `inquiry` prints the whole help, not only an error.
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     check = commands.add_parser(
         "check",
@@ -494,7 +497,11 @@ def _parser() -> argparse.ArgumentParser:
         "scenario turn without a reply): inquiry run continues it with --continue-turn or "
         "begins a new turn after it with --new-turn, and refuses it with neither unless its "
         "scenario played it to the end (a turn without a reply). --continue-turn continues "
-        f"only a turn the same scenario played ({help_path(doc_path('resume.md'))}).",
+        f"only a turn the same scenario played ({help_path(doc_path('resume.md'))}); "
+        f"{EXIT_BEING_WRITTEN} when a "
+        "live process (its pid checked) holds the conversation's writer lock: a run at work "
+        "there, its last turn in progress (said as 'being written by pid N'; "
+        "being_written_by in the JSON).",
     )
     check.add_argument("path", help="a conversation directory or its events.json")
     check.add_argument("--json", action="store_true", help="print one JSON object")
@@ -547,7 +554,13 @@ def _parser() -> argparse.ArgumentParser:
         "-c",
         required=True,
         metavar="DIR",
-        help="the conversation directory: created if missing, a new turn appended if not",
+        help="the conversation directory: created if missing (its parent must exist), a new "
+        "turn appended if not",
+    )
+    run.add_argument(
+        "--parents",
+        action="store_true",
+        help="create the conversation directory's missing parents too (as mkdir -p)",
     )
     run.add_argument(
         "--answers",
@@ -651,7 +664,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_tour(commands: argparse._SubParsersAction[_Parser]) -> None:
+def _add_tour(commands: argparse._SubParsersAction[Parser]) -> None:
     tour = commands.add_parser(
         "tour",
         help="play the tour from the installed examples, or write them out to read and edit",

@@ -55,6 +55,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import TYPE_CHECKING, TextIO
 
 import attrs
@@ -140,7 +141,7 @@ async def run_scenario(
     script = load_answer_script(options.answers) if options.answers is not None else None
     # A conversation to continue is read under its writer lock, and held.
     conversation, created = _open_conversation(
-        options.conversation, scenario, locked=continue_turn
+        options.conversation, scenario, locked=continue_turn, parents=options.parents
     )
     # Released when the run ends, however it ends: an embedder (or a test)
     # running scenarios in one process must not hold it until the collector runs.
@@ -399,11 +400,14 @@ def _coordinator(
 
 
 def _open_conversation(
-    path: Path, scenario: Scenario, *, locked: bool
+    path: Path, scenario: Scenario, *, locked: bool, parents: bool = False
 ) -> tuple[Conversation, bool]:
     """The conversation at ``path`` (created when missing or empty), and whether it is new.
 
     ``locked``: one that exists is read under its writer lock, which it holds.
+    A missing ``path`` is created itself, not its parents: a mistyped
+    ``-c /nonexistent/deep/conv`` (as root, anywhere) is refused, naming the
+    missing parent, unless ``parents`` (``--parents``) asks for them.
 
     A new conversation's default title names the scenario file as every path
     is shown (U+FFFD for a byte that is not UTF-8): the title is saved as JSON,
@@ -413,6 +417,8 @@ def _open_conversation(
         exists = path.exists()
         if exists and not path.is_dir():
             raise RunError(f"{shown_path(path)}: is not a directory")
+        if not exists and not parents:
+            _refuse_missing_parent(path)
         empty = not exists or not any(path.iterdir())
     except OSError as error:  # a name too long, a loop of links, no permission: what the OS says
         raise RunError(f"{shown_path(path)}: cannot be read: {os_reason(error)}") from None
@@ -421,3 +427,19 @@ def _open_conversation(
         # base_config.json marks the current layout; the engine configures nothing in it.
         return Conversation.new(metadata={"title": title}, base_config={}), True
     return (load_locked(path) if locked else load_conversation(path)), False
+
+
+def _refuse_missing_parent(path: Path) -> None:
+    """Raise :class:`RunError` when ``path``'s parent is not a directory (nothing is created)."""
+    parent = path.parent
+    if parent.is_dir():
+        return
+    # The first missing one, from the top: what the person mistyped, or must create.
+    missing = next((above for above in reversed(path.parents) if not above.is_dir()), parent)
+    said = f"{shown_path(path)}: cannot be created: its parent {shown_path(parent)} is missing"
+    if os.path.lexists(missing):
+        raise RunError(f"{said} ({shown_path(missing)} is not a directory); nothing was written")
+    raise RunError(
+        f"{said} ({shown_path(missing)} does not exist); create it, or give --parents to "
+        "create the missing directories too; nothing was written"
+    )

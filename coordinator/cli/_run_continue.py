@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordinator._text import shown_path
-from coordinator.cli._check import MAY_HAVE_COMPLETED, quoted_text
+from coordinator.cli._check import MAY_HAVE_COMPLETED, TURN_MARKER, quoted_text
 from coordinator.cli._command_lines import command_line, sanitize_line
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
@@ -90,9 +90,6 @@ __all__ = [
     "start_from",
     "turn_marker",
 ]
-
-#: The ``turn_start`` metadata key under which ``inquiry run`` notes the scenario turn.
-TURN_MARKER = "inquiry_run"
 
 
 def turn_marker(scenario: Scenario, index: int) -> dict[str, JsonValue]:

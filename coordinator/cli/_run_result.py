@@ -96,6 +96,9 @@ class RunOptions:
     verbose: bool = False
     #: ``--inbox``: the run's questions are on the web inbox too, answered from there or here.
     inbox: bool = False
+    #: ``--parents``: a conversation directory whose parent is missing is created
+    #: with the missing directories above it; without it, that is an error.
+    parents: bool = False
 
 
 @attrs.frozen(kw_only=True)
