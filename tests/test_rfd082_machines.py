@@ -303,6 +303,40 @@ def test_an_invalid_static_answer_to_a_secret_does_not_echo_it() -> None:
     assert "int" in response.content
 
 
+@pytest.mark.parametrize(
+    ("question", "given", "expected"),
+    [
+        (APPLY, "maybe", "a boolean (true or false)"),
+        (BRANCH, "feature-secret-9", "one of 'main', 'dev'"),
+        (MESSAGE, 42, "a string"),
+        (PASSPHRASE, 987654, "a string"),
+    ],
+)
+def test_an_answers_file_reply_that_does_not_fit_is_the_files_fault(
+    question: Question, given: Any, expected: str
+) -> None:
+    """A misfit from the answers file: invalid_answers_file_entry, never remembered nor echoed."""
+    turn = TurnState()
+    call, _ = _call(turn)
+    _shown(call, question)
+    step = call.answer(f"call_1.{question.id}.1", given, remember=True, from_file=True)
+    assert step.records[0] == Cancelled(
+        id=f"call_1.{question.id}.1", reason=CancellationReason.INVALID_ANSWERS_FILE_ENTRY
+    )
+    response = step.records[1]
+    assert isinstance(response, ToolCallResponse)
+    assert response.is_error
+    assert f"question '{question.id}'" in response.content
+    assert expected in response.content
+    assert str(given) not in response.content
+    assert turn.remembered_tool_answers == {}
+    # Not the file's, or not on screen: refused as before, and nothing changes.
+    other, _ = _call(TurnState(), call_id="call_2")
+    _shown(other, question)
+    with pytest.raises(InvalidAnswerError):
+        other.answer(f"call_2.{question.id}.1", given)
+
+
 def test_a_tool_that_keeps_asking_stops_after_max_attempts() -> None:
     """After max_attempts answers, asking again fails the tool.
 

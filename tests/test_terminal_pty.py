@@ -440,7 +440,7 @@ def test_a_question_asked_again_is_said_at_each_prompt_until_the_limit(
         run.expect(BOOLEAN)
         run.type("y\r")
     run.expect("? loop asks proceed (boolean; asked again, attempt 9: more than the 8 allowed)")
-    run.expect("x loop · proceed: cancelled (attempts_exhausted): refused before anyone was asked")
+    run.expect("x loop · proceed: cancelled (attempts_exhausted): refused, no answer taken")
     run.expect("cause: The tool 'loop' asked question 'proceed' (\"Proceed?\") again after 8")
     run.expect("<- loop failed: its question proceed was not answered")
     assert run.finish() == 1

@@ -63,7 +63,7 @@ from coordinator.driver import (
     join_key,
     name_key,
 )
-from machines import AnswerKind, SecretValue, json_type
+from machines import AnswerKind, CancellationReason, SecretValue, json_type
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -272,17 +272,19 @@ class WatchedPrompter:
             )
             raise PromptCancelled from None  # reported here; the coordinator need not log it
         if scripted is not None and not _fits(prompt.question, answer.value):
-            # The file does not fit the prompt, as when it has no reply: a
-            # problem of the run, recorded as that is. (A person at the
-            # terminal cannot type an answer that does not fit.)
+            # The file does not fit the prompt: a problem of the run, named
+            # here by its entry (which only this side knows). The reply goes
+            # on to the engine, whose machine closes the question as the
+            # file's fault (invalid_answers_file_entry), never the user's.
+            # (A person at the terminal cannot type an answer that does not fit.)
             taken = sorted(unused - set(scripted.unused_answers))
             entry = f"answers[{taken[0]}]" if taken else "an entry"
             self.progress.problem(
                 f"the answers file's {entry} does not fit {_asked(prompt)}: "
-                f"{_misfit(prompt.question, answer.value)} (the question was cancelled)",
+                f"{_misfit(prompt.question, answer.value)} (the question was closed as "
+                f"{CancellationReason.INVALID_ANSWERS_FILE_ENTRY.as_str()})",
                 call_id=prompt.tool_call_id,
             )
-            raise PromptCancelled
         return answer
 
 
