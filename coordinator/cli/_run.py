@@ -49,7 +49,8 @@ Rules:
    nothing more is printed there (it is pointed at the null device, as the
    Python documentation advises) and the run stops as on Ctrl-C: every open
    tool call and question is closed and saved, and the exit status is 3.
-6. At the end, the answers file's entries no prompt used are named.
+6. At the end, the answers file's entries no prompt used are named (those
+   a continued turn's record shows it used before the stop count as used).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ from coordinator.cli._run_players import (
     WatchedPrompter,
     model,
     person,
+    spend_recorded,
     unused_entries,
 )
 from coordinator.cli._run_progress import Progress
@@ -284,6 +286,8 @@ async def _play(
             progress=progress,
             live=live,
         )
+        # What the file answered before the run stopped is on record, not asked again.
+        spend_recorded(prompter, conversation.stream.turns()[-1] if start.begun else None)
         result = await play(
             scenario, conversation, coordinator, progress, player.output, stop=stop, start=start
         )

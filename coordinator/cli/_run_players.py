@@ -31,7 +31,9 @@ handed the person and the scripted model wrapped (:class:`WatchedPrompter`,
 :class:`WatchedBackend`), so that an answers file that does not fit the
 scenario (no reply for a prompt, or a reply the question cannot take) is a
 problem of the run, named by the file's entry. At the end,
-:func:`unused_entries` names the answers file's entries no prompt used.
+:func:`unused_entries` names the answers file's entries no prompt used. A
+turn continued (``--continue-turn``) counts as used the entries its record
+shows the file decided before the run stopped (:func:`spend_recorded`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, TextIO
 import attrs
 
 from coordinator._errors import ConfigError
+from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_path
 from coordinator.adapters import TerminalPrompter, TerminalUnavailableError
 from coordinator.adapters.providers import (
@@ -63,11 +66,22 @@ from coordinator.driver import (
     join_key,
     name_key,
 )
-from machines import AnswerKind, CancellationReason, SecretValue, json_type
+from machines import (
+    Answered,
+    AnswerKind,
+    CancellationReason,
+    InquiryRequest,
+    Redacted,
+    SecretValue,
+    ToolCallRequest,
+    ToolCallResponse,
+    json_type,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from coordinator._recorded_routes import RecordedRoute
     from coordinator.adapters import Promptability
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_progress import Progress
@@ -81,6 +95,7 @@ if TYPE_CHECKING:
         QuestionAnswer,
         ScriptedInquiryBackend,
     )
+    from coordinator.stream import Turn
     from machines import (
         JsonValue,
         Question,
@@ -97,6 +112,7 @@ __all__ = [
     "WatchedPrompter",
     "model",
     "person",
+    "spend_recorded",
     "unused_entries",
 ]
 
@@ -333,6 +349,50 @@ class WatchedBackend:
                     f"the answers file's [[model]]: {error}", call_id=task.tool_call_id
                 )
             raise
+
+
+def spend_recorded(prompter: Prompter | None, turn: Turn | None) -> None:
+    """Spend the answers file's replies the recorded (unfinished) ``turn`` already used.
+
+    Only the answers file's (a :class:`ScriptedPrompter`) are, and only for
+    a turn continued (``turn`` is ``None`` for one begun): a person at the
+    terminal has no script to spend.
+
+    "Used" is what the record says the file decided: a question answered
+    (or redacted) with the route ``answers_file``, its tool and question id
+    read from its request (paired by id); a permission or a delivery whose
+    call's response records that route. Each spends the first entry that
+    matches it, as the prompt did then, in the order they were recorded.
+    """
+    if turn is None or not isinstance(prompter, ScriptedPrompter):
+        return
+    asked: dict[str, InquiryRequest] = {}
+    calls: dict[str, str] = {}
+    for entry in turn.events:
+        record = entry.payload
+        if isinstance(record, InquiryRequest):
+            asked[record.id] = record
+        elif isinstance(record, ToolCallRequest):
+            calls[record.id] = record.name
+        elif isinstance(record, Answered | Redacted):
+            request = asked.get(record.id)
+            route = recorded_route(entry.metadata)
+            if request is not None and route is not None and _by_file(route):
+                tool = request.source.name or ""
+                prompter.used_before("question", tool=tool, question=request.question.id)
+        elif isinstance(record, ToolCallResponse) and record.id in calls:
+            for decision in ("permission", "delivery"):
+                route = recorded_route(entry.metadata, decision)
+                if route is not None and _by_file(route):
+                    prompter.used_before(decision, tool=calls[record.id])
+
+
+def _by_file(route: RecordedRoute) -> bool:
+    return _FILE in (route.route, route.by)
+
+
+#: The route the answers file's decisions are recorded with.
+_FILE = "answers_file"
 
 
 def unused_entries(
