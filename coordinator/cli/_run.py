@@ -289,7 +289,16 @@ async def _play(
         # What the file answered before the run stopped is on record, not asked again.
         spend_recorded(prompter, conversation.stream.turns()[-1] if start.begun else None)
         result = await play(
-            scenario, conversation, coordinator, progress, player.output, stop=stop, start=start
+            scenario,
+            conversation,
+            coordinator,
+            progress,
+            player.output,
+            stop=stop,
+            start=start,
+            between_prompts=(
+                prompter.between_prompts() if isinstance(prompter, TerminalPrompter) else None
+            ),
         )
         if result.parked:
             # Answered at a terminal (with an answers file, the person answers and the
