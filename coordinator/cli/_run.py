@@ -287,7 +287,8 @@ async def _play(
             live=live,
         )
         # What the file answered before the run stopped is on record, not asked again.
-        spend_recorded(prompter, conversation.stream.turns()[-1] if start.begun else None)
+        last = conversation.stream.turns()[-1] if start.begun else None
+        spend_recorded(prompter, last, start.incomplete)
         result = await play(
             scenario,
             conversation,

@@ -95,7 +95,7 @@ if TYPE_CHECKING:
         QuestionAnswer,
         ScriptedInquiryBackend,
     )
-    from coordinator.stream import Turn
+    from coordinator.stream import IncompleteTurn, Turn
     from machines import (
         JsonValue,
         Question,
@@ -351,21 +351,27 @@ class WatchedBackend:
             raise
 
 
-def spend_recorded(prompter: Prompter | None, turn: Turn | None) -> None:
+def spend_recorded(
+    prompter: Prompter | None, turn: Turn | None, incomplete: IncompleteTurn | None
+) -> None:
     """Spend the answers file's replies the recorded (unfinished) ``turn`` already used.
 
     Only the answers file's (a :class:`ScriptedPrompter`) are, and only for
     a turn continued (``turn`` is ``None`` for one begun): a person at the
     terminal has no script to spend.
 
-    "Used" is what the record says the file decided: a question answered
-    (or redacted) with the route ``answers_file``, its tool and question id
-    read from its request (paired by id); a permission or a delivery whose
-    call's response records that route. Each spends the first entry that
-    matches it, as the prompt did then, in the order they were recorded.
+    "Used" is what the record says the file decided and the continued run
+    will not ask again: a question answered (or redacted) with the route
+    ``answers_file``, its tool and question id read from its request (paired
+    by id), unless its open call asks it again (``incomplete``: a secret's
+    answer is not on record, nor is one that does not fit replayed); a
+    permission or a delivery whose call's response records that route. Each
+    spends the first entry that matches it, as the prompt did then, in the
+    order they were recorded.
     """
     if turn is None or not isinstance(prompter, ScriptedPrompter):
         return
+    again = _asked_again(incomplete)
     asked: dict[str, InquiryRequest] = {}
     calls: dict[str, str] = {}
     for entry in turn.events:
@@ -377,18 +383,31 @@ def spend_recorded(prompter: Prompter | None, turn: Turn | None) -> None:
         elif isinstance(record, Answered | Redacted):
             request = asked.get(record.id)
             route = recorded_route(entry.metadata)
-            if request is not None and route is not None and _by_file(route):
+            if request is not None and request.id not in again and _by_file(route):
                 tool = request.source.name or ""
                 prompter.used_before("question", tool=tool, question=request.question.id)
         elif isinstance(record, ToolCallResponse) and record.id in calls:
             for decision in ("permission", "delivery"):
-                route = recorded_route(entry.metadata, decision)
-                if route is not None and _by_file(route):
+                if _by_file(recorded_route(entry.metadata, decision)):
                     prompter.used_before(decision, tool=calls[record.id])
 
 
-def _by_file(route: RecordedRoute) -> bool:
-    return _FILE in (route.route, route.by)
+def _asked_again(incomplete: IncompleteTurn | None) -> frozenset[str]:
+    """The ids of the answered requests whose open call asks their question again."""
+    if incomplete is None:
+        return frozenset()
+    again: set[str] = set()
+    for call in incomplete.open:
+        reasked = call.reask | {question for question, _ in call.unfit}
+        for located in call.inquiries:
+            request = located.entry.payload
+            if isinstance(request, InquiryRequest) and request.question.id in reasked:
+                again.add(request.id)
+    return frozenset(again)
+
+
+def _by_file(route: RecordedRoute | None) -> bool:
+    return route is not None and _FILE in (route.route, route.by)
 
 
 #: The route the answers file's decisions are recorded with.
