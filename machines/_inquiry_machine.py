@@ -40,7 +40,10 @@ Rules:
    ``assistant_routing_denied``: the check is the mark, never the tool's name.
 5. A static answer that does not fit the question is not applied:
    ``invalid_static_answer``, and the tool is told which question, what was
-   configured and what was expected.
+   configured and what was expected. Nor is an answers file's reply that
+   does not fit the question on screen: ``invalid_answers_file_entry`` (the
+   file's fault; ``user`` would blame a person), never remembered, and the
+   tool is told what was expected, never what the file held.
 6. A question the tool call may not ask (``exhausted``, set by the
    tool-call machine: the same question too often, or too many questions) is
    still recorded, then closed at once as ``attempts_exhausted``: the stream
@@ -110,6 +113,7 @@ from machines.validators import is_json, of_type, optional_of_type
 from machines.wording import (
     backend_failed,
     exclusive_for_assistant,
+    invalid_answers_file_entry,
     invalid_static_answer,
     question_refused,
     question_timed_out,
@@ -405,11 +409,16 @@ class Inquiry:
         """The payload of an ``answer`` trigger, or :class:`InvalidAnswerError`.
 
         Checked before the machine is touched, so a bad answer changes nothing.
+        The one exception is the answers file's reply to a question on screen
+        (rule 5): its misfit is the machine's to record, and the payload then
+        carries no value (it may be a secret meant for another question).
         """
         answer_type = self.question.answer_type
         if not answer_type.accepts(value) or not (
             isinstance(value, SecretValue) or is_json(value)
         ):
+            if from_file and self.state is InquiryState.SHOWN:
+                return {"value": None, "remember": False, "from_file": True, "fits": False}
             raise InvalidAnswerError(
                 f"the answer to question {self.question.id!r} of tool {self.tool_name!r} "
                 f"must be {answer_type.expected()}, not {type(value).__name__}"
@@ -418,7 +427,7 @@ class Inquiry:
             value = SecretValue(value)  # type: ignore[arg-type] # accepts() checked it is a str
         # A question asked afresh every time keeps nothing, whoever asked to (rule 7).
         remember = remember and self.question.reusable
-        return {"value": value, "remember": remember, "from_file": from_file}
+        return {"value": value, "remember": remember, "from_file": from_file, "fits": True}
 
 
 # ------------------------------------------------------------------ guards
@@ -481,6 +490,11 @@ STATIC_INVALID = _g(
 )
 SECRET = _g("secret", "a secret", lambda m, _: _secret(m))
 PLAIN = _g("plain", "not a secret", lambda m, _: not _secret(m))
+MISFIT_FROM_FILE = _g(
+    "misfit_from_file",
+    "from the answers file, and it does not fit the question",
+    lambda _, p: p["from_file"] and not p["fits"],
+)
 SECRET_FROM_FILE = _g(
     "secret_from_file",
     "a secret, from the answers file",
@@ -709,6 +723,11 @@ def _apply_static(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     _close(m, out, Answered(id=_id(m), answer=value))
 
 
+def _reject_file_entry(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
+    failure = invalid_answers_file_entry(m.tool_name, m.question)
+    _cancelled(m, out, CancellationReason.INVALID_ANSWERS_FILE_ENTRY, failure)
+
+
 def _take_secret_answer(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
     m.delivered = payload["value"]
     _close(m, out, Redacted(id=_id(m)))
@@ -835,9 +854,12 @@ INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="withdraw", source=_S.ROUTED, dest=_S.CANCELLED,
         action=_withdraw, emits=(Cancelled,), resolution=Resolution.WITHDRAWN),
     # On screen: the person (or the answers file) answers, or cancels (Ctrl-C,
-    # end of input); an answers file without a reply leaves it to the policy.
-    # Parked before, its answer closes it as such; a parked secret is a person's.
+    # end of input); an answers file without a reply leaves it to the policy,
+    # one whose reply does not fit is refused (rule 5). Parked before, its
+    # answer closes it as such; a parked secret is a person's.
     Row(trigger="answer", source=_S.SHOWN, dest=_S.DETACHED, guard=PARKED_SECRET_FROM_FILE),
+    Row(trigger="answer", source=_S.SHOWN, dest=_S.CANCELLED, guard=MISFIT_FROM_FILE,
+        action=_reject_file_entry, emits=(Cancelled,), resolution=Resolution.REFUSED),
     Row(trigger="answer", source=_S.SHOWN, dest=_S.REDACTED, guard=PARKED_SECRET,
         action=_take_secret_answer, emits=(Redacted,),
         resolution=Resolution.PARKED_THEN_ANSWERED),

@@ -65,6 +65,12 @@ class CancellationReason(enum.Enum):
     #: configured), and nobody answered it: closed so, rather than waiting
     #: for ever (this project's own reason).
     TIMED_OUT = "timed_out"
+    #: The answers file (``inquiry run --answers``), standing in for the
+    #: person, gave a reply the question cannot take (a string for a
+    #: boolean, a value not among a select's options): a fault of the file,
+    #: not a person's doing, which ``user`` would claim (this project's own
+    #: reason).
+    INVALID_ANSWERS_FILE_ENTRY = "invalid_answers_file_entry"
 
     def as_str(self) -> str:
         """The wire tag."""

@@ -109,8 +109,9 @@ class Resolution(enum.Enum):
     #: them: ``deny``, ``defaults`` with no default, or ``auto`` for an
     #: exclusive question.
     DENIED = "denied"
-    #: Closed before anyone was asked: asked too often, a secret that may not
-    #: go where it would have to, or a static answer that does not fit.
+    #: Closed without an answer taken: asked too often, a secret that may not
+    #: go where it would have to, or a static answer (or the answers file's
+    #: reply) that does not fit.
     REFUSED = "refused"
     #: The person cancelled it (or the answers file did), or the model's
     #: request was cancelled.

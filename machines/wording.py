@@ -32,6 +32,7 @@ __all__ = [
     "delivery_refused",
     "delivery_timed_out",
     "exclusive_for_assistant",
+    "invalid_answers_file_entry",
     "invalid_static_answer",
     "permission_refused",
     "permission_timed_out",
@@ -143,6 +144,15 @@ def invalid_static_answer(
         f"does not fit the question: configured {_describe_configured(question, configured)}, "
         f"expected {question.answer_type.expected()}{f' ({why})' if why else ''}. It was not "
         "applied. Update the configuration; do not retry this tool call."
+    )
+
+
+def invalid_answers_file_entry(tool_name: str, question: Question) -> str:
+    """The answers file's reply to a question on screen does not fit it (never its value)."""
+    return (
+        f"The answers file's reply to question '{question.id}' of tool '{tool_name}' does "
+        f"not fit the question: expected {question.answer_type.expected()}. It was not "
+        "applied. The answers file needs correcting; do not retry this tool call."
     )
 
 

@@ -30,6 +30,7 @@ from machines import (
     InquiryQuestion,
     InquiryRequest,
     InquirySource,
+    InquiryState,
     OnTimeout,
     Question,
     RecordedCall,
@@ -160,10 +161,14 @@ def inquiry_payloads(model: Inquiry, trigger: str) -> list[dict[str, Any]]:
     if trigger == "terminal_ready":
         return [{"cached": None}, {"cached": CachedAnswer(VALID[kind])}]
     if trigger == "answer":
-        return [
+        answers = [
             model.checked_answer(VALID[kind], remember=remember, from_file=from_file)
             for remember, from_file in itertools.product((False, True), (False, True))
         ]
+        if model.state is InquiryState.SHOWN:
+            # The answers file's reply that does not fit: the machine's to refuse.
+            answers.append(model.checked_answer(INVALID[kind], remember=False, from_file=True))
+        return answers
     if trigger == "fail":
         return [{"error": "the provider returned 500"}]
     if trigger == "answer_later":
@@ -375,11 +380,14 @@ def tool_call_payloads(model: ToolCall, trigger: str) -> list[dict[str, Any]]:
         inquiry = model.inquiry
         if inquiry is None:
             return []
-        value = VALID[inquiry.question.answer_type.kind.value]
-        return [
-            inquiry.checked_answer(value, remember=False, from_file=from_file)
+        kind = inquiry.question.answer_type.kind.value
+        answers = [
+            inquiry.checked_answer(VALID[kind], remember=False, from_file=from_file)
             for from_file in (False, True)
         ]
+        if inquiry.state is InquiryState.SHOWN:
+            answers.append(inquiry.checked_answer(INVALID[kind], remember=False, from_file=True))
+        return answers
     return _TOOL_CALL_PAYLOADS.get(trigger, [{}])
 
 

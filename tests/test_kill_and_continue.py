@@ -121,3 +121,79 @@ def test_a_keyed_side_effect_happens_once_however_the_run_is_killed_and_continue
             assert len(runs) >= 2, f"iteration {iteration}: the call paid for did not run again"
             reran_after_paying += 1
     assert reran_after_paying == LOOPS // 2
+
+
+#: Asks `first`, then `second`; the first time it holds `first`'s answer, it
+#: notes so and waits to be killed instead of asking on.
+_TWO_QUESTIONS = """\
+import json, pathlib, sys, time
+request = json.load(sys.stdin)
+answers = request["answers"]
+marker = pathlib.Path("answered-first")
+for name in ("first", "second"):
+    if name not in answers:
+        if name == "second" and not marker.exists():
+            marker.write_text("1")
+            time.sleep(600)
+        question = {"id": name, "text": name + "?", "answer_type": {"type": "boolean"}}
+        print(json.dumps({"type": "needs_input", "question": question}))
+        sys.exit(0)
+print(json.dumps({"type": "success", "content": json.dumps(answers, sort_keys=True)}))
+"""
+
+
+def test_a_continued_turn_counts_the_answers_file_entries_it_used_before_the_kill(
+    tmp_path: Path, ends: contextlib.ExitStack
+) -> None:
+    """Killed after the file's first answer, continued: that entry is used, the next one is next.
+
+    The note of unused entries names only the entry no prompt of either run
+    took, and the second question takes the second entry, as the run that
+    died would have given it.
+    """
+    tool = write(tmp_path / "two.py", _TWO_QUESTIONS)
+    scenario = write(
+        tmp_path / "scenario.toml",
+        f"""\
+        [tools.ask]
+        command = ["{sys.executable}", "{tool}"]
+        run = "unattended"
+
+        [[turns]]
+        message = "go"
+        reply = "done"
+
+        [[turns.cycles]]
+        calls = [{{ tool = "ask" }}]
+        """,
+    )
+    answers = write(
+        tmp_path / "answers.toml",
+        """\
+        [[answers]]
+        value = true
+        [[answers]]
+        value = false
+        [[answers]]
+        question = "never"
+        value = true
+        """,
+    )
+    directory = tmp_path / "conversation"
+    argv = [
+        *(sys.executable, "-m", "coordinator", "run", str(scenario)),
+        *("-c", str(directory), "--answers", str(answers)),
+    ]
+    with stop_signals_at_default():
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ends.enter_context(reaped(process))
+    marker = directory / "workspace" / "answered-first"
+    wait_for(partial(_lines, marker), "the first answer", process=process)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=PATIENCE)
+    continued = subprocess.run(
+        [*argv, "--continue-turn"], capture_output=True, text=True, timeout=PATIENCE, check=False
+    )
+    assert continued.returncode == 0, continued.stderr
+    assert "note: entries of the answers file no prompt used: answers[2]\n" in continued.stdout
+    assert '<- ask succeeded: {"first": true, "second": false}' in continued.stdout

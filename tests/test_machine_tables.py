@@ -15,6 +15,7 @@ import attrs
 import pytest
 from machine_drivers import (
     DRIVERS,
+    INVALID,
     QUESTIONS,
     RECORDED,
     RECORDED_APPLY,
@@ -70,6 +71,11 @@ def _answer(model: Any, *, from_file: bool = False) -> dict[str, Any]:
 
 def _answer_from_file(model: Any) -> dict[str, Any]:
     return _answer(model, from_file=True)
+
+
+def _misfit_from_file(model: Any) -> dict[str, Any]:
+    value = INVALID[model.question.answer_type.kind.value]
+    return dict(model.checked_answer(value, remember=True, from_file=True))
 
 
 #: The triggers that take a question to ``routed``.
@@ -175,6 +181,7 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "answer:shown->detached[parked_secret_from_file]": Witness(
         SECRET_ROUTED, PARKED_SHOWN, _answer_from_file
     ),
+    "answer:shown->cancelled[misfit_from_file]": Witness(ROUTED, SHOWN, _misfit_from_file),
     "answer:shown->redacted[parked_secret]": Witness(SECRET_ROUTED, PARKED_SHOWN, _answer),
     "answer:shown->answered[parked_before]": Witness(ROUTED, PARKED_SHOWN, _answer),
     "time_out:shown->detached[timeout_to_policy]": Witness(

@@ -262,6 +262,7 @@ def test_cancellation_reasons_are_the_known_wire_tags() -> None:
         "interrupted",
         "withdrawn",
         "timed_out",
+        "invalid_answers_file_entry",
     ]
 
 

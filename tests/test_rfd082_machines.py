@@ -266,6 +266,15 @@ def test_secret_routing_guard_for_the_assistant() -> None:
     assert not any(type(effect).__name__ == "AskAssistant" for effect in step.effects)
 
 
+def _failure_told(record: object, question: Question, expected: str) -> str:
+    """The call's error response, checked to name ``question`` and what was ``expected``."""
+    assert isinstance(record, ToolCallResponse)
+    assert record.is_error
+    assert f"question '{question.id}'" in record.content
+    assert expected in record.content
+    return record.content
+
+
 @pytest.mark.parametrize(
     ("question", "configured", "expected"),
     [
@@ -285,12 +294,7 @@ def test_an_invalid_static_answer_is_not_applied(
     assert step.records[1] == Cancelled(
         id=f"call_1.{question.id}.1", reason=CancellationReason.INVALID_STATIC_ANSWER
     )
-    response = step.records[2]
-    assert isinstance(response, ToolCallResponse)
-    assert response.is_error
-    assert f"question '{question.id}'" in response.content
-    assert expected in response.content
-    assert str(configured) in response.content
+    assert str(configured) in _failure_told(step.records[2], question, expected)
 
 
 def test_an_invalid_static_answer_to_a_secret_does_not_echo_it() -> None:
@@ -301,6 +305,35 @@ def test_an_invalid_static_answer_to_a_secret_does_not_echo_it() -> None:
     assert isinstance(response, ToolCallResponse)
     assert "987654" not in response.content
     assert "int" in response.content
+
+
+@pytest.mark.parametrize(
+    ("question", "given", "expected"),
+    [
+        (APPLY, "maybe", "a boolean (true or false)"),
+        (BRANCH, "feature-secret-9", "one of 'main', 'dev'"),
+        (MESSAGE, 42, "a string"),
+        (PASSPHRASE, 987654, "a string"),
+    ],
+)
+def test_an_answers_file_reply_that_does_not_fit_is_the_files_fault(
+    question: Question, given: Any, expected: str
+) -> None:
+    """A misfit from the answers file: invalid_answers_file_entry, never remembered nor echoed."""
+    turn = TurnState()
+    call, _ = _call(turn)
+    _shown(call, question)
+    step = call.answer(f"call_1.{question.id}.1", given, remember=True, from_file=True)
+    assert step.records[0] == Cancelled(
+        id=f"call_1.{question.id}.1", reason=CancellationReason.INVALID_ANSWERS_FILE_ENTRY
+    )
+    assert str(given) not in _failure_told(step.records[1], question, expected)
+    assert turn.remembered_tool_answers == {}
+    # Not the file's, or not on screen: refused as before, and nothing changes.
+    other, _ = _call(TurnState(), call_id="call_2")
+    _shown(other, question)
+    with pytest.raises(InvalidAnswerError):
+        other.answer(f"call_2.{question.id}.1", given)
 
 
 def test_a_tool_that_keeps_asking_stops_after_max_attempts() -> None:

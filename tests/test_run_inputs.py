@@ -25,10 +25,17 @@ from coordinator.cli._run_players import WatchedPrompter
 from coordinator.cli._run_progress import Progress
 from coordinator.cli._run_result import RunError, RunOptions
 from coordinator.cli._scenario import load_scenario
-from coordinator.driver._prompting import PromptCancelled, QuestionAnswer
+from coordinator.driver._prompting import QuestionAnswer
 from coordinator.driver._toml_fields import check_keys
 from coordinator.store._lock import LOCK_FILE
-from machines import CancellationReason, Cancelled, InquirySource, Question, ShowQuestion
+from machines import (
+    CancellationReason,
+    Cancelled,
+    InquirySource,
+    Question,
+    ShowQuestion,
+    parse_cancellation_reason,
+)
 
 #: A tool that asks the questions in its ``options``, one at a time, then succeeds.
 ASKER = """
@@ -311,7 +318,7 @@ def test_an_answer_that_does_not_fit_its_question_fails_the_run(  # noqa: PLR091
     entry: str,
     expected: str,
 ) -> None:
-    """A wrong-typed reply: exit 1 naming the entry and what was expected, recorded as no reply is.
+    """A wrong-typed reply: exit 1 naming the entry and what was expected, recorded as the file's.
 
     Never the value given, in an error or on disk: an entry without `question`
     may have been meant for another question, a secret one say.
@@ -335,14 +342,74 @@ def test_an_answer_that_does_not_fit_its_question_fails_the_run(  # noqa: PLR091
     assert err.count("\n") == 1
     assert (
         "the answers file's answers[1] does not fit question 'q' of tool 't': "
-        f"the answer must be {expected} (the question was cancelled)"
+        f"the answer must be {expected} "
+        "(the question was closed as invalid_answers_file_entry)"
     ) in err
     assert "refused" not in err  # the coordinator's warning: reported once, here
     for secret in ("hunter2-secret", "81234567", "zebra-value-9"):
         assert secret not in out + err
         assert secret.encode() not in every_byte(conversation)
     (response,) = outcomes(assert_paired(conversation)).values()
-    assert response == Cancelled(id=response.id, reason=CancellationReason.USER)
+    assert response == Cancelled(
+        id=response.id, reason=CancellationReason.INVALID_ANSWERS_FILE_ENTRY
+    )
+
+
+def test_a_wrong_typed_entry_is_the_files_fault_on_screen_and_on_disk(tmp_path: Path) -> None:
+    """`value = "maybe"` for a boolean: the run names it, exits 1, records the file's reason.
+
+    Seen as a user sees it (a process of its own): the entry, the question
+    (escaped) and what was wrong; on disk `invalid_answers_file_entry`, never
+    `user`, read as a tag of its own; the next call's question takes the next entry.
+    """
+    tricky = "q\x1b[2Jgo"  # a question id from the tool, with a terminal escape in it
+    scenario_file = scenario(
+        tmp_path,
+        "[tools.t.options]\n"
+        f'questions = [{{ id = {orjson.dumps(tricky).decode()}, text = "Ship?", '
+        'answer_type = { type = "boolean" } }]\n',
+    )
+    calls = '{ tool = "t" }]'
+    scenario_file.write_text(scenario_file.read_text().replace(calls, f"{calls[:-1]}, {calls}"))
+    answers = write(
+        tmp_path / "answers.toml", '[[answers]]\nvalue = "maybe"\n[[answers]]\nvalue = true\n'
+    )
+    conversation = tmp_path / "conversation"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "coordinator", "run", str(scenario_file)),
+            *("-c", str(conversation), "--answers", str(answers)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    problem = (
+        "the answers file's answers[0] does not fit question 'q\\x1b[2Jgo' of tool 't': "
+        "the answer must be a boolean (true or false), not a string "
+        "(the question was closed as invalid_answers_file_entry)"
+    )
+    assert done.stderr == f"inquiry: {problem}\n"
+    assert f"  problem: {problem}" in done.stdout
+    assert "cancelled (invalid_answers_file_entry)" in done.stdout
+    assert "\x1b" not in done.stdout + done.stderr
+    assert "maybe" not in done.stdout + done.stderr
+    assert "cancelled (user)" not in done.stdout
+    raw = orjson.loads((conversation / "events.json").read_bytes())
+    recorded = [
+        {key: entry[key] for key in ("outcome", "reason", "answer") if key in entry}
+        for entry in raw
+        if entry["type"] == "inquiry_response"
+    ]
+    assert recorded == [
+        {"outcome": "cancelled", "reason": "invalid_answers_file_entry"},
+        {"outcome": "answered", "answer": True},
+    ]
+    misfit, _ = outcomes(assert_paired(conversation)).values()
+    assert misfit.reason is CancellationReason.INVALID_ANSWERS_FILE_ENTRY
+    assert parse_cancellation_reason("invalid_answers_file_entry") is misfit.reason
 
 
 def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
@@ -367,13 +434,15 @@ def test_a_person_at_a_prompt_is_not_checked_by_the_run() -> None:
     assert answer.value == 5
     assert progress.problems == []
 
-    scripted = ScriptedPrompter().answer(5)
-    with pytest.raises(PromptCancelled):
-        asyncio.run(WatchedPrompter(scripted, progress).ask_question(prompt))
+    scripted = ScriptedPrompter(from_file=True).answer(5)
+    # Named here, by its entry; handed on for the engine to close as the file's fault.
+    misfit = asyncio.run(WatchedPrompter(scripted, progress).ask_question(prompt))
+    assert (misfit.value, misfit.from_file) == (5, True)
     assert progress.problems == [
         (
             "the answers file's answers[0] does not fit question 'q' of tool 't': "
-            "the answer must be a string, not an integer (the question was cancelled)"
+            "the answer must be a string, not an integer "
+            "(the question was closed as invalid_answers_file_entry)"
         )
     ]
 

@@ -177,7 +177,7 @@ def test_a_question_asked_again_says_which_attempt_until_the_limit(
     assert len(asked) == 9
     lines = out.splitlines()
     refused = lines.index(
-        "    x loop · proceed: cancelled (attempts_exhausted): refused before anyone was asked"
+        "    x loop · proceed: cancelled (attempts_exhausted): refused, no answer taken"
     )
     assert lines[refused + 1] == (
         "      cause: The tool 'loop' asked question 'proceed' (\"Proceed?\") again after 8 "

@@ -149,6 +149,13 @@ class Session:
         self.child.close()
         return self.child.signalstatus, modes
 
+    def ended(self) -> tuple[int | None, int | None, list[Any]]:
+        """Wait for the run to end: its exit status, the signal if one ended it, the modes left."""
+        self.child.expect(pexpect.EOF)
+        modes = self.modes()
+        self.child.close()
+        return self.child.exitstatus, self.child.signalstatus, modes
+
     def answer_cpr(self) -> None:
         """Answer the terminal's cursor-position query, as a terminal does (row 1, column 1)."""
         self.type(CPR_ANSWER)
@@ -440,7 +447,7 @@ def test_a_question_asked_again_is_said_at_each_prompt_until_the_limit(
         run.expect(BOOLEAN)
         run.type("y\r")
     run.expect("? loop asks proceed (boolean; asked again, attempt 9: more than the 8 allowed)")
-    run.expect("x loop · proceed: cancelled (attempts_exhausted): refused before anyone was asked")
+    run.expect("x loop · proceed: cancelled (attempts_exhausted): refused, no answer taken")
     run.expect("cause: The tool 'loop' asked question 'proceed' (\"Proceed?\") again after 8")
     run.expect("<- loop failed: its question proceed was not answered")
     assert run.finish() == 1
@@ -575,6 +582,39 @@ def test_keys_typed_before_a_question_is_shown_do_not_answer_it(
     assert run.finish() == 0
     found = outcomes(assert_paired(run.directory))
     assert found["call_1_1_2.go.1"] == Answered(id="call_1_1_2.go.1", answer=False)
+
+
+#: Typed while no prompt is on screen: never shown, never an answer.
+TYPED_AHEAD = "zebra-keys"
+
+
+@pytest.mark.parametrize("ending", ["answered", "sigterm"])
+def test_keys_typed_while_no_prompt_is_on_screen_are_not_echoed(
+    tmp_path: Path, session: Callable[..., Session], ending: str
+) -> None:
+    """Keys typed before the first prompt are not on screen; the modes end as they began.
+
+    However the run ends: answered to the end, or stopped by SIGTERM while
+    its tool waits (no prompt on screen).
+    """
+    gate = tmp_path / "gate"
+    run = session(local_tools(tmp_path, {"later": gated(gate)}, '{ tool = "later" }'))
+    before = run.modes()
+    run.expect("-> later")  # the call runs: no prompt yet, and none until the gate opens
+    wait_for(lambda: run.modes() != before or None, "the terminal set not to echo")
+    run.type(f"{TYPED_AHEAD}\r")
+    if ending == "sigterm":
+        run.child.kill(signal.SIGTERM)
+        assert run.ended() == (128 + signal.SIGTERM, None, before)
+    else:
+        gate.touch()
+        run.expect("Go on?")
+        run.expect(BOOLEAN)
+        run.type("n\r")
+        assert run.ended() == (0, None, before)
+        found = outcomes(assert_paired(run.directory))
+        assert found["call_1_1_1.go.1"] == Answered(id="call_1_1_1.go.1", answer=False)
+    assert TYPED_AHEAD not in run.screen
 
 
 # ------------------------------------------------------ the keys (RFD 092)

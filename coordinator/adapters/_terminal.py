@@ -102,6 +102,9 @@ Rules:
 4. Text from tools (questions, contexts, option descriptions, arguments) is
    printed with its control characters replaced by ``?``, so a tool cannot
    move the cursor or clear the screen.
+5. Keys typed while no prompt is on screen are neither read nor shown: the
+   next prompt discards them, and inside :meth:`TerminalPrompter.between_prompts`
+   (the run's play) the terminal does not echo them.
 """
 
 from __future__ import annotations
@@ -327,6 +330,15 @@ class TerminalPrompter:
     def close(self) -> None:
         """Let go of the controlling terminal (if this prompter opened it)."""
         self._terminal.close()
+
+    def between_prompts(self) -> contextlib.AbstractContextManager[None]:
+        """While inside, keys typed while no prompt is on screen are not echoed.
+
+        The next prompt discards them (it answers only keys typed once it is
+        on screen), so echoing them would only show what is thrown away. On leaving (however it is
+        left) the terminal's modes are set back as they were found.
+        """
+        return self._terminal.unechoed()
 
     def restore_terminal(self) -> None:
         """Set the terminal back as before any prompt (for a quit, from a signal handler)."""

@@ -60,6 +60,15 @@ Rules:
    the second Enter) and feeds them to the next prompt; and the terminal's
    own input queue, which holds what was typed while no prompt was reading
    (tools running). Both are emptied.
+7. Keys typed while no prompt is on screen are not echoed, where the caller
+   asks so (:meth:`~ToolkitTerminal.unechoed`, around the run's play): the
+   terminal's ``ECHO`` (and ``ECHONL``) is off until it leaves, when the
+   modes it found are set back, however it is left. A prompt needs nothing
+   more: prompt_toolkit reads it in raw mode (echoing nothing itself, and
+   drawing what is typed) and sets back the modes it found, the quiet ones.
+   ``ICANON`` and ``ISIG`` stay on: Ctrl-C is still SIGINT between prompts,
+   and what is typed there waits for the next prompt to discard (rule 6).
+   Only a terminal is touched: a pipe has no modes.
 """
 
 from __future__ import annotations
@@ -91,7 +100,7 @@ from coordinator.driver import PromptCancelled
 from machines import SecretValue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from prompt_toolkit.document import Document
     from prompt_toolkit.input import Input
@@ -240,6 +249,30 @@ class ToolkitTerminal:
             termios.tcsetattr(self._input.fileno(), termios.TCSANOW, self._modes)
         with contextlib.suppress(OSError, ValueError, NotImplementedError):
             os.write(self._output.fileno(), _DISPLAY_RESET)
+
+    @contextlib.contextmanager
+    def unechoed(self) -> Iterator[None]:
+        """While inside, keys typed away from a prompt are not echoed (rule 7).
+
+        The modes found on entry are set back on leaving; where the input is
+        no terminal nothing is done.
+        """
+        found = _terminal_modes(self._input)
+        if found is None:
+            yield
+            return
+        import termios  # noqa: PLC0415 - POSIX only; found is None elsewhere
+
+        quiet = list(found)
+        quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+        descriptor = self._input.fileno()
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(descriptor, termios.TCSANOW, quiet)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, termios.error):
+                termios.tcsetattr(descriptor, termios.TCSANOW, found)
 
     def quit_now(self) -> None:
         """Ctrl-Backslash at a prompt: what SIGQUIT does, the terminal set back first.

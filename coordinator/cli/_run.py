@@ -49,7 +49,8 @@ Rules:
    nothing more is printed there (it is pointed at the null device, as the
    Python documentation advises) and the run stops as on Ctrl-C: every open
    tool call and question is closed and saved, and the exit status is 3.
-6. At the end, the answers file's entries no prompt used are named.
+6. At the end, the answers file's entries no prompt used are named (those
+   a continued turn's record shows it used before the stop count as used).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ from coordinator.cli._run_players import (
     WatchedPrompter,
     model,
     person,
+    spend_recorded,
     unused_entries,
 )
 from coordinator.cli._run_progress import Progress
@@ -284,8 +286,20 @@ async def _play(
             progress=progress,
             live=live,
         )
+        # What the file answered before the run stopped is on record, not asked again.
+        last = conversation.stream.turns()[-1] if start.begun else None
+        spend_recorded(prompter, last, start.incomplete)
         result = await play(
-            scenario, conversation, coordinator, progress, player.output, stop=stop, start=start
+            scenario,
+            conversation,
+            coordinator,
+            progress,
+            player.output,
+            stop=stop,
+            start=start,
+            between_prompts=(
+                prompter.between_prompts() if isinstance(prompter, TerminalPrompter) else None
+            ),
         )
         if result.parked:
             # Answered at a terminal (with an answers file, the person answers and the

@@ -37,6 +37,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from coordinator._errors import os_reason
@@ -66,8 +67,14 @@ async def play(
     *,
     stop: Stop,
     start: Continuation,
+    between_prompts: contextlib.AbstractContextManager[None] | None = None,
 ) -> RunResult:
-    """Play the turns of ``scenario`` from ``start`` (until ``stop`` is requested); how it went."""
+    """Play the turns of ``scenario`` from ``start`` (until ``stop`` is requested); how it went.
+
+    ``between_prompts``: entered while the stop signals are routed to ``stop``
+    (the terminal prompter's, which keeps keys typed away from a prompt from
+    being echoed), so that every way out of the play, a SIGTERM's too, leaves it.
+    """
 
     def stopping(why: str) -> None:
         # Cancelled first: after a hangup, printing may fail, and the stop must not.
@@ -81,7 +88,7 @@ async def play(
         output.on_close = stop.request
 
     completed = 0
-    with stop_signals(stop):
+    with stop_signals(stop), between_prompts or contextlib.nullcontext():
         try:
             for index in range(start.turn, len(scenario.turns)):
                 if stop.requested():

@@ -31,7 +31,9 @@ handed the person and the scripted model wrapped (:class:`WatchedPrompter`,
 :class:`WatchedBackend`), so that an answers file that does not fit the
 scenario (no reply for a prompt, or a reply the question cannot take) is a
 problem of the run, named by the file's entry. At the end,
-:func:`unused_entries` names the answers file's entries no prompt used.
+:func:`unused_entries` names the answers file's entries no prompt used. A
+turn continued (``--continue-turn``) counts as used the entries its record
+shows the file decided before the run stopped (:func:`spend_recorded`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, TextIO
 import attrs
 
 from coordinator._errors import ConfigError
+from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_path
 from coordinator.adapters import TerminalPrompter, TerminalUnavailableError
 from coordinator.adapters.providers import (
@@ -63,11 +66,22 @@ from coordinator.driver import (
     join_key,
     name_key,
 )
-from machines import AnswerKind, SecretValue, json_type
+from machines import (
+    Answered,
+    AnswerKind,
+    CancellationReason,
+    InquiryRequest,
+    Redacted,
+    SecretValue,
+    ToolCallRequest,
+    ToolCallResponse,
+    json_type,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from coordinator._recorded_routes import RecordedRoute
     from coordinator.adapters import Promptability
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_progress import Progress
@@ -81,6 +95,7 @@ if TYPE_CHECKING:
         QuestionAnswer,
         ScriptedInquiryBackend,
     )
+    from coordinator.stream import IncompleteTurn, Turn
     from machines import (
         JsonValue,
         Question,
@@ -97,6 +112,7 @@ __all__ = [
     "WatchedPrompter",
     "model",
     "person",
+    "spend_recorded",
     "unused_entries",
 ]
 
@@ -272,17 +288,19 @@ class WatchedPrompter:
             )
             raise PromptCancelled from None  # reported here; the coordinator need not log it
         if scripted is not None and not _fits(prompt.question, answer.value):
-            # The file does not fit the prompt, as when it has no reply: a
-            # problem of the run, recorded as that is. (A person at the
-            # terminal cannot type an answer that does not fit.)
+            # The file does not fit the prompt: a problem of the run, named
+            # here by its entry (which only this side knows). The reply goes
+            # on to the engine, whose machine closes the question as the
+            # file's fault (invalid_answers_file_entry), never the user's.
+            # (A person at the terminal cannot type an answer that does not fit.)
             taken = sorted(unused - set(scripted.unused_answers))
             entry = f"answers[{taken[0]}]" if taken else "an entry"
             self.progress.problem(
                 f"the answers file's {entry} does not fit {_asked(prompt)}: "
-                f"{_misfit(prompt.question, answer.value)} (the question was cancelled)",
+                f"{_misfit(prompt.question, answer.value)} (the question was closed as "
+                f"{CancellationReason.INVALID_ANSWERS_FILE_ENTRY.as_str()})",
                 call_id=prompt.tool_call_id,
             )
-            raise PromptCancelled
         return answer
 
 
@@ -331,6 +349,69 @@ class WatchedBackend:
                     f"the answers file's [[model]]: {error}", call_id=task.tool_call_id
                 )
             raise
+
+
+def spend_recorded(
+    prompter: Prompter | None, turn: Turn | None, incomplete: IncompleteTurn | None
+) -> None:
+    """Spend the answers file's replies the recorded (unfinished) ``turn`` already used.
+
+    Only the answers file's (a :class:`ScriptedPrompter`) are, and only for
+    a turn continued (``turn`` is ``None`` for one begun): a person at the
+    terminal has no script to spend.
+
+    "Used" is what the record says the file decided and the continued run
+    will not ask again: a question answered (or redacted) with the route
+    ``answers_file``, its tool and question id read from its request (paired
+    by id), unless its open call asks it again (``incomplete``: a secret's
+    answer is not on record, nor is one that does not fit replayed); a
+    permission or a delivery whose call's response records that route. Each
+    spends the first entry that matches it, as the prompt did then, in the
+    order they were recorded.
+    """
+    if turn is None or not isinstance(prompter, ScriptedPrompter):
+        return
+    again = _asked_again(incomplete)
+    asked: dict[str, InquiryRequest] = {}
+    calls: dict[str, str] = {}
+    for entry in turn.events:
+        record = entry.payload
+        if isinstance(record, InquiryRequest):
+            asked[record.id] = record
+        elif isinstance(record, ToolCallRequest):
+            calls[record.id] = record.name
+        elif isinstance(record, Answered | Redacted):
+            request = asked.get(record.id)
+            route = recorded_route(entry.metadata)
+            if request is not None and request.id not in again and _by_file(route):
+                tool = request.source.name or ""
+                prompter.used_before("question", tool=tool, question=request.question.id)
+        elif isinstance(record, ToolCallResponse) and record.id in calls:
+            for decision in ("permission", "delivery"):
+                if _by_file(recorded_route(entry.metadata, decision)):
+                    prompter.used_before(decision, tool=calls[record.id])
+
+
+def _asked_again(incomplete: IncompleteTurn | None) -> frozenset[str]:
+    """The ids of the answered requests whose open call asks their question again."""
+    if incomplete is None:
+        return frozenset()
+    again: set[str] = set()
+    for call in incomplete.open:
+        reasked = call.reask | {question for question, _ in call.unfit}
+        for located in call.inquiries:
+            request = located.entry.payload
+            if isinstance(request, InquiryRequest) and request.question.id in reasked:
+                again.add(request.id)
+    return frozenset(again)
+
+
+def _by_file(route: RecordedRoute | None) -> bool:
+    return route is not None and _FILE in (route.route, route.by)
+
+
+#: The route the answers file's decisions are recorded with.
+_FILE = "answers_file"
 
 
 def unused_entries(

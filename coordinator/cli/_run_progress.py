@@ -143,7 +143,7 @@ _ANSWERED_BY = {
 _WHY_UNANSWERED = {
     Resolution.CANCELLED: "",
     Resolution.FAILED: ": the model could not answer",
-    Resolution.REFUSED: ": refused before anyone was asked",
+    Resolution.REFUSED: ": refused, no answer taken",
     Resolution.DENIED: ": nobody to ask, and the detached policy would not answer for them",
     Resolution.WITHDRAWN: ": its tool call was stopped while it was open",
     Resolution.TIMED_OUT: ": nobody answered it in time (its prompt_timeout)",

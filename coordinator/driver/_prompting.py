@@ -287,6 +287,20 @@ class ScriptedPrompter:
         """The delivery replies still unused, by position."""
         return tuple(s.position for s in self._script if s.kind == "delivery")
 
+    def used_before(self, kind: _Kind, *, tool: str, question: str | None = None) -> bool:
+        """Take out the reply a prompt took before (a turn continued); whether one matched.
+
+        The continued turn holds what an earlier run's prompt was answered
+        with, and is not asked again: the script is spent as it was then, so
+        that the next prompt takes the reply it would have taken, and the
+        spent one is not reported unused.
+        """
+        for index, scripted in enumerate(self._script):
+            if scripted.matches(kind=kind, tool=tool, question=question):
+                del self._script[index]
+                return True
+        return False
+
     def _take(self, *, kind: _Kind, tool: str, question: str | None = None) -> _Reply:
         for index, scripted in enumerate(self._script):
             if scripted.matches(kind=kind, tool=tool, question=question):
