@@ -1,4 +1,4 @@
-"""``inquiry run --discard-turn``: the user's way to discard a turn a dead run left, deleting nothing.
+"""``inquiry run --discard-turn``: discarding a turn a dead run left, deleting nothing.
 
 The whole path as a person takes it, each command a real process: a run is
 killed (SIGKILL) while its question waits at the terminal; ``inquiry check``
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def inquiry(*argv: str | Path) -> subprocess.CompletedProcess[str]:
     """``inquiry`` as a person runs it: a process of its own."""
-    return subprocess.run(  # noqa: S603 - our own command, arguments from the test
+    return subprocess.run(
         [sys.executable, "-m", "coordinator", *map(str, argv)],
         capture_output=True,
         text=True,
