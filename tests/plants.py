@@ -715,10 +715,8 @@ PLANTS: tuple[Plant, ...] = (
         old='    INQUIRY_MACHINE.fire(inquiry, "discard", inquiry_id=waiting.request.id)\n',
         new="",
         tests=(
-            "tests/test_discard_turn.py::test_every_open_question_and_call_is_closed_as_discarded"
-            "_and_nothing_before_changes",
-            "tests/test_discard_turn.py::test_a_discarded_turn_is_finished_reloads_and_resaves"
-            "_byte_for_byte",
+            "tests/test_discard_turn.py::test_every_open_question_and_call_is_closed_as_discarded_and_nothing_before_changes",
+            "tests/test_discard_turn.py::test_a_discarded_turn_is_finished_reloads_and_resaves_byte_for_byte",
         ),
     ),
     Plant(
