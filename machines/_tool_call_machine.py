@@ -997,10 +997,8 @@ def _adopt(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     INQUIRY_MACHINE.fire(inquiry, "adopt", inquiry_id=waiting.request.id, parked=waiting.parked)
 
 
-def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
-    waiting = m.waiting
-    if waiting is None:  # pragma: no cover - every resuming call has one
-        raise AssertionError("superseding without a recorded question")
+def _close_waiting(m: ToolCall, waiting: RecordedQuestion, trigger: str) -> None:
+    """Close ``waiting``, recorded before the restart, by its inquiry's ``trigger`` row."""
     inquiry = Inquiry(
         turn=m.turn,
         tool_call_id=m.id,
@@ -1010,27 +1008,23 @@ def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
         facts=InquiryFacts(terminal=m.terminal),
         buffer=m.buffer,
     )
-    m.waiting = None
     m.inquiries.append(inquiry)
-    INQUIRY_MACHINE.fire(inquiry, "supersede", inquiry_id=waiting.request.id)
+    INQUIRY_MACHINE.fire(inquiry, trigger, inquiry_id=waiting.request.id)
+
+
+def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
+    waiting = m.waiting
+    if waiting is None:  # pragma: no cover - every resuming call has one
+        raise AssertionError("superseding without a recorded question")
+    m.waiting = None
+    _close_waiting(m, waiting, "supersede")
 
 
 def _discard_waiting(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     waiting = _recorded(payload).waiting
     if waiting is None:  # pragma: no cover - the guard checked
         raise AssertionError("discarding a waiting question without one")
-    inquiry = Inquiry(
-        turn=m.turn,
-        tool_call_id=m.id,
-        tool_name=m.name,
-        question=waiting.as_asked(),
-        source=waiting.request.source,
-        facts=InquiryFacts(terminal=m.terminal),
-        buffer=m.buffer,
-    )
-    m.inquiry = inquiry
-    m.inquiries.append(inquiry)
-    INQUIRY_MACHINE.fire(inquiry, "discard", inquiry_id=waiting.request.id)
+    _close_waiting(m, waiting, "discard")
 
 
 def _discarded(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:

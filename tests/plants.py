@@ -712,7 +712,7 @@ PLANTS: tuple[Plant, ...] = (
         bug="a discarded call's waiting question is never closed: the call gets its response, "
         "the question's request stays open (`_discard_waiting`)",
         file="machines/_tool_call_machine.py",
-        old='    INQUIRY_MACHINE.fire(inquiry, "discard", inquiry_id=waiting.request.id)\n',
+        old='    _close_waiting(m, waiting, "discard")\n',
         new="",
         tests=(
             "tests/test_discard_turn.py::test_every_open_question_and_call_is_closed_as_discarded_and_nothing_before_changes",

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import CountingIds, FixedClock
-from coordinator_harness import AskingTool, executor, payloads, run
+from coordinator_harness import (
+    AskingTool,
+    assistant_calls,
+    conversation_on_disk,
+    executor,
+    payloads,
+    run,
+)
 
 from coordinator import (
     Conversation,
@@ -122,24 +129,6 @@ class Slow(BuiltinTool):
         return await _forever()  # type: ignore[no-any-return]
 
 
-def _new_conversation(path: Path) -> Conversation:
-    conversation = Conversation.new(
-        metadata={"title": "discard"}, clock=FixedClock(), new_id=CountingIds()
-    )
-    conversation.stream.append(TurnStart())
-    conversation.stream.append(ChatRequest(content="Ship it."))
-    save_conversation(conversation, path)
-    return conversation
-
-
-def _calls(conversation: Conversation, *calls: tuple[str, str]) -> list[ToolCallRequest]:
-    conversation.stream.append(ChatResponse.message("On it."))
-    requests = [ToolCallRequest(id=call_id, name=name, arguments={}) for call_id, name in calls]
-    for request in requests:
-        conversation.stream.append(request)
-    return requests
-
-
 async def _until(reached: Any) -> None:
     for _ in range(2000):
         if reached():
@@ -157,8 +146,8 @@ def crashed_everywhere(tmp_path: Path) -> Path:
     ``done_1`` finished.
     """
     live, left = tmp_path / "live", tmp_path / "left"
-    conversation = _new_conversation(live)
-    parked = _calls(conversation, ("park_1", "later"))
+    conversation = conversation_on_disk(live, "Ship it.")
+    parked = assistant_calls(conversation, ("park_1", "later"))
     tools = {
         "later": AskingTool([APPLY]),
         "ask": AskingTool([APPLY]),
@@ -169,7 +158,7 @@ def crashed_everywhere(tmp_path: Path) -> Path:
     }
     executors = {name: executor(tool) for name, tool in tools.items()}
     run(ToolCoordinator(conversation, tools=executors, config=CONFIG).run(parked))
-    requests = _calls(
+    requests = assistant_calls(
         conversation,
         ("ask_1", "ask"),
         ("queued_1", "queued"),
@@ -322,7 +311,7 @@ def test_the_next_run_begins_a_new_turn_and_remembers_no_discarded_answer(
     conversation = discarded.conversation
     conversation.stream.append(TurnStart())
     conversation.stream.append(ChatRequest(content="Again."))
-    requests = _calls(conversation, ("ask_3", "ask"))
+    requests = assistant_calls(conversation, ("ask_3", "ask"))
     tool = AskingTool([APPLY])
     coordinator = ToolCoordinator(
         conversation, tools={"ask": executor(tool)}, config=CONFIG, terminal=False

@@ -184,6 +184,7 @@ if TYPE_CHECKING:
     from coordinator.driver._executors import Executor
     from coordinator.driver._prompting import Prompter
     from coordinator.store import Conversation
+    from coordinator.stream import Located
 
 __all__ = [
     "FDS_PER_TOOL",
@@ -576,14 +577,7 @@ class ToolCoordinator:
         stream = self.conversation.stream
         steps: list[Step] = []
         for stray in incomplete.stray:
-            asked = cast("InquiryRequest", stray.entry.payload)
-            _, step = Inquiry.discard_recorded(
-                turn=self._turn,
-                request=asked,
-                question_id=asked.question.id or asked.id,
-                tool_call_id="",
-                tool_name=asked.source.name or "",
-            )
+            step = self._close_stray(stray, discarded=True)
             append_closed(stream, step)
             steps.append(step)
         for open_call in incomplete.open:
@@ -657,16 +651,8 @@ class ToolCoordinator:
         """Close the stray questions, then take up each open call (see :meth:`continue_turn`)."""
         stream = self.conversation.stream
         for stray in incomplete.stray:
-            asked = cast("InquiryRequest", stray.entry.payload)
             # No tool call is known to have asked it: no observer step belongs to it.
-            _, step = Inquiry.supersede_recorded(
-                turn=self._turn,
-                request=asked,
-                question_id=asked.question.id or asked.id,
-                tool_call_id="",
-                tool_name=asked.source.name or "",
-            )
-            for record in step.records:
+            for record in self._close_stray(stray, discarded=False).records:
                 stream.append(record)
         for index, open_call in enumerate(incomplete.open):
             for question_id, why in open_call.unfit:
@@ -688,6 +674,23 @@ class ToolCoordinator:
                 recorded,
                 permission_parked=open_call.permission_parked,
             )
+
+    def _close_stray(self, stray: Located, *, discarded: bool) -> Step:
+        """Close ``stray``, a request no open call is known to have asked (its inquiry's step).
+
+        ``discarded``: its turn is discarded (``Cancelled(discarded)``);
+        otherwise it is continued (``interrupted``).
+        """
+        asked = cast("InquiryRequest", stray.entry.payload)
+        close = Inquiry.discard_recorded if discarded else Inquiry.supersede_recorded
+        _, step = close(
+            turn=self._turn,
+            request=asked,
+            question_id=asked.question.id or asked.id,
+            tool_call_id="",
+            tool_name=asked.source.name or "",
+        )
+        return step
 
     def _start_call(
         self,
