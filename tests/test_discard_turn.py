@@ -405,3 +405,22 @@ def test_the_export_says_what_the_discard_closed(tmp_path: Path) -> None:
     assert text.count("the turn was discarded rather than continued") == 4
     assert text.count("and the turn was discarded: the tool did not finish.") == 5
     discarded.conversation.close()
+
+
+def test_a_call_whose_permission_was_parked_gets_one_discarded_response(tmp_path: Path) -> None:
+    """A parked permission (the call never ran): its call is closed, no question invented."""
+    path = tmp_path / "gate"
+    conversation = conversation_on_disk(path, "Open the gate.")
+    requests = assistant_calls(conversation, ("gate_1", "gate"))
+    gate = AskingTool([])
+    config = parse_tools_config({"tools": {"gate": {"run": "ask", "detached": "park"}}})
+    coordinator = ToolCoordinator(
+        conversation, tools={"gate": executor(gate)}, config=config, terminal=False
+    )
+    assert run(coordinator.run(requests)) == []
+    conversation.close()
+    discarded = Discarded(path)
+    assert discarded.appended == [ToolCallResponse(id="gate_1", content=DISCARDED, is_error=True)]
+    assert gate.runs == []
+    assert find_incomplete_turn(discarded.conversation.stream) is None
+    discarded.conversation.close()
