@@ -26,12 +26,26 @@ import pytest
 from process_helpers import PATIENCE
 from resume_scenario import resume_files, run_argv
 
-from coordinator import EventEntry, find_incomplete_turn, load_conversation
+from coordinator import (
+    Conversation,
+    EventEntry,
+    find_incomplete_turn,
+    load_conversation,
+    save_conversation,
+)
 from coordinator.cli._check import EXIT_INCOMPLETE_TURN
 from coordinator.cli._main import main
 from coordinator.store import load_locked
 from coordinator.stream import plan_sanitize
-from machines import CancellationReason, Cancelled, ToolCallResponse
+from machines import (
+    CancellationReason,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    ToolCallRequest,
+    ToolCallResponse,
+    TurnStart,
+)
 from machines.wording import DISCARDED
 
 if TYPE_CHECKING:
@@ -195,3 +209,36 @@ def test_a_directory_without_a_conversation_is_refused(
     assert out == ""
     assert str(empty) in err
     assert list(empty.iterdir()) == []
+
+
+def test_an_embedders_turn_is_discarded_as_check_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No scenario recorded: check names the discard command and the embedder's call; it works."""
+    directory = tmp_path / "embedded"
+    conversation = Conversation.new(metadata={"title": "embedded"}, base_config={})
+    for event in (
+        TurnStart(),
+        ChatRequest(content="Deploy."),
+        ChatResponse.message("Deploying."),
+        ToolCallRequest(id="toolu_1", name="deploy", arguments={}),
+    ):
+        conversation.stream.append(event)
+    save_conversation(conversation, directory)
+    conversation.close()
+    status, out, _ = run_in_process(["check", str(directory)], capsys)
+    assert status == EXIT_INCOMPLETE_TURN
+    assert (
+        f"  or discard it (what is open is closed, nothing deleted): inquiry run --discard-turn "
+        f"--conversation {directory}; an embedder discards it with "
+        "ToolCoordinator.discard_turn(find_incomplete_turn(conversation.stream)), "
+        "the conversation held with `with conversation:`\n"
+    ) in out
+    status, out, err = run_in_process(
+        ["run", "--discard-turn", "--conversation", str(directory)], capsys
+    )
+    assert (status, err) == (0, "")
+    assert out == (
+        "discarded the unfinished turn 1: closed 0 questions and 1 tool call, nothing deleted\n"
+    )
+    assert run_in_process(["check", str(directory)], capsys)[0] == 0
