@@ -556,7 +556,8 @@ class ToolCoordinator:
         appended after what the turn holds, each with the route
         ``discarded`` in its metadata (rule 11). Nothing runs, nobody is
         asked, no answer is remembered, no entry is removed or rewritten;
-        the conversation is saved (when it autosaves). The turn is then
+        the conversation is saved (when it autosaves). ``on_step`` is not
+        called: what was closed is the returned value. The turn is then
         finished: ``find_incomplete_turn`` returns ``None`` for it, and the
         next turn begins after it.
 
