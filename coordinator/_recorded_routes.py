@@ -18,6 +18,14 @@ reads it back. A question parked and answered later records with its
 route who gave the answer: ``{"route": "parked_then_answered", "by":
 "inbox"}``.
 
+A discarded turn (``ToolCoordinator.discard_turn``, ``inquiry run
+--discard-turn``) is closed with records whose route is
+:data:`DISCARDED_ROUTE`: each question that was open, ``{"inquiry":
+{"route": "discarded"}}`` on its ``Cancelled(discarded)``, and each tool
+call that was open, the same on its ``tool_call_response``. A turn whose
+last event is such a close was discarded, and is finished
+(:func:`~coordinator.stream.find_incomplete_turn`).
+
 Rules: a value of another shape (another writer's, or a newer build's) is no
 route to this build: it is kept as it is on disk, and read as none.
 """
@@ -30,6 +38,7 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "DISCARDED_ROUTE",
     "PARKED_KEY",
     "ROUTE_KEY",
     "RecordedPark",
@@ -43,6 +52,8 @@ __all__ = [
 ROUTE_KEY = "inquiry"
 #: Under :data:`ROUTE_KEY` of a request's metadata: the writer parked it.
 PARKED_KEY = "parked"
+#: The route of what a discarded turn's closes record (a question's and a tool call's).
+DISCARDED_ROUTE = "discarded"
 
 
 @attrs.frozen(kw_only=True)

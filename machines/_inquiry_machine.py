@@ -58,7 +58,10 @@ Rules:
    the tool, run again, asks exactly that question, ``adopt`` takes the
    recorded id and the question is resolved as any other (its one response
    goes under that id); otherwise ``supersede`` closes it as
-   ``interrupted``, emitting only the response.
+   ``interrupted``, emitting only the response. When the turn is discarded
+   instead of continued (RFD 023), ``discard`` closes such a request as
+   ``discarded``, emitting only the response: nothing is asked, nothing
+   remembered.
 9. Each row that closes a question says in its ``resolution`` column the
    route by which it was decided (:class:`~machines.Resolution`: remembered,
    configuration, person, answers file, model, default, denied, refused,
@@ -309,6 +312,49 @@ class Inquiry:
         say what is known, and may be empty). Its question is never asked:
         only its ids are read (:meth:`InquiryQuestion.as_asked`).
         """
+        return cls._close_recorded(
+            "supersede",
+            turn=turn,
+            request=request,
+            question_id=question_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+        )
+
+    @classmethod
+    def discard_recorded(
+        cls,
+        *,
+        turn: TurnState,
+        request: InquiryRequest,
+        question_id: str,
+        tool_call_id: str,
+        tool_name: str,
+    ) -> tuple[Inquiry, Step]:
+        """Close ``request``, recorded before the turn stopped, as ``discarded`` (rule 8).
+
+        As :meth:`supersede_recorded`, for a turn discarded rather than continued.
+        """
+        return cls._close_recorded(
+            "discard",
+            turn=turn,
+            request=request,
+            question_id=question_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+        )
+
+    @classmethod
+    def _close_recorded(
+        cls,
+        trigger: str,
+        *,
+        turn: TurnState,
+        request: InquiryRequest,
+        question_id: str,
+        tool_call_id: str,
+        tool_name: str,
+    ) -> tuple[Inquiry, Step]:
         inquiry = cls(
             turn=turn,
             tool_call_id=tool_call_id,
@@ -317,7 +363,7 @@ class Inquiry:
             source=request.source,
             facts=InquiryFacts(terminal=False),
         )
-        inquiry.fire("supersede", inquiry_id=request.id)
+        inquiry.fire(trigger, inquiry_id=request.id)
         return inquiry, inquiry.buffer.take()
 
     @classmethod
@@ -624,6 +670,11 @@ def _supersede(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
     _cancelled(m, out, CancellationReason.INTERRUPTED, None)
 
 
+def _discard(m: Inquiry, payload: Mapping[str, Any], out: Out) -> None:
+    m.id = payload["inquiry_id"]
+    _cancelled(m, out, CancellationReason.DISCARDED, None)
+
+
 def _deny_secret_for_assistant(m: Inquiry, _: Mapping[str, Any], out: Out) -> None:
     failure = secret_for_assistant(m.tool_name, m.question)
     _cancelled(m, out, CancellationReason.ASSISTANT_ROUTING_DENIED, failure)
@@ -781,13 +832,16 @@ _S = InquiryState
 INQUIRY_ROWS: tuple[Row[InquiryState, Inquiry], ...] = (
     Row(trigger="ask", source=_S.NEW, dest=_S.REQUESTED,
         action=_record_request, emits=(InquiryRequest,)),
-    # A request recorded before the turn stopped: asked again exactly, or closed;
-    # a parked one, answered later without its tool (the inbox: rule 11).
+    # A request recorded before the turn stopped: asked again exactly, or closed
+    # (the turn continued, or discarded); a parked one, answered later without
+    # its tool (the inbox: rule 11).
     Row(trigger="adopt", source=_S.NEW, dest=_S.REQUESTED, action=_adopt_request),
     Row(trigger="answer_later", source=_S.NEW, dest=_S.ANSWERED, guard=PLAIN,
         action=_answer_later, emits=(Answered,), resolution=Resolution.PARKED_THEN_ANSWERED),
     Row(trigger="supersede", source=_S.NEW, dest=_S.CANCELLED,
         action=_supersede, emits=(Cancelled,), resolution=Resolution.INTERRUPTED),
+    Row(trigger="discard", source=_S.NEW, dest=_S.CANCELLED,
+        action=_discard, emits=(Cancelled,), resolution=Resolution.DISCARDED),
     # Resolution, in RFD 082's order: cache, static answer, routing guards, routing;
     # before them all, the tool-call machine's limit on asking again.
     Row(trigger="resolve", source=_S.REQUESTED, dest=_S.CANCELLED, guard=EXHAUSTED,

@@ -61,6 +61,11 @@ class CancellationReason(enum.Enum):
     #: Nobody answered or cancelled this question; ``user`` would say
     #: someone did (this project's own reason).
     WITHDRAWN = "withdrawn"
+    #: Open when its turn stopped, and closed when that unfinished turn was
+    #: discarded (RFD 023's discard, ``--discard-turn``): nobody answered or
+    #: cancelled it, and nothing of the turn was deleted (this project's own
+    #: reason).
+    DISCARDED = "discarded"
     #: It was on screen for longer than its ``timeout`` (a duration the user
     #: configured), and nobody answered it: closed so, rather than waiting
     #: for ever (this project's own reason).

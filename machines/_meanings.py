@@ -90,6 +90,9 @@ class CallOutcome(enum.Enum):
     #: has no response yet, and waits for an answer given later (another run
     #: continuing the turn, or the inbox). The process is done with it.
     PARKED = "parked"
+    #: Open when its turn stopped, and closed when that unfinished turn was
+    #: discarded: it does not run again, and the model is told so.
+    DISCARDED = "discarded"
 
 
 class Resolution(enum.Enum):
@@ -125,6 +128,9 @@ class Resolution(enum.Enum):
     #: Asked before its turn stopped, and closed when the turn was continued
     #: without being asked again as it stood (``supersede``: ``interrupted``).
     INTERRUPTED = "interrupted"
+    #: Asked before its turn stopped, and closed when that unfinished turn
+    #: was discarded (``discard``: ``discarded``); nobody answered it.
+    DISCARDED = "discarded"
     #: Not decided here: nobody could be asked, and the detached policy
     #: ``park`` kept it, recorded, for an answer given later. No response is
     #: recorded with it (the request is marked parked instead).

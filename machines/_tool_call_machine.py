@@ -70,6 +70,12 @@ Rules:
    than its ``timeout`` is ``time_out``-ed by the driver: closed (the call
    fails, route ``timed out``), or, with ``on_timeout`` ``detached``, handed
    to the detached policy as if nobody were there.
+10. A call left open when its turn stopped, in a turn the user discards
+    rather than continues (RFD 023), is closed with ``discard`` and what the
+    stream recorded of it: the question that waited (left open, or parked)
+    is closed ``Cancelled(discarded)`` by its inquiry, then the call gets
+    the one response that says its turn was discarded (an error, outcome
+    ``discarded``). Nothing runs, nothing is asked or remembered.
 """
 
 from __future__ import annotations
@@ -108,6 +114,7 @@ from machines._table import Guard, Out, Row, Step, StepBuffer, TableMachine
 from machines.validators import check_json, is_json, of_type, optional_of_type
 from machines.wording import (
     DELIVERY_CANCELLED,
+    DISCARDED,
     INPUT_CANCELLED,
     INTERRUPTED,
     RESULT_WITHHELD,
@@ -159,6 +166,8 @@ class ToolCallState(enum.Enum):
     RUNNING = "running"
     #: Running again after a restart, a question recorded before it still open.
     RESUMING = "resuming"
+    #: Its turn discarded, its waiting question closed: its response follows (transient).
+    DISCARDING = "discarding"
     AWAITING_INPUT = "awaiting_input"
     #: Nobody can be asked permission: the detached policy decides (transient).
     PERMISSION_DETACHED = "permission_detached"
@@ -558,6 +567,27 @@ class ToolCall:
     def supersede(self) -> Step:
         """Close the request recorded before the restart as ``interrupted``; the run goes on."""
         return self._fire("supersede")
+
+    @classmethod
+    def discard(
+        cls,
+        *,
+        turn: TurnState,
+        request: ToolCallRequest,
+        recorded: RecordedCall,
+        run_mode: RunMode,
+        terminal: bool,
+    ) -> tuple[ToolCall, Step]:
+        """Close a call left open when its turn stopped, its turn discarded (rule 10).
+
+        ``recorded`` is what the stream holds of it: its question that
+        waited, if one did, is closed first. ``run_mode`` and ``terminal``
+        are the call's as configured; nothing here asks or runs.
+        """
+        if not isinstance(recorded, RecordedCall):
+            raise TypeError(f"recorded must be a RecordedCall, not {type(recorded).__name__}")
+        call = cls(turn=turn, request=request, run_mode=run_mode, terminal=terminal)
+        return call, call._fire("discard", recorded=recorded)
 
     def answer(
         self,
@@ -967,10 +997,8 @@ def _adopt(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
     INQUIRY_MACHINE.fire(inquiry, "adopt", inquiry_id=waiting.request.id, parked=waiting.parked)
 
 
-def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
-    waiting = m.waiting
-    if waiting is None:  # pragma: no cover - every resuming call has one
-        raise AssertionError("superseding without a recorded question")
+def _close_waiting(m: ToolCall, waiting: RecordedQuestion, trigger: str) -> None:
+    """Close ``waiting``, recorded before the restart, by its inquiry's ``trigger`` row."""
     inquiry = Inquiry(
         turn=m.turn,
         tool_call_id=m.id,
@@ -980,9 +1008,28 @@ def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
         facts=InquiryFacts(terminal=m.terminal),
         buffer=m.buffer,
     )
-    m.waiting = None
     m.inquiries.append(inquiry)
-    INQUIRY_MACHINE.fire(inquiry, "supersede", inquiry_id=waiting.request.id)
+    INQUIRY_MACHINE.fire(inquiry, trigger, inquiry_id=waiting.request.id)
+
+
+def _supersede(m: ToolCall, _: Mapping[str, Any], __: Out) -> None:
+    waiting = m.waiting
+    if waiting is None:  # pragma: no cover - every resuming call has one
+        raise AssertionError("superseding without a recorded question")
+    m.waiting = None
+    _close_waiting(m, waiting, "supersede")
+
+
+def _discard_waiting(m: ToolCall, payload: Mapping[str, Any], _: Out) -> None:
+    waiting = _recorded(payload).waiting
+    if waiting is None:  # pragma: no cover - the guard checked
+        raise AssertionError("discarding a waiting question without one")
+    _close_waiting(m, waiting, "discard")
+
+
+def _discarded(m: ToolCall, _: Mapping[str, Any], out: Out) -> None:
+    m.inquiry = None
+    _finish(m, out, DISCARDED, is_error=True)
 
 
 def _forward(trigger: str) -> Any:
@@ -1084,6 +1131,15 @@ TOOL_CALL_ROWS: tuple[Row[ToolCallState, ToolCall], ...] = (
         action=_take_up, effects=(RunTool,), permission=_RUN_AS_BEFORE),
     Row(trigger="resume", source=_S.NEW, dest=_S.RUNNING, guard=RAN,
         action=_take_up, effects=(RunTool,), permission=_RUN_AS_BEFORE),
+    # Its turn discarded instead (rule 10): the question that waited is closed, then the call.
+    Row(trigger="discard", source=_S.NEW, dest=_S.DISCARDING, guard=WAITING,
+        action=_discard_waiting, delegates="inquiry.discard"),
+    Row(trigger="discard", source=_S.NEW, dest=_S.CANCELLED,
+        action=_discarded, emits=(ToolCallResponse,), effects=(CompleteTool,),
+        outcome=CallOutcome.DISCARDED),
+    Row(trigger="inquiry_closed", source=_S.DISCARDING, dest=_S.CANCELLED,
+        action=_discarded, emits=(ToolCallResponse,), effects=(CompleteTool,), auto=True,
+        outcome=CallOutcome.DISCARDED),
     # Run again while the recorded question is open: adopt it, or close it first.
     Row(trigger="needs_input", source=_S.RESUMING, dest=_S.AWAITING_INPUT, guard=ADOPTS,
         action=_adopt, delegates="inquiry.adopt"),

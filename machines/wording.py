@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DELIVERY_CANCELLED",
+    "DISCARDED",
     "INPUT_CANCELLED",
     "INTERRUPTED",
     "RESULT_WITHHELD",
@@ -49,6 +50,11 @@ SKIPPED_BY_USER = "Tool skipped by user."
 SKIPPED_REMEMBERED = "Tool skipped by user (remembered)."
 INPUT_CANCELLED = "Tool input cancelled by user."
 INTERRUPTED = "Tool call was interrupted."
+#: A call left open when its turn stopped, closed when the user discarded that
+#: turn: worded as JP's interrupted call is, saying why it did not finish.
+DISCARDED = (
+    "Tool call was discarded: the user discarded its unfinished turn, and it did not finish."
+)
 #: JP has no wording for run mode ``skip``; this mirrors its "Result delivery
 #: skipped by configuration." rather than claiming the user decided.
 SKIPPED_BY_CONFIGURATION = "Tool skipped by configuration."

@@ -183,6 +183,7 @@ TIMEOUT = "5 s"
 _INQUIRY_PAYLOADS: dict[str, list[dict[str, Any]]] = {
     "adopt": [{"inquiry_id": "call_1.apply.1", "parked": parked} for parked in (False, True)],
     "supersede": [{"inquiry_id": "call_1.apply.1"}],
+    "discard": [{"inquiry_id": "call_1.apply.1"}],
     "time_out": [{"after": TIMEOUT}],
 }
 
@@ -361,6 +362,7 @@ _TOOL_CALL_PAYLOADS: dict[str, list[dict[str, Any]]] = {
     + [{"recorded": RECORDED["ran"], "available": False}],
     "time_out": [{"after": TIMEOUT}],
     "time_out_input": [{"after": TIMEOUT}],
+    "discard": [{"recorded": recorded} for recorded in RECORDED.values()],
 }
 
 

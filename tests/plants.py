@@ -708,6 +708,18 @@ PLANTS: tuple[Plant, ...] = (
         ),
     ),
     Plant(
+        name="discard-omits-a-close",
+        bug="a discarded call's waiting question is never closed: the call gets its response, "
+        "the question's request stays open (`_discard_waiting`)",
+        file="machines/_tool_call_machine.py",
+        old='    _close_waiting(m, waiting, "discard")\n',
+        new="",
+        tests=(
+            "tests/test_discard_turn.py::test_every_open_question_and_call_is_closed_as_discarded_and_nothing_before_changes",
+            "tests/test_discard_turn.py::test_a_discarded_turn_is_finished_reloads_and_resaves_byte_for_byte",
+        ),
+    ),
+    Plant(
         name="duplicated-link-resolved",
         bug="a link to an id two entries carried when loaded is resolved to the first, not "
         "reported `duplicated`",

@@ -246,6 +246,7 @@ def test_the_transient_states_are_those_only_automatic_rows_leave() -> None:
         ToolCallState.PERMISSION_DETACHED,
         ToolCallState.DELIVERY_DETACHED,
         ToolCallState.DELIVERED,
+        ToolCallState.DISCARDING,
     }
 
 

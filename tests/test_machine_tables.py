@@ -111,6 +111,7 @@ INQUIRY_WITNESSES: dict[str, Witness] = {
     "adopt:new->requested": Witness(InquiryCase(), (), _fixed({**RECORDED_ID, "parked": False})),
     "answer_later:new->answered[plain]": Witness(InquiryCase(), (), _answered_later),
     "supersede:new->cancelled": Witness(InquiryCase(), (), _fixed(RECORDED_ID)),
+    "discard:new->cancelled": Witness(InquiryCase(), (), _fixed(RECORDED_ID)),
     "resolve:requested->cancelled[exhausted]": Witness(
         InquiryCase(exhausted=True), (("ask", {}),), _fixed({})
     ),
@@ -292,6 +293,13 @@ TOOL_CALL_WITNESSES: dict[str, Witness] = {
         ASK, RESUMED_WAITING, lambda _: _needs_input(ROUTED)[1]
     ),
     "supersede:resuming->running": Witness(ASK, RESUMED_WAITING, _fixed({})),
+    "discard:new->discarding[waiting]": Witness(
+        ASK, (), _fixed({"recorded": RECORDED["waiting"]})
+    ),
+    "discard:new->cancelled": Witness(ASK, (), _fixed({"recorded": RECORDED["ran"]})),
+    "inquiry_closed:discarding->cancelled": Witness(
+        ASK, (("discard", {"recorded": RECORDED["waiting"]}),), _fixed({})
+    ),
     "terminal_ready:awaiting_permission->running[remembered_y]": Witness(
         ASK, BEGUN, _fixed({"remembered": "y", "cached": None})
     ),
@@ -685,7 +693,9 @@ def test_every_simple_path_runs(name: str, path: Any) -> None:
     # does one recorded before a restart once adopted or superseded (its request is on
     # disk already), and no id is answered twice.
     taken_up = any(
-        fired.row.trigger in {"adopt", "supersede", "answer_later"} for fired in run.fired
+        fired.machine == "inquiry"
+        and fired.row.trigger in {"adopt", "supersede", "discard", "answer_later"}
+        for fired in run.fired
     )
     recorded = [RECORDED_APPLY.request.id] if taken_up else []
     # A parked question (the one the path ends with) waits for its response.

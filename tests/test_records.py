@@ -261,6 +261,7 @@ def test_cancellation_reasons_are_the_known_wire_tags() -> None:
         "attempts_exhausted",
         "interrupted",
         "withdrawn",
+        "discarded",
         "timed_out",
         "invalid_answers_file_entry",
     ]

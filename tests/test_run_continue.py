@@ -142,7 +142,8 @@ def test_a_blocked_last_turn_is_refused_without_continue_turn(
     assert err.count("\n") == 1
     assert "its last turn did not finish (waiting-for-input (work))" in err
     assert "--continue-turn" in err
-    assert f"inquiry sanitize {left.directory}" in err
+    assert f"{shlex.join(['inquiry', *left.argv('--discard-turn')])}`" in err
+    assert "sanitize" not in err
     assert left.files() == before
     assert runs(left.directory) == {}
 
@@ -180,7 +181,10 @@ def test_check_says_what_blocks_the_turn_and_exits_3(
     assert "      waits for go (boolean): 'c: go?' [call_1_2_1.go.1]\n" in out
     assert (
         f"  continue it: inquiry run SCENARIO [--answers FILE] --conversation {left.directory} "
-        f"--continue-turn; or discard it: inquiry sanitize {left.directory}\n"
+        f"--continue-turn; or discard it (what is open is closed, nothing deleted) and play a "
+        f"new turn: inquiry run SCENARIO [--answers FILE] --conversation {left.directory} "
+        f"--discard-turn, or only discard it: inquiry run --discard-turn --conversation "
+        f"{left.directory}\n"
     ) in out
     status, out, _ = run(["check", "--json", str(left.directory)], capsys)
     assert status == EXIT_INCOMPLETE_TURN
@@ -195,6 +199,11 @@ def test_check_says_what_blocks_the_turn_and_exits_3(
     (open_call,) = report["open_calls"]
     assert open_call["waiting"]["inquiry_id"] == "call_1_2_1.go.1"
     assert open_call["asked"] == {"go": 1}
+    assert report["discard_with"] == {
+        "command": f"inquiry run --discard-turn --conversation {left.directory}",
+        "embedder": "ToolCoordinator.discard_turn(find_incomplete_turn(conversation.stream)), "
+        "the conversation held with `with conversation:`",
+    }
 
 
 def test_check_describes_a_question_jp_recorded_by_its_text_escaped_and_bounded(
@@ -309,13 +318,13 @@ def test_a_turn_only_missing_its_follow_up_is_refused_then_continued_whole(
 def test_new_turn_begins_a_turn_after_an_unfinished_one_only_when_nothing_is_open(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--new-turn after a blocked turn is refused; after inquiry sanitize closed it, it plays."""
+    """--new-turn after a blocked turn is refused (discard offered); after a sanitize, it plays."""
     left = Left(tmp_path)
     waiting_for_go(left)
     before = left.files()
     status, _, err = run(left.argv("--new-turn"), capsys)
     assert status == 2
-    assert f"inquiry sanitize {left.directory}" in err
+    assert f"{shlex.join(['inquiry', *left.argv('--discard-turn')])}`" in err
     assert (
         "did not finish (waiting-for-input (work)) and something is open in it, "
         "so --new-turn cannot follow it; continue it with `"
@@ -371,7 +380,8 @@ def test_a_turn_the_scenario_does_not_play_is_not_continued(
         status, _, err = run(left.argv("--continue-turn"), capsys)
         assert status == 2
         assert "its last turn was not played from" in err
-        assert f"discard it with `inquiry sanitize {left.directory}`" in err
+        assert f"{shlex.join(['inquiry', *left.argv('--discard-turn')])}`" in err
+        assert "sanitize" not in err
         assert left.files() == before
         assert runs(left.directory) == {}
 
@@ -392,12 +402,13 @@ def test_a_refusal_offers_continue_turn_only_for_a_turn_the_scenario_played(
     assert "--continue-turn" not in err  # it would only say there is nothing to continue
     assert f"it was not played from {left.scenario} as it is now, so it cannot be continued" in err
     commands = [shlex.split(command) for command in re.findall(r"`([^`]*)`", err)]
-    if blocked:
-        assert commands[0] == ["inquiry", "sanitize", str(left.directory)]
-        assert run(commands.pop(0)[1:], capsys)[0] == 0
     (beginning,) = commands
-    assert beginning == ["inquiry", *left.argv("--new-turn")]
+    # Blocked: discarded (nothing deleted) and followed; else followed as it is.
+    assert beginning == ["inquiry", *left.argv("--discard-turn" if blocked else "--new-turn")]
+    before = list(load_conversation(left.directory).stream)
     assert run(beginning[1:], capsys)[0] == 0
+    after = list(load_conversation(left.directory).stream)
+    assert after[: len(before)] == before
     assert len(load_conversation(left.directory).stream.turns()) == 3
 
 

@@ -21,7 +21,8 @@ written by pid N", offers no way to continue or discard it, and exits
 monitoring script never calls a live run dead. A lock whose holder cannot be
 checked names nobody, and the turn is reported as it stands. ``inquiry run``
 (:mod:`coordinator.cli._run_continue`) refuses a blocked turn until it is
-continued or discarded (``inquiry sanitize``, then ``--new-turn``), and the
+continued or discarded (``--discard-turn``: what is open is closed, nothing
+deleted; :mod:`coordinator.cli._run_discard`), and the
 other until it is continued or ``--new-turn`` begins a turn after it, unless
 its own scenario played the turn to its end (a turn without a reply).
 
@@ -59,7 +60,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from coordinator._recorded_routes import recorded_route
 from coordinator._text import shown_line, shown_path, shown_reason
-from coordinator.cli._command_lines import sanitize_line
+from coordinator.cli._command_lines import discard_line
 from coordinator.cli._exit_statuses import (
     EXIT_AWAITING_MODEL,
     EXIT_BEING_WRITTEN,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBEDDER_CONTINUES",
+    "EMBEDDER_DISCARDS",
     "EXIT_AWAITING_MODEL",
     "EXIT_BEING_WRITTEN",
     "EXIT_INCOMPLETE_TURN",
@@ -112,6 +114,11 @@ TURN_MARKER = "inquiry_run"
 EMBEDDER_CONTINUES = (
     "ToolCoordinator.continue_turn(find_incomplete_turn(conversation.stream)), "
     "the conversation held with `with conversation:` (docs/resume.md, The embedding API)"
+)
+#: What an embedder calls to discard a turn (``docs/resume.md``, *The embedding API*).
+EMBEDDER_DISCARDS = (
+    "ToolCoordinator.discard_turn(find_incomplete_turn(conversation.stream)), "
+    "the conversation held with `with conversation:`"
 )
 #: How much of a question's text a line of the report quotes.
 TEXT_SHOWN = 72
@@ -363,10 +370,19 @@ def ways_on(summary: dict[str, Any], path: str) -> list[str]:
             )
         ]
         if summary["blocked"]:
-            lines.append(f"  or discard it: {sanitize_line(path)}")
+            lines.append(
+                "  or discard it (what is open is closed, nothing deleted): "
+                f"{discard_line(path)}; an embedder discards it with {EMBEDDER_DISCARDS}"
+            )
         return lines
     if summary["blocked"]:
-        return [f"  continue it: {run} --continue-turn; or discard it: {sanitize_line(path)}"]
+        return [
+            (
+                f"  continue it: {run} --continue-turn; or discard it (what is open is closed, "
+                f"nothing deleted) and play a new turn: {run} --discard-turn, or only discard "
+                f"it: {discard_line(path)}"
+            )
+        ]
     return [
         (
             f"  continue it: {run} --continue-turn; "
@@ -480,6 +496,11 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
     """Counts a person (or a script, as JSON) can check a conversation against."""
     stream = conversation.stream
     pairing = pair_events(stream)
+    # Only a checked pid: a lock file's word alone names nobody (the store's rule 6).
+    writer = holder_of(conversation.path) if conversation.path is not None else None
+    incomplete = incomplete_summary(find_incomplete_turn(stream))
+    if incomplete is not None:
+        incomplete["discard_with"] = _discard_with(incomplete, conversation, writer)
     kinds: Counter[str] = Counter(entry.kind for entry in stream)
     outcomes: Counter[str] = Counter()
     # Who decided (docs/wire.md): a response another writer made records none.
@@ -523,11 +544,25 @@ def summarize(conversation: Conversation) -> dict[str, Any]:
             "regenerated": conversation.id_repairs.regenerated,
         },
         "request_links": request_link_summary(stream),
-        "incomplete_turn": incomplete_summary(find_incomplete_turn(stream)),
-        # Only a checked pid: a lock file's word alone names nobody (the store's rule 6).
-        "being_written_by": (
-            holder_of(conversation.path) if conversation.path is not None else None
-        ),
+        "incomplete_turn": incomplete,
+        "being_written_by": writer,
+    }
+
+
+def _discard_with(
+    incomplete: dict[str, Any], conversation: Conversation, writer: int | None
+) -> dict[str, str | None] | None:
+    """How the blocked turn is discarded: the command, and the embedder's call (JSON).
+
+    ``None`` for a turn with nothing open (nothing to close), and for one a
+    live process is writing (in progress: nothing is offered).
+    """
+    if not incomplete["blocked"] or writer is not None:
+        return None
+    path = conversation.path
+    return {
+        "command": discard_line(path) if path is not None else None,
+        "embedder": EMBEDDER_DISCARDS,
     }
 
 

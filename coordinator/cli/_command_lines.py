@@ -2,7 +2,9 @@ r"""The commands a message gives the person to paste: how to go on with a conver
 
 ``inquiry run`` refuses a conversation whose last turn did not finish, and
 ``inquiry check`` reports one, each with the command that continues it,
-begins a new turn after it or discards it (``docs/resume.md``). They are
+begins a new turn after it or discards it (``docs/resume.md``;
+``--discard-turn``, never ``inquiry sanitize``, which repairs rather than
+discards). They are
 written here, once, as a shell reads them back (:func:`shlex.join`), so that
 what one message tells the person is what the other does.
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
     from coordinator.cli._run_result import RunOptions
 
-__all__ = ["BASE_URL", "command_line", "sanitize_line"]
+__all__ = ["BASE_URL", "command_line", "discard_line"]
 
 #: Written for a ``--base-url`` whose credentials a message must not repeat.
 BASE_URL: Final = "BASE_URL"
@@ -75,6 +77,10 @@ def _shown_base_url(url: object) -> str:
     return text if shown_url(text) == text else BASE_URL
 
 
-def sanitize_line(path: Path | str) -> str:
-    """``inquiry sanitize`` of the conversation at ``path``, as a line for a shell."""
-    return shlex.join(["inquiry", "sanitize", shown_path(path)])
+def discard_line(path: Path | str) -> str:
+    """``inquiry run --discard-turn`` of the conversation at ``path`` (no scenario), for a shell.
+
+    It discards the unfinished last turn and plays nothing
+    (:mod:`coordinator.cli._run_discard`).
+    """
+    return shlex.join(["inquiry", "run", "--discard-turn", "--conversation", shown_path(path)])

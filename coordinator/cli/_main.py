@@ -387,6 +387,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     elif any(value is not None for value in (args.model, args.base_url, args.api_key_env)):
         _error("--model, --base-url and --api-key-env go with --backend")
         return EXIT_UNREADABLE
+    if args.scenario is None:
+        return _discard_only(args, out)
     options = RunOptions(
         scenario=Path(args.scenario),
         conversation=Path(args.conversation),
@@ -400,7 +402,11 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         result = asyncio.run(
             run_scenario(
-                options, out=out, continue_turn=args.continue_turn, new_turn=args.new_turn
+                options,
+                out=out,
+                continue_turn=args.continue_turn,
+                new_turn=args.new_turn,
+                discard_turn=args.discard_turn,
             )
         )
     except RunError as error:
@@ -412,6 +418,40 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if result.reason is not None:
         _error(result.reason)
     return result.status
+
+
+def _discard_only(args: argparse.Namespace, out: TextIO) -> int:
+    """``inquiry run`` without a scenario: only ``--discard-turn`` goes without one."""
+    from pathlib import Path  # noqa: PLC0415 - see the imports
+
+    from coordinator.cli._run_discard import discard_only  # noqa: PLC0415 - see the imports
+    from coordinator.cli._run_result import RunError  # noqa: PLC0415 - see the imports
+
+    if not args.discard_turn:
+        _error("inquiry run: a SCENARIO is required (only --discard-turn goes without one)")
+        return EXIT_UNREADABLE
+    given = [
+        flag
+        for flag, value in (
+            ("--answers", args.answers),
+            ("--backend", args.backend),
+            ("--inbox", args.inbox or None),
+            ("--parents", args.parents or None),
+        )
+        if value is not None
+    ]
+    if given:
+        _error(
+            f"inquiry run --discard-turn without a SCENARIO plays nothing: {', '.join(given)} "
+            "goes with a SCENARIO"
+        )
+        return EXIT_UNREADABLE
+    try:
+        discard_only(Path(args.conversation), emit=lambda line: out.write(f"{_shown(line)}\n"))
+    except RunError as error:
+        _error(str(error))
+        return error.status
+    return EXIT_OK
 
 
 def _tour(args: argparse.Namespace, out: TextIO) -> int:
@@ -490,9 +530,9 @@ def _parser() -> argparse.ArgumentParser:
         f"{EXIT_INCOMPLETE_TURN} when the last turn did not finish and is blocked on an open "
         "tool call or question (a run that died, or a prompt parked for later by the detached "
         f"policy park, {help_path(doc_path('headless.md'))}): inquiry run refuses it, "
-        "with --new-turn too, until it is continued (--continue-turn) or discarded (inquiry "
-        "sanitize, then "
-        f"run with --new-turn); {EXIT_AWAITING_MODEL} when it did not finish and nothing is "
+        "with --new-turn too, until it is continued (--continue-turn) or discarded "
+        "(--discard-turn: what is open is closed, nothing deleted); "
+        f"{EXIT_AWAITING_MODEL} when it did not finish and nothing is "
         "open in it (it waits for the model's response or follow-up: a stopped run, or a "
         "scenario turn without a reply): inquiry run continues it with --continue-turn or "
         "begins a new turn after it with --new-turn, and refuses it with neither unless its "
@@ -546,8 +586,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "scenario",
+        nargs="?",
         help=f"the scenario file (TOML; see {help_path(example_path('README.md'))}; "
-        "inquiry tour --write DIR copies the examples)",
+        "inquiry tour --write DIR copies the examples); required unless --discard-turn",
     )
     run.add_argument(
         "--conversation",
@@ -628,8 +669,15 @@ def _parser() -> argparse.ArgumentParser:
         "--new-turn",
         action="store_true",
         help="begin a new turn even though the conversation's last turn did not finish, "
-        "leaving it as it is (nothing may be open in it: close a blocked one with inquiry "
-        "sanitize first)",
+        "leaving it as it is (nothing may be open in it: discard a blocked one with "
+        "--discard-turn)",
+    )
+    last_turn.add_argument(
+        "--discard-turn",
+        action="store_true",
+        help="discard the conversation's unfinished last turn: close its open questions and "
+        "tool calls as discarded, deleting nothing; then play the scenario in a new turn, or "
+        f"without SCENARIO play nothing ({help_path(doc_path('resume.md'))})",
     )
     run.set_defaults(handler=_run)
 

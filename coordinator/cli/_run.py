@@ -22,7 +22,10 @@ a module of its own:
   ``--continue-turn``, where the scenario stood in the conversation (read
   under its writer lock); without it, a conversation whose last turn did not
   finish is refused unless ``--new-turn`` says to begin one after it
-  (``docs/resume.md``).
+  (``docs/resume.md``);
+- :mod:`coordinator.cli._run_discard`: with ``--discard-turn``, the
+  unfinished last turn is discarded (closed, nothing deleted) under the
+  writer lock before the play begins a new turn.
 
 Rules:
 
@@ -73,7 +76,8 @@ from coordinator.adapters.live import LiveChannel, LiveDirectoryError, live_dire
 from coordinator.adapters.providers import ModelInquiryBackend
 from coordinator.cli._answer_script import load_answer_script
 from coordinator.cli._command_lines import command_line
-from coordinator.cli._run_continue import start_from
+from coordinator.cli._run_continue import assistant_tools, start_from
+from coordinator.cli._run_discard import plan_discard
 from coordinator.cli._run_play import play
 from coordinator.cli._run_players import (
     WatchedBackend,
@@ -105,6 +109,7 @@ if TYPE_CHECKING:
     from coordinator.adapters.mcp import McpToolbox
     from coordinator.cli._answer_script import AnswerScript
     from coordinator.cli._run_continue import Continuation
+    from coordinator.cli._run_discard import Discard
     from coordinator.cli._run_players import Model, Person
     from coordinator.cli._run_result import RunOptions
     from coordinator.cli._scenario import Scenario
@@ -120,6 +125,7 @@ async def run_scenario(
     promptability: Promptability | None = None,
     continue_turn: bool = False,
     new_turn: bool = False,
+    discard_turn: bool = False,
 ) -> RunResult:
     """Play ``options.scenario`` into ``options.conversation``, printing progress on ``out``.
 
@@ -129,7 +135,9 @@ async def run_scenario(
     a :class:`RunError`). ``continue_turn`` (``--continue-turn``): go on where
     the scenario stood in the conversation (:mod:`coordinator.cli._run_continue`);
     without it, a conversation whose last turn did not finish is refused,
-    unless ``new_turn`` (``--new-turn``) and nothing is open in it. Raises
+    unless ``new_turn`` (``--new-turn``) and nothing is open in it;
+    ``discard_turn`` (``--discard-turn``) discards it first, under the
+    writer lock (:mod:`coordinator.cli._run_discard`). Raises
     :class:`RunError` or another :class:`~coordinator.CoordinatorError` when
     an input cannot be read or the conversation cannot be written (and then
     nothing was written, or the error says what was).
@@ -141,9 +149,12 @@ async def run_scenario(
             raise RunError(str(error)) from None
     scenario = load_scenario(options.scenario)
     script = load_answer_script(options.answers) if options.answers is not None else None
-    # A conversation to continue is read under its writer lock, and held.
+    # A conversation to continue or discard is read under its writer lock, and held.
     conversation, created = _open_conversation(
-        options.conversation, scenario, locked=continue_turn, parents=options.parents
+        options.conversation,
+        scenario,
+        locked=continue_turn or discard_turn,
+        parents=options.parents,
     )
     # Released when the run ends, however it ends: an embedder (or a test)
     # running scenarios in one process must not hold it until the collector runs.
@@ -158,6 +169,7 @@ async def run_scenario(
             promptability=promptability,
             continue_turn=continue_turn,
             new_turn=new_turn,
+            discard_turn=discard_turn,
         )
     finally:
         conversation.close()
@@ -174,8 +186,14 @@ async def _play_into(
     promptability: Promptability,
     continue_turn: bool,
     new_turn: bool,
+    discard_turn: bool,
 ) -> RunResult:
     """The run of :func:`run_scenario` once its conversation is open (``created`` if new)."""
+    discard = (
+        plan_discard(conversation, assistant_tools=assistant_tools(scenario))
+        if discard_turn and not created
+        else None
+    )
     start = start_from(
         conversation,
         created=created,
@@ -183,6 +201,7 @@ async def _play_into(
         options=options,
         continue_turn=continue_turn,
         new_turn=new_turn,
+        discarding=discard is not None,
     )
     start.check_seed(scenario, options.conversation)
     stop = Stop()
@@ -208,6 +227,7 @@ async def _play_into(
             progress=progress,
             scripted_model=scripted_model,
             model_player=model_player,
+            discard=discard,
         )
     finally:
         # After the summary, which the terminal prompter may be what prints.
@@ -228,6 +248,7 @@ async def _play(
     progress: Progress,
     scripted_model: ScriptedInquiryBackend | None,
     model_player: Model,
+    discard: Discard | None = None,
 ) -> RunResult:
     """Write, run the turns and sum up: the part of :func:`_play_into` once everything is read."""
     prompter, emit, backend = player.prompter, player.emit, model_player.backend
@@ -257,10 +278,7 @@ async def _play(
         if player.output is not None and player.output.closed:
             # Nobody reads on: stop before anything is written.
             return RunResult(turns=len(scenario.turns), completed=0, output_closed=True)
-        try:
-            save_conversation(conversation, path)
-        except OSError as error:
-            raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
+        _first_write(conversation, path, discard, emit)
         start.seed(scenario, path)
         live = await _live_channel(stack, live_dir, path, scenario, emit)
         mcp = mcp_toolbox(scenario, workspace)
@@ -324,6 +342,18 @@ async def _play(
     if unused:
         emit(f"note: entries of the answers file no prompt used: {', '.join(unused)}")
     return result
+
+
+def _first_write(
+    conversation: Conversation, path: Path, discard: Discard | None, emit: Callable[[str], None]
+) -> None:
+    """The run's first write: the discarded turn closed (``--discard-turn``), then the save."""
+    if discard is not None:
+        discard.carry_out(conversation, emit)
+    try:
+        save_conversation(conversation, path)
+    except OSError as error:
+        raise RunError(f"{shown_path(path)}: cannot be written: {os_reason(error)}") from None
 
 
 def _live_directory() -> Path:

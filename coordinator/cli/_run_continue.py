@@ -26,8 +26,9 @@ repeats the run's own arguments (the scenario, ``--answers``, the
 conversation: pasted as it is, the questions the answers file answers are
 answered; :mod:`coordinator.cli._command_lines`): continue it (when it is a
 turn of this scenario, which alone ``--continue-turn`` can continue), or
-discard it (``inquiry sanitize`` closes what is open), or begin a new turn
-after it (``--new-turn``, when nothing is open). A turn of this very scenario
+discard it (``--discard-turn`` closes what is open, deletes nothing, and
+plays the scenario in a new turn: :mod:`coordinator.cli._run_discard`), or
+begin a new turn after it (``--new-turn``, when nothing is open). A turn of this very scenario
 that holds all it plays is no obstacle: a scenario turn without a reply never
 gets the model's follow-up, but the scenario has nothing left to play in it.
 
@@ -54,7 +55,7 @@ import attrs
 
 from coordinator._text import shown_path
 from coordinator.cli._check import MAY_HAVE_COMPLETED, TURN_MARKER, quoted_text
-from coordinator.cli._command_lines import command_line, sanitize_line
+from coordinator.cli._command_lines import command_line
 from coordinator.cli._run_play import call_ids
 from coordinator.cli._run_result import RunError
 from coordinator.cli._run_workspace import WORKSPACE, check_seed, seed_workspace
@@ -221,16 +222,18 @@ def start_from(
     options: RunOptions,
     continue_turn: bool,
     new_turn: bool = False,
+    discarding: bool = False,
 ) -> Continuation:
     """Where the play starts: where the scenario stood (``--continue-turn``), or its first turn.
 
     Without ``continue_turn``, a conversation whose last turn did not finish
     is refused (:func:`refuse_unfinished`); ``new_turn`` lets one that has
-    nothing open be followed by a new turn.
+    nothing open be followed by a new turn. ``discarding``: the last turn is
+    discarded before the play begins (``--discard-turn``), and is followed.
     """
     if continue_turn:
         return continue_from(conversation, created=created, scenario=scenario, options=options)
-    if not created:
+    if not created and not discarding:
         refuse_unfinished(conversation, scenario, options, new_turn=new_turn)
     return FROM_THE_START
 
@@ -262,8 +265,13 @@ def refuse_unfinished(
         said += " and something is open in it, so --new-turn cannot follow it"
     beginning = f"`{command_line(options, '--new-turn')}`"
     if incomplete.blocked:
-        sanitize = f"`{sanitize_line(options.conversation)}`"
-        ways = [f"discard it with {sanitize} and then begin a new turn with {beginning}"]
+        discard = f"`{command_line(options, '--discard-turn')}`"
+        ways = [
+            (
+                "discard it (what is open is closed, nothing deleted) and begin a new turn "
+                f"with {discard}"
+            )
+        ]
     else:
         ways = [f"leave it unfinished and begin a new turn with {beginning}"]
     if played is not None:
@@ -299,8 +307,8 @@ def continue_from(
             how = "run without --continue-turn to begin a new turn"
         elif incomplete.blocked:
             how = (
-                f"discard it with `{sanitize_line(options.conversation)}`, "
-                f"then begin a new turn with {beginning}"
+                "discard it (what is open is closed, nothing deleted) and begin a new turn "
+                f"with `{command_line(options, '--discard-turn')}`"
             )
         else:
             how = f"begin a new turn after it with {beginning}"

@@ -128,6 +128,7 @@ _UNANSWERED = frozenset(
         Resolution.DENIED,
         Resolution.WITHDRAWN,
         Resolution.TIMED_OUT,
+        Resolution.DISCARDED,
     }
 )
 
@@ -147,6 +148,7 @@ _WHY_UNANSWERED = {
     Resolution.DENIED: ": nobody to ask, and the detached policy would not answer for them",
     Resolution.WITHDRAWN: ": its tool call was stopped while it was open",
     Resolution.TIMED_OUT: ": nobody answered it in time (its prompt_timeout)",
+    Resolution.DISCARDED: ": its unfinished turn was discarded",
 }
 #: Who answered a permission prompt when it was shown.
 _ASKED = frozenset(

@@ -109,7 +109,7 @@ from coordinator.driver._toml_fields import (
     table,
     tables,
 )
-from coordinator.driver._tool_coordinator import ToolCoordinator
+from coordinator.driver._tool_coordinator import DiscardedTurn, ToolCoordinator
 from coordinator.driver._waiting import (
     NotWaitingError,
     SecretNotTakenError,
@@ -151,6 +151,7 @@ __all__ = [
     "DetachedConfig",
     "DetachedMode",
     "DetachedPolicy",
+    "DiscardedTurn",
     "Executor",
     "ExecutorResult",
     "Failure",

@@ -12,13 +12,18 @@ form JP keeps verbatim: one key of the entry's ``metadata``, ``"inquiry"``
                         {"inquiry": {"route": "parked_then_answered", "by": "inbox"}}
                         {"inquiry": {"route": "person", "by": "inbox"}}
     tool_call_response  {"inquiry": {"permission": {"route": "answers_file"}}}
+                        {"inquiry": {"route": "discarded"}}
                         {"inquiry": {
                             "permission": {"route": "detached_policy", "detached": "auto"},
                             "delivery": {"route": "person"}}}
 
 A route is the lower-cased name of the column value of the row that decided
 (:class:`~machines.Resolution` for a question; :class:`~machines.PermissionBy`
-for a permission or a delivery); ``detached`` is the mode of the detached
+for a permission or a delivery); a tool call closed because its turn was
+discarded (the row's outcome ``discarded``) says so with the route
+:data:`~coordinator._recorded_routes.DISCARDED_ROUTE`, as the questions
+closed with it do, which is how a reader knows the turn was discarded;
+``detached`` is the mode of the detached
 policy (RFD 049), present only where the policy decided (the row's
 ``detached`` column, or, for a question the policy put to the model, the
 row that did so); ``by`` names who answered a prompt parked earlier
@@ -49,11 +54,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coordinator._recorded_routes import ROUTE_KEY
+from coordinator._recorded_routes import DISCARDED_ROUTE, ROUTE_KEY
 from coordinator.driver._observing import NOTHING_TOLD
 from machines import (
     INQUIRY_MACHINE,
     Answered,
+    CallOutcome,
     Cancelled,
     DetachedMode,
     PermissionBy,
@@ -71,7 +77,7 @@ if TYPE_CHECKING:
     from coordinator.stream import ConversationStream, EventEntry
     from machines import Event, Fired, JsonValue, Row, Step, ToolCall
 
-__all__ = ["CallRoutes", "append_answered_later"]
+__all__ = ["CallRoutes", "append_answered_later", "append_closed"]
 
 
 #: A column value as written: its name, lower-cased (``answers_file``, ``detached_policy``).
@@ -103,6 +109,17 @@ def append_answered_later(stream: ConversationStream, step: Step, by: str) -> li
     For the inbox (and an embedder continuing a turn with answers): no tool
     call's machine took the step, only the question's, whose row says how it
     was decided; ``by`` names who answered.
+    """
+    return append_closed(stream, step, by)
+
+
+def append_closed(
+    stream: ConversationStream, step: Step, by: str | None = None
+) -> list[EventEntry]:
+    """Append the records of ``step``, a question's own (no tool call's machine took it).
+
+    Each goes in with the route its row says (``by``: who answered, for a
+    question parked and answered later).
     """
     return [
         stream.append(record, metadata={ROUTE_KEY: _decision(fired.row.resolution, None, by)})
@@ -166,6 +183,8 @@ class CallRoutes:
             return {ROUTE_KEY: _decision(row.resolution, detached, told.answered_by)}
         if isinstance(record, ToolCallResponse):
             decided: dict[str, JsonValue] = {}
+            if row.outcome is CallOutcome.DISCARDED:
+                decided["route"] = DISCARDED_ROUTE
             if self._permission is not None:
                 decided["permission"] = self._permission
             if self._delivery is not None:

@@ -82,7 +82,14 @@ Rules:
     with ``sleep`` (``asyncio.sleep`` unless given: tests hand in a fake
     clock's), from when the prompt is shown; a tool's own execution limit
     never counts it (a tool that asks has stopped, or waits on the engine).
-11. What a tool says is taken in only if its record could be written: a
+11. A turn that did not finish may be discarded instead
+    (:meth:`ToolCoordinator.discard_turn`, RFD 023's discard): every open
+    question is closed ``Cancelled(discarded)`` and every open tool call
+    gets one response saying its turn was discarded, appended after what
+    the turn holds, each from its machine's ``discard`` row. Nothing is
+    deleted or rewritten, nothing runs or is asked; the turn is then
+    finished (its last event is a discard's close).
+12. What a tool says is taken in only if its record could be written: a
     question or a result the writer would refuse (nested too deeply inside
     its entry, text that is not valid Unicode) fails that call as malformed
     (:mod:`coordinator.wire._recordable`), never the run, so every save
@@ -130,7 +137,7 @@ from coordinator.driver._prompting import (
     PromptUnanswered,
     QuestionAnswer,
 )
-from coordinator.driver._routes import CallRoutes
+from coordinator.driver._routes import CallRoutes, append_closed
 from coordinator.driver._waiting import answer_parked
 from coordinator.store import Durability, save_conversation
 from coordinator.stream import EventEntry, IncompleteTurn, find_incomplete_turn
@@ -140,6 +147,7 @@ from machines import (
     DEFAULT_MAX_QUESTIONS,
     INQUIRY_MACHINE,
     AskAssistant,
+    Cancelled,
     CompleteTool,
     DetachedMode,
     Effect,
@@ -176,11 +184,13 @@ if TYPE_CHECKING:
     from coordinator.driver._executors import Executor
     from coordinator.driver._prompting import Prompter
     from coordinator.store import Conversation
+    from coordinator.stream import Located
 
 __all__ = [
     "FDS_PER_TOOL",
     "MOST_PARALLEL_TOOLS",
     "UNOFFERED_DEFAULT_NOTE",
+    "DiscardedTurn",
     "ToolCoordinator",
     "default_parallel_tools",
 ]
@@ -200,6 +210,20 @@ UNOFFERED_DEFAULT_NOTE = (
     "[inquiry: this secret question came with a default, recorded here as the tool gave it "
     "(RFD 082); it is not offered at the prompt]"
 )
+
+
+@attrs.frozen(kw_only=True)
+class DiscardedTurn:
+    """What :meth:`ToolCoordinator.discard_turn` closed in turn ``turn`` (numbered from 1).
+
+    ``questions``: the responses closing its open questions, in the order
+    appended; ``tool_calls``: its open calls' responses, in stream order.
+    Both empty when nothing was open (the turn waited for the model).
+    """
+
+    turn: int
+    questions: tuple[Cancelled, ...] = ()
+    tool_calls: tuple[ToolCallResponse, ...] = ()
 
 
 def default_parallel_tools() -> int:
@@ -520,6 +544,67 @@ class ToolCoordinator:
             len(incomplete.open), lambda batch: self._take_up(batch, incomplete)
         )
 
+    def discard_turn(self, incomplete: IncompleteTurn) -> DiscardedTurn:
+        """Discard a turn that did not finish: close what is open in it, delete nothing.
+
+        ``incomplete`` is :func:`~coordinator.stream.find_incomplete_turn` of
+        this coordinator's conversation as it is now (held with ``with
+        conversation:``, as for :meth:`continue_turn`). Every open question
+        (one an open call waited on, a parked one, a stray one) is closed
+        ``Cancelled(discarded)``, and every open tool call gets one error
+        response saying its turn was discarded (:data:`machines.wording.DISCARDED`),
+        appended after what the turn holds, each with the route
+        ``discarded`` in its metadata (rule 11). Nothing runs, nobody is
+        asked, no answer is remembered, no entry is removed or rewritten;
+        the conversation is saved (when it autosaves). ``on_step`` is not
+        called: what was closed is the returned value. The turn is then
+        finished: ``find_incomplete_turn`` returns ``None`` for it, and the
+        next turn begins after it.
+
+        A turn with nothing open (it waits for the model's response or
+        follow-up) has nothing to close: nothing is appended, and it stays
+        unfinished (closing it would take a model response nobody gave).
+        Raises ``ValueError`` as :meth:`continue_turn` does when
+        ``incomplete`` is not this conversation's last turn as it stands,
+        or holds a request nothing appended can close.
+        """
+        if self._batch is not None:
+            raise RuntimeError("this coordinator is already running a batch")
+        self._check_incomplete(incomplete, doing="discarded")
+        number = incomplete.turn.index + 1
+        if not incomplete.blocked:
+            return DiscardedTurn(turn=number)
+        self._resume_turn(incomplete)
+        stream = self.conversation.stream
+        steps: list[Step] = []
+        for stray in incomplete.stray:
+            step = self._close_stray(stray, discarded=True)
+            append_closed(stream, step)
+            steps.append(step)
+        for open_call in incomplete.open:
+            request = open_call.tool_call
+            call, step = ToolCall.discard(
+                turn=self._turn,
+                request=request,
+                recorded=open_call.recorded,
+                run_mode=self.config.run_mode(request.name),
+                terminal=self.terminal,
+            )
+            CallRoutes().append(stream, step, call)
+            steps.append(step)
+        self._save_changes(Durability.LOGGED)
+        records = [record for step in steps for record in step.records]
+        return DiscardedTurn(
+            turn=number,
+            questions=tuple(record for record in records if isinstance(record, Cancelled)),
+            tool_calls=tuple(
+                effect.response
+                for step in steps
+                for effect in step.effects
+                if isinstance(effect, CompleteTool)
+            ),
+        )
+
     async def _drive(self, size: int, start: Callable[[_Batch], None]) -> list[ToolCallResponse]:
         """Start a batch of ``size`` calls with ``start``, and carry it out to the end."""
         # Again at each batch: the conversation may have been saved to a directory
@@ -567,16 +652,8 @@ class ToolCoordinator:
         """Close the stray questions, then take up each open call (see :meth:`continue_turn`)."""
         stream = self.conversation.stream
         for stray in incomplete.stray:
-            asked = cast("InquiryRequest", stray.entry.payload)
             # No tool call is known to have asked it: no observer step belongs to it.
-            _, step = Inquiry.supersede_recorded(
-                turn=self._turn,
-                request=asked,
-                question_id=asked.question.id or asked.id,
-                tool_call_id="",
-                tool_name=asked.source.name or "",
-            )
-            for record in step.records:
+            for record in self._close_stray(stray, discarded=False).records:
                 stream.append(record)
         for index, open_call in enumerate(incomplete.open):
             for question_id, why in open_call.unfit:
@@ -598,6 +675,23 @@ class ToolCoordinator:
                 recorded,
                 permission_parked=open_call.permission_parked,
             )
+
+    def _close_stray(self, stray: Located, *, discarded: bool) -> Step:
+        """Close ``stray``, a request no open call is known to have asked (its inquiry's step).
+
+        ``discarded``: its turn is discarded (``Cancelled(discarded)``);
+        otherwise it is continued (``interrupted``).
+        """
+        asked = cast("InquiryRequest", stray.entry.payload)
+        close = Inquiry.discard_recorded if discarded else Inquiry.supersede_recorded
+        _, step = close(
+            turn=self._turn,
+            request=asked,
+            question_id=asked.question.id or asked.id,
+            tool_call_id="",
+            tool_name=asked.source.name or "",
+        )
+        return step
 
     def _start_call(
         self,
@@ -668,7 +762,7 @@ class ToolCoordinator:
                 )
             waiting.remove(request)
 
-    def _check_incomplete(self, incomplete: IncompleteTurn) -> None:
+    def _check_incomplete(self, incomplete: IncompleteTurn, *, doing: str = "continued") -> None:
         if not isinstance(incomplete, IncompleteTurn):
             raise TypeError(f"expected an IncompleteTurn, not {type(incomplete).__name__}")
         stream = self.conversation.stream
@@ -687,7 +781,7 @@ class ToolCoordinator:
             ids = ", ".join(repr(located.id) for located in incomplete.stuck)
             raise ValueError(
                 f"the turn holds requests nothing appended can close ({ids}: their ids were "
-                "asked again in a later cycle of the turn); it cannot be continued, only "
+                f"asked again in a later cycle of the turn); it cannot be {doing}, only "
                 "sanitized"
             )
 

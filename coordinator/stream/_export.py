@@ -127,6 +127,7 @@ from machines import (
 )
 from machines.wording import (
     DELIVERY_CANCELLED,
+    DISCARDED,
     INPUT_CANCELLED,
     INTERRUPTED,
     RESULT_WITHHELD,
@@ -589,6 +590,10 @@ _CALL_ENDS = {
     ),
     INPUT_CANCELLED: "The person cancelled a question the tool asked: the tool did not finish.",
     INTERRUPTED: "The call was interrupted: the tool did not finish.",
+    DISCARDED: (
+        "The call was open when its turn stopped, and the turn was discarded: "
+        "the tool did not finish."
+    ),
     RESULT_WITHHELD: "The tool ran, and its result was withheld from the model.",
     DELIVERY_CANCELLED: "The tool ran, and the prompt delivering its result was cancelled.",
 }
@@ -663,6 +668,10 @@ _CLOSED_BY: dict[CancellationReason, str] = {
     CancellationReason.WITHDRAWN: (
         "its tool call was stopped while it was open (the run was stopped or failed); nobody "
         "answered or cancelled it"
+    ),
+    CancellationReason.DISCARDED: (
+        "it waited when the process running the turn stopped, and the turn was discarded "
+        "rather than continued; nobody answered it"
     ),
     CancellationReason.TIMED_OUT: (
         "it was on screen for longer than the time configured for a person to answer it "

@@ -14,7 +14,13 @@ has a ``chat_request`` and a ``chat_response`` after it, every tool-call
 request has its response, and a ``chat_response`` follows the last tool-call
 response. Global entries (``config_delta``, ``compaction``,
 ``event_overlay``, unknown kinds) do not count, and a turn holding nothing
-but its ``turn_start`` is empty, not incomplete. What is missing says where
+but its ``turn_start`` is empty, not incomplete. A turn whose last event is
+a discard's close (a ``Cancelled(discarded)``, or a ``tool_call_response``
+its writer recorded with the route ``discarded``:
+:data:`~coordinator._recorded_routes.DISCARDED_ROUTE`) was discarded by its
+writer, every open question and call closed so: it is finished too, though
+no model response follows (ours: RFD 023 drops such a turn, we keep it
+whole and close it). What is missing says where
 the turn stands (:class:`ResumePhase`): waiting for the model's response,
 executing tool calls (some call or some question still open: the turn is
 *blocked*), or waiting for the model's follow-up to the tool results.
@@ -77,7 +83,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from coordinator._recorded_routes import RecordedPark, recorded_park
+from coordinator._recorded_routes import (
+    DISCARDED_ROUTE,
+    RecordedPark,
+    recorded_park,
+    recorded_route,
+)
 from coordinator.stream._entries import EventEntry
 from coordinator.stream._pairing import Located, Pair, TurnPairing, pair_indexed
 from coordinator.stream._stream import Turn
@@ -398,6 +409,8 @@ class _Reading:
     def _phase(self, *, blocked: bool) -> ResumePhase | None:
         if blocked:
             return ResumePhase.EXECUTING
+        if self._discarded():
+            return None
         last_request = last_response = last_result = None
         for index, entry in self.events:
             payload = entry.payload
@@ -412,6 +425,19 @@ class _Reading:
         if last_result is not None and (last_response is None or last_response < last_result):
             return ResumePhase.AWAITING_FOLLOW_UP
         return None
+
+    def _discarded(self) -> bool:
+        """Whether the turn ends with a discard's close: its writer discarded it (finished)."""
+        if not self.events:  # pragma: no cover - an empty turn is not read this far
+            return False
+        _, entry = self.events[-1]
+        payload = entry.payload
+        if isinstance(payload, Cancelled):
+            return payload.reason is CancellationReason.DISCARDED
+        if isinstance(payload, ToolCallResponse):
+            route = recorded_route(entry.metadata)
+            return route is not None and route.route == DISCARDED_ROUTE
+        return False
 
 
 def _could_ask(
