@@ -176,10 +176,14 @@ def test_the_park_example_runs_as_the_readme_says(tmp_path: Path) -> None:
     assert inquiry("check", directory).returncode == 3
     run = Session(tmp_path, PARK_EXAMPLE, ("--continue-turn",))
     try:
-        run.expect("[y/n/Y/N] >")
-        run.type("y\r")
-        run.expect("(hidden) >")
-        run.type(TOUR_SECRET + "\r")
+        # The two parked calls are run again at once, each in its own tool
+        # process: whichever asks first is on screen first, so both orders hold.
+        replies = {b"[y/n/Y/N] >": "y\r", b"(hidden) >": TOUR_SECRET + "\r"}
+        prompts = list(replies)
+        for _ in replies:
+            shown = prompts[run.child.expect_exact(prompts)]
+            prompts.remove(shown)
+            run.type(replies[shown])
         assert run.finish() == 0
     finally:
         run.close()
