@@ -221,13 +221,19 @@ def _untouched(conversation: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_an_unreadable_seed_file_is_found_before_anything_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A seed file that cannot be read: exit 2 naming it, and no conversation is created."""
-    seed(tmp_path, {"notes.txt": "seed notes\n", "secret.txt": "no\n"})
-    (tmp_path / "seed" / "secret.txt").chmod(0)
+    seed(tmp_path, {"notes.txt": "seed notes\n"})
+    unreadable = tmp_path / "seed" / "secret.txt"
+    if os.geteuid() == 0:
+        # Root reads a file of any mode; reading a process's memory at
+        # offset 0 fails for root too (EIO), a regular file that cannot be read.
+        unreadable.symlink_to("/proc/self/mem")
+    else:
+        unreadable.write_text("no\n")
+        unreadable.chmod(0)
     conversation = tmp_path / "conversation"
     status, _, err = run(scenario(tmp_path, '[workspace]\nseed = "seed"\n'), conversation, capsys)
     assert status == 2

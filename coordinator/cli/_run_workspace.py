@@ -68,9 +68,25 @@ def check_seed(scenario: Scenario, workspace: Path, conversation: Path) -> None:
                 if made_anew or not _is_directory(workspace / name):
                     anew.add(name)
                 continue
-            os.close(open_file(source)[0])  # it can be read
+            _readable(source)
             if not made_anew:
                 _refuse_directory(workspace / name)
+
+
+def _readable(source: Path) -> None:
+    """Refuse ``source`` unless its first byte can be read, naming it.
+
+    Opening is not enough: a file may open and fail on read (``EIO``, as
+    ``/proc/self/mem`` does even for root), and that read's error carries no
+    file name, which would make the message name the workspace instead.
+    """
+    descriptor, _ = open_file(source)
+    try:
+        os.read(descriptor, 1)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(source)) from None
+    finally:
+        os.close(descriptor)
 
 
 def seed_workspace(scenario: Scenario, workspace: Path, conversation: Path) -> None:
